@@ -1,0 +1,52 @@
+"""dsh-tool-todo: the model-facing ``todo_write`` tool, as a dsh plugin.
+
+This module is the plugin itself: it exports ``name``, ``inject`` and ``apply``,
+and deliberately no ``default`` (a loader would collapse the module to it and
+lose ``inject``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import projection_plugin
+from .errors import InvalidLog, TodoError, ToolCallRejected, ToolFailure, UsageError
+from .markers import hookimpl
+from .model import TodoCounts, TodoItem, TodoResult
+from .options import PLUGIN_NAME, TodoOptions
+from .projection import TodosProjection, replay
+from .protocols import PluginContext
+from .tool import TodoWriteTool, install_tool, render_result
+
+__all__ = [
+    "InvalidLog",
+    "TodoCounts",
+    "TodoError",
+    "TodoItem",
+    "TodoOptions",
+    "TodoResult",
+    "TodoWriteTool",
+    "TodosProjection",
+    "ToolCallRejected",
+    "ToolFailure",
+    "UsageError",
+    "apply",
+    "inject",
+    "name",
+    "render_result",
+    "replay",
+]
+
+name = PLUGIN_NAME
+
+
+@hookimpl
+def inject(ctx: PluginContext) -> Sequence[object]:
+    """Hand the host the sub-plugin that registers the ``todos`` projection."""
+    return [projection_plugin]
+
+
+@hookimpl
+def apply(ctx: PluginContext) -> None:
+    """Register ``todo_write`` on ``ctx.tools``; fails if the options are not chosen."""
+    install_tool(ctx)

@@ -1,0 +1,192 @@
+"""A small, complete reference host: load plugins, own agent sessions, call tools.
+
+Host authors use it to test their own integration; this project's tests, example
+and CLI run on it. It is deliberately plain: in-memory sessions, one thread-safe
+lock per session, projections driven as events are appended.
+
+>>> import dsh_tool_todo
+>>> host = Host([dsh_tool_todo], {"dsh-tool-todo": {"allowParallelInProgress": False}})
+>>> agent = host.new_agent()
+>>> host.call_tool("todo_write", {"todos": [{"content": "Plan", "status": "in_progress"}]},
+...                agent=agent)
+'Updated todo list: 0 pending, 1 in progress, 0 completed.'
+>>> host.projection(agent.session, "todos")
+[{'content': 'Plan', 'status': 'in_progress'}]
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pluggy
+
+from .errors import ToolCallRejected, UsageError
+from .loader import load_plugins, new_plugin_manager
+from .protocols import ProjectionUnit
+
+Event = dict[str, Any]
+Listener = Callable[[Event], None]
+
+
+class ObservableSession(Protocol):
+    """A session the host can drive projections from."""
+
+    def append(self, type: str, data: Mapping[str, Any], /) -> object: ...
+
+    def subscribe(self, listener: Listener, /) -> Callable[[], None]: ...
+
+
+class MemorySession:
+    """An append-only, in-memory session log; safe to append from several threads."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._listeners: list[Listener] = []
+        self._lock = threading.Lock()
+
+    def append(self, type: str, data: Mapping[str, Any], /) -> Event:
+        event: Event = {"type": type, "data": data}
+        with self._lock:  # listeners see events in log order
+            self.events.append(event)
+            for listener in self._listeners:
+                listener(event)
+        return event
+
+    def subscribe(self, listener: Listener, /) -> Callable[[], None]:
+        with self._lock:
+            self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+
+class AsyncMemorySession(MemorySession):
+    """The same log behind a coroutine ``append``, as asyncio hosts have."""
+
+    async def append(self, type: str, data: Mapping[str, Any], /) -> Event:  # type: ignore[override]
+        return MemorySession.append(self, type, data)
+
+
+@dataclass(frozen=True)
+class HostAgent:
+    session: Any
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """What a tool learns about its caller."""
+
+    agent: HostAgent | None
+
+
+class ToolTable(dict[str, Any]):
+    """``ctx.tools``: tools by name; a name is registered once."""
+
+    def register(self, tool: Any, /) -> None:
+        if tool.name in self:
+            raise UsageError(f"a tool named {tool.name!r} is already registered")
+        self[tool.name] = tool
+
+
+class ProjectionTable(dict[str, ProjectionUnit[Any, Any]]):
+    """``ctx.session_projections``: projection units by key; a key is registered once."""
+
+    def register(self, key: str, unit: ProjectionUnit[Any, Any], /) -> None:
+        if key in self:
+            raise UsageError(f"a session projection {key!r} is already registered")
+        self[key] = unit
+
+
+@dataclass(frozen=True)
+class HostContext:
+    tools: ToolTable
+    options: Mapping[str, Mapping[str, Any]]
+    session_projections: ProjectionTable | None
+
+
+@dataclass
+class _ProjectionStates:
+    units: ProjectionTable
+    states: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.states = {key: unit.init for key, unit in self.units.items()}
+
+    def feed(self, event: Event) -> None:
+        for key, unit in self.units.items():
+            self.states[key] = unit.apply(self.states[key], event)
+
+
+class Host:
+    """Load plugins through pluggy, then run their tools for agents it creates."""
+
+    def __init__(
+        self,
+        plugins: Iterable[object],
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+        *,
+        projections: bool = True,
+        plugin_manager: pluggy.PluginManager | None = None,
+    ) -> None:
+        self.plugin_manager = plugin_manager or new_plugin_manager()
+        self.context = HostContext(
+            tools=ToolTable(),
+            options=dict(options or {}),
+            session_projections=ProjectionTable() if projections else None,
+        )
+        self.plugins = load_plugins(self.plugin_manager, plugins, self.context)
+        self._projections: dict[int, tuple[object, _ProjectionStates]] = {}
+
+    @property
+    def tools(self) -> ToolTable:
+        return self.context.tools
+
+    def new_agent(self, session: ObservableSession | None = None) -> HostAgent:
+        """An agent owning ``session`` (a fresh :class:`MemorySession` by default)."""
+        owned = MemorySession() if session is None else session
+        units = self.context.session_projections
+        if units is not None:
+            states = _ProjectionStates(units)
+            owned.subscribe(states.feed)
+            self._projections[id(owned)] = (owned, states)
+        return HostAgent(session=owned)
+
+    def call_tool(self, name: str, args: Any, *, agent: HostAgent | None = None) -> str:
+        """Run a tool as the model asked; return exactly the text the model reads."""
+        tool = self._tool(name)
+        try:
+            result = tool.execute(args, ToolCall(agent))
+        except ToolCallRejected as rejected:
+            return rejected.model_text
+        text: str = tool.render(result)
+        return text
+
+    async def acall_tool(self, name: str, args: Any, *, agent: HostAgent | None = None) -> str:
+        """:meth:`call_tool` for asyncio hosts and sessions with a coroutine ``append``."""
+        tool = self._tool(name)
+        try:
+            result = await tool.aexecute(args, ToolCall(agent))
+        except ToolCallRejected as rejected:
+            return rejected.model_text
+        text: str = tool.render(result)
+        return text
+
+    def projection(self, session: object, key: str) -> Any:
+        """The current view of projection ``key`` over the events appended to ``session``."""
+        units = self.context.session_projections
+        if units is None:
+            raise UsageError("this host mounts no session projections (projections=False)")
+        if key not in units:
+            raise UsageError(f"no session projection {key!r} is registered")
+        entry = self._projections.get(id(session))
+        if entry is None:
+            raise UsageError("that session belongs to no agent of this host")
+        return units[key].view(entry[1].states[key])
+
+    def _tool(self, name: str) -> Any:
+        try:
+            return self.tools[name]
+        except KeyError:
+            known = ", ".join(sorted(self.tools)) or "none"
+            raise UsageError(f"no tool named {name!r} (registered: {known})") from None

@@ -1,0 +1,72 @@
+"""The ``todos`` session projection: the current plan, and a replay of a whole log."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .contract import EVENT_TYPE, TURN_START
+from .errors import InvalidLog, ToolCallRejected
+from .model import TodoItem
+from .protocols import PluginContext
+from .validation import validate_call
+
+PROJECTION_KEY = "todos"
+Plan = list[TodoItem] | None
+
+
+class TodosProjection:
+    """The current plan: the latest ``todo/write``'s list, cleared by each ``turn/start``.
+
+    Every other event (``turn/end`` included) returns the same state object, so a
+    host can tell by identity that nothing changed.
+    """
+
+    state_version = 2
+    init: Plan = None
+
+    def apply(self, state: Plan, event: Mapping[str, Any]) -> Plan:
+        kind = event["type"]
+        if kind == EVENT_TYPE:
+            todos: list[TodoItem] = event["data"]["todos"]
+            return todos
+        if kind == TURN_START:
+            return None
+        return state
+
+    def view(self, state: Plan) -> Plan:
+        return state
+
+
+def register_projection(ctx: PluginContext) -> None:
+    """Register the unit when the host mounts a projection registry; else do nothing."""
+    registry = getattr(ctx, "session_projections", None)
+    if registry is not None:
+        registry.register(PROJECTION_KEY, TodosProjection())
+
+
+def replay(events: Iterable[Mapping[str, Any]], *, verify: bool = True) -> Plan:
+    """Fold a whole session log into its current plan (last write wins).
+
+    With ``verify``, each ``todo/write`` must hold a list the tool could have
+    written: raises :class:`InvalidLog` otherwise. The check allows any number of
+    ``in_progress`` items, so a log written while parallel work was allowed still
+    replays after a deployment tightens the option.
+    """
+    unit = TodosProjection()
+    state = unit.init
+    for position, event in enumerate(events):
+        if verify and event["type"] == EVENT_TYPE:
+            check_logged_write(event, position)
+        state = unit.apply(state, event)
+    return unit.view(state)
+
+
+def check_logged_write(event: Mapping[str, Any], position: int) -> None:
+    data = event.get("data")
+    if not isinstance(data, Mapping) or set(data) != {"todos"}:
+        raise InvalidLog(f"event {position}: {EVENT_TYPE} data must be {{todos: [...]}}")
+    try:
+        validate_call(data, allow_parallel=True)
+    except ToolCallRejected as rejected:
+        raise InvalidLog(f"event {position}: {rejected}") from None

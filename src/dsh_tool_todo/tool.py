@@ -1,0 +1,97 @@
+"""The ``todo_write`` tool: one pure core, a sync and an async shell around the session write."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from .contract import (
+    DESCRIPTION_PARALLEL,
+    DESCRIPTION_SINGLE,
+    EVENT_TYPE,
+    NO_OWNER,
+    SUCCESS_TEXT,
+    TOOL_NAME,
+)
+from .errors import ToolCallRejected, ToolFailure, UsageError
+from .model import TodoResult
+from .options import TodoOptions
+from .protocols import PluginContext, Session, ToolExec
+from .schema import parameters
+from .validation import validate_call
+
+
+class TodoWriteTool:
+    """The model-facing tool. ``execute`` for plain sessions, ``aexecute`` for async ones.
+
+    Both return the canonical result, raise :class:`ToolCallRejected` for a bad
+    call (nothing is appended) and :class:`ToolFailure` when the session's
+    ``append`` fails.
+    """
+
+    name = TOOL_NAME
+
+    def __init__(self, options: TodoOptions) -> None:
+        self.options = options
+        self.parameters: Mapping[str, Any] = parameters()
+
+    @property
+    def description(self) -> str:
+        parallel = self.options.allow_parallel_in_progress
+        return DESCRIPTION_PARALLEL if parallel else DESCRIPTION_SINGLE
+
+    def execute(self, args: Any, call: ToolExec | None) -> TodoResult:
+        session, result = self._prepare(args, call)
+        written = _append(session, result)
+        if inspect.isawaitable(written):
+            if inspect.iscoroutine(written):
+                written.close()  # never run, so nothing was appended
+            raise UsageError(
+                "this session's append is asynchronous: call `await tool.aexecute(...)`"
+            )
+        return result
+
+    async def aexecute(self, args: Any, call: ToolExec | None) -> TodoResult:
+        session, result = self._prepare(args, call)
+        written = _append(session, result)
+        if inspect.isawaitable(written):
+            try:
+                await written
+            except Exception as error:
+                raise ToolFailure(f"{EVENT_TYPE} could not be appended: {error}") from error
+        return result
+
+    def render(self, result: TodoResult) -> str:
+        """The native renderer: the short confirmation the model reads."""
+        return render_result(result)
+
+    def _prepare(self, args: Any, call: ToolExec | None) -> tuple[Session, TodoResult]:
+        agent = None if call is None else call.agent
+        if agent is None:
+            raise ToolCallRejected(NO_OWNER)
+        result = validate_call(args, allow_parallel=self.options.allow_parallel_in_progress)
+        return agent.session, result
+
+
+def render_result(result: TodoResult) -> str:
+    counts = result["counts"]
+    return SUCCESS_TEXT.format(
+        pending=counts["pending"],
+        in_progress=counts["inProgress"],
+        completed=counts["completed"],
+    )
+
+
+def install_tool(ctx: PluginContext) -> TodoWriteTool:
+    """Check this plugin's options and register the tool on ``ctx.tools``."""
+    tool = TodoWriteTool(TodoOptions.from_context(ctx.options))
+    ctx.tools.register(tool)
+    return tool
+
+
+def _append(session: Session, result: TodoResult) -> object:
+    try:
+        return session.append(EVENT_TYPE, {"todos": result["todos"]})
+    except Exception as error:
+        raise ToolFailure(f"{EVENT_TYPE} could not be appended: {error}") from error
