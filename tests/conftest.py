@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import dsh_tool_todo
+from dsh_tool_todo.host import Host, HostAgent
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+HostFactory = Callable[..., Host]
+
+
+def options(parallel: bool) -> dict[str, dict[str, bool]]:
+    return {"dsh-tool-todo": {"allowParallelInProgress": parallel}}
+
+
+def todo(content: str, status: str = "pending") -> dict[str, str]:
+    return {"content": content, "status": status}
+
+
+@pytest.fixture
+def make_host() -> HostFactory:
+    """A fresh host, hence a fresh plugin manager, per call."""
+
+    def build(*, parallel: bool = False, projections: bool = True) -> Host:
+        return Host([dsh_tool_todo], options(parallel), projections=projections)
+
+    return build
+
+
+@pytest.fixture
+def host(make_host: HostFactory) -> Host:
+    return make_host()
+
+
+@pytest.fixture
+def agent(host: Host) -> HostAgent:
+    return host.new_agent()
+
+
+def snapshot(name: str) -> str:
+    return (SNAPSHOTS / name).read_text(encoding="utf-8")

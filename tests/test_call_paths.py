@@ -1,0 +1,105 @@
+"""One core, two shells: the sync and async call paths, and how failures are kept apart."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from dsh_tool_todo import ToolCallRejected, ToolFailure, UsageError
+from dsh_tool_todo.host import AsyncMemorySession, Host, HostAgent
+from tests.conftest import todo
+
+ARGS = {"todos": [todo("a", "in_progress"), todo("b")]}
+
+
+@dataclass
+class Call:
+    agent: Any
+
+
+class FailingSession:
+    def append(self, type: str, data: Mapping[str, Any], /) -> None:
+        raise OSError("disk full")
+
+
+class AsyncFailingSession:
+    async def append(self, type: str, data: Mapping[str, Any], /) -> None:
+        raise OSError("disk full")
+
+
+def test_async_path_awaits_a_coroutine_append(host: Host) -> None:
+    session = AsyncMemorySession()
+    agent = host.new_agent(session)
+    text = asyncio.run(host.acall_tool("todo_write", ARGS, agent=agent))
+    assert text == "Updated todo list: 1 pending, 1 in progress, 0 completed."
+    assert session.events == [{"type": "todo/write", "data": ARGS}]
+    assert host.projection(session, "todos") == ARGS["todos"]
+
+
+def test_async_path_accepts_a_plain_session(host: Host, agent: HostAgent) -> None:
+    assert asyncio.run(host.acall_tool("todo_write", ARGS, agent=agent)).startswith("Updated")
+    assert len(agent.session.events) == 1
+
+
+def test_async_path_rejects_like_the_sync_path(host: Host) -> None:
+    agent = host.new_agent(AsyncMemorySession())
+    bad = {"todos": [todo("a"), todo("a")]}
+    assert asyncio.run(host.acall_tool("todo_write", bad, agent=agent)) == (
+        host.call_tool("todo_write", bad, agent=agent)
+    )
+    assert asyncio.run(host.acall_tool("todo_write", ARGS, agent=None)) == (
+        "Error: todo_write requires an owning agent session"
+    )
+    assert agent.session.events == []
+
+
+def test_sync_path_refuses_a_coroutine_append_and_appends_nothing(host: Host) -> None:
+    session = AsyncMemorySession()
+    agent = host.new_agent(session)
+    with pytest.raises(UsageError, match=r"append is asynchronous: call `await tool.aexecute"):
+        host.call_tool("todo_write", ARGS, agent=agent)
+    assert session.events == []  # and no "coroutine was never awaited" warning
+
+
+def test_a_failing_append_is_a_tool_failure_not_a_model_error(host: Host) -> None:
+    tool = host.tools["todo_write"]
+    with pytest.raises(ToolFailure, match="todo/write could not be appended: disk full") as info:
+        tool.execute(ARGS, Call(HostAgent(FailingSession())))
+    assert isinstance(info.value.__cause__, OSError)
+    assert not isinstance(info.value, ToolCallRejected)
+    with pytest.raises(ToolFailure, match="disk full"):
+        asyncio.run(tool.aexecute(ARGS, Call(HostAgent(AsyncFailingSession()))))
+
+
+def test_a_rejected_call_never_reaches_the_session(host: Host) -> None:
+    tool = host.tools["todo_write"]
+    with pytest.raises(ToolCallRejected, match="duplicate content"):
+        tool.execute({"todos": [todo("a"), todo("a")]}, Call(HostAgent(FailingSession())))
+
+
+def test_model_text_of_a_rejection_is_its_message() -> None:
+    error = ToolCallRejected("Error: x")
+    assert error.model_text == str(error) == "Error: x"
+
+
+def test_a_call_without_exec_context_has_no_owner(host: Host) -> None:
+    with pytest.raises(ToolCallRejected, match="requires an owning agent session"):
+        host.tools["todo_write"].execute(ARGS, None)
+
+
+def test_fakes_fit_the_protocols_without_subclassing(host: Host) -> None:
+    appended: list[tuple[str, Mapping[str, Any]]] = []
+
+    class ListSession:
+        def append(self, type: str, data: Mapping[str, Any], /) -> None:
+            appended.append((type, data))
+
+    result = host.tools["todo_write"].execute(ARGS, Call(HostAgent(ListSession())))
+    assert appended == [("todo/write", {"todos": ARGS["todos"]})]
+    assert host.tools["todo_write"].render(result) == (
+        "Updated todo list: 1 pending, 1 in progress, 0 completed."
+    )

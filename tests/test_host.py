@@ -1,0 +1,78 @@
+"""The reference host, as host authors use it."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+import dsh_tool_todo
+from dsh_tool_todo import UsageError
+from dsh_tool_todo import host as host_module
+from dsh_tool_todo.host import Host, HostAgent, MemorySession
+from tests.conftest import HostFactory, todo
+
+
+def test_the_module_example_runs() -> None:
+    assert doctest.testmod(host_module, raise_on_error=False).failed == 0
+
+
+def test_registered_tool_exposes_what_the_model_sees(host: Host) -> None:
+    tool = host.tools["todo_write"]
+    assert tool.name == "todo_write"
+    assert tool.description.startswith("Record and update a structured task list")
+    assert tool.parameters["type"] == "object"
+
+
+def test_a_tool_name_is_registered_once(host: Host) -> None:
+    with pytest.raises(UsageError, match="a tool named 'todo_write' is already registered"):
+        host.tools.register(host.tools["todo_write"])
+
+
+def test_a_projection_key_is_registered_once(host: Host) -> None:
+    registry = host.context.session_projections
+    assert registry is not None
+    with pytest.raises(UsageError, match="a session projection 'todos' is already registered"):
+        registry.register("todos", registry["todos"])
+
+
+def test_an_unknown_tool_is_a_programmer_error(host: Host, agent: HostAgent) -> None:
+    with pytest.raises(UsageError, match=r"no tool named 'todo_read' \(registered: todo_write\)"):
+        host.call_tool("todo_read", {}, agent=agent)
+
+
+def test_projection_errors_say_what_is_wrong(make_host: HostFactory) -> None:
+    host = make_host()
+    with pytest.raises(UsageError, match="no session projection 'plans'"):
+        host.projection(host.new_agent().session, "plans")
+    with pytest.raises(UsageError, match="belongs to no agent of this host"):
+        host.projection(MemorySession(), "todos")
+    bare = make_host(projections=False)
+    with pytest.raises(UsageError, match=r"mounts no session projections \(projections=False\)"):
+        bare.projection(bare.new_agent().session, "todos")
+
+
+def test_two_agents_never_see_each_others_plans(host: Host) -> None:
+    first, second = host.new_agent(), host.new_agent()
+    host.call_tool("todo_write", {"todos": [todo("mine")]}, agent=first)
+    host.call_tool("todo_write", {"todos": [todo("yours")]}, agent=second)
+    assert host.projection(first.session, "todos") == [todo("mine")]
+    assert host.projection(second.session, "todos") == [todo("yours")]
+    assert len(first.session.events) == len(second.session.events) == 1
+
+
+def test_unsubscribe_stops_a_listener() -> None:
+    session = MemorySession()
+    seen: list[object] = []
+    stop = session.subscribe(seen.append)
+    session.append("a", {})
+    stop()
+    session.append("b", {})
+    assert [event["type"] for event in seen] == ["a"]  # type: ignore[index]
+
+
+def test_no_state_is_shared_between_hosts() -> None:
+    strict = Host([dsh_tool_todo], {"dsh-tool-todo": {"allowParallelInProgress": False}})
+    loose = Host([dsh_tool_todo], {"dsh-tool-todo": {"allowParallelInProgress": True}})
+    assert strict.tools["todo_write"].description != loose.tools["todo_write"].description
+    assert strict.plugin_manager is not loose.plugin_manager
