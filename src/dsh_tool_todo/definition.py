@@ -1,0 +1,25 @@
+"""The tool definition as each model API wants it, serialized byte-stable."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from .protocols import Tool
+
+Flavor = Literal["json", "openai", "anthropic"]
+FLAVORS: tuple[Flavor, ...] = ("json", "openai", "anthropic")
+
+
+def tool_definition(tool: Tool, flavor: Flavor = "json") -> dict[str, Any]:
+    """``json``: name, description, parameters; ``openai``: a function tool;
+    ``anthropic``: a tool with ``input_schema``."""
+    if flavor == "openai":
+        function = {"name": tool.name, "description": tool.description}
+        return {"type": "function", "function": {**function, "parameters": tool.parameters}}
+    if flavor == "anthropic":
+        return {
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": tool.parameters,
+        }
+    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
