@@ -1,0 +1,191 @@
+"""``dsh-todo``: run the demo session, show or watch a session log's plan, print the schema."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+from . import PLUGIN_NAME, TodoError
+from .acp_plan import plan_update
+from .checklist import render_checklist
+from .definition import FLAVORS, tool_definition
+from .host import Host
+from .loader import discover_plugins
+from .schema import canonical_json
+from .sessionlog import current_plan
+from .watch import follow_plan
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad input gets one line on stderr and exit code 2, never a usage dump or traceback."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    formatter = partial(argparse.RawDescriptionHelpFormatter, width=88)
+    parser = _Parser(
+        prog="dsh-todo",
+        description="The todo_write tool's companion: a demo session, plans of session logs, "
+        "and the tool definition the model sees.",
+        formatter_class=formatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo",
+        help="play a scripted agent session through the reference host",
+        description="Play a scripted agent session through the reference host, with the plugin "
+        "loaded from its entry point: the model's todo_write calls, what the model reads back, "
+        "and the checklist as it changes. The session is written to a JSONL log.",
+        formatter_class=formatter,
+    )
+    demo.add_argument(
+        "--log",
+        type=Path,
+        help="where to write the session log (a new file; default: a fresh temporary directory)",
+    )
+    demo.add_argument(
+        "--parallel",
+        action="store_true",
+        help="allow several todos in_progress at once (allowParallelInProgress)",
+    )
+    demo.add_argument("--ascii", action="store_true", help="draw the checklist in plain ASCII")
+
+    show = commands.add_parser(
+        "show",
+        help="print the current plan of a session log",
+        description="Print the current plan of a JSONL session log: the latest todo/write "
+        "not followed by a turn/start, read from the end of the file.",
+        formatter_class=formatter,
+    )
+    show.add_argument("log", type=Path, metavar="LOG", help="a JSONL session log")
+    show.add_argument(
+        "--format",
+        choices=("text", "json", "acp"),
+        default="text",
+        help="a checklist (text), the list as JSON, or an ACP plan update",
+    )
+    show.add_argument("--ascii", action="store_true", help="draw the checklist in plain ASCII")
+
+    watch = commands.add_parser(
+        "watch",
+        help="follow a live session log and redraw its plan",
+        description="Follow a JSONL session log as it grows and redraw the checklist each time "
+        "the plan changes, until interrupted (Ctrl-C).",
+        formatter_class=formatter,
+    )
+    watch.add_argument("log", type=Path, metavar="LOG", help="a JSONL session log")
+    watch.add_argument(
+        "--interval",
+        type=float,
+        default=0.2,
+        help="seconds between looks at the file (default: 0.2)",
+    )
+    watch.add_argument("--ascii", action="store_true", help="draw the checklist in plain ASCII")
+
+    schema = commands.add_parser(
+        "schema",
+        help="print the tool definition the model sees",
+        description="Print the todo_write tool definition the model sees, byte-stable "
+        "(sorted keys, no whitespace).",
+        formatter_class=formatter,
+    )
+    schema.add_argument(
+        "--parallel", action="store_true", help="the definition for allowParallelInProgress: true"
+    )
+    schema.add_argument(
+        "--format",
+        choices=FLAVORS,
+        default="json",
+        help="plain, OpenAI function tool, or Anthropic tool (default: json)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command: Callable[[argparse.Namespace, TextIO], int] = _COMMANDS[args.command]
+    try:
+        return command(args, sys.stdout)
+    except (OSError, TodoError) as error:
+        print(f"dsh-todo: error: {_reason(error)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 0
+
+
+def _demo(args: argparse.Namespace, out: TextIO) -> int:
+    from .demo import run_demo
+
+    log = args.log or Path(tempfile.mkdtemp(prefix="dsh-todo-")) / "session.jsonl"
+    if log.exists():
+        raise FileExistsError(f"{log} already exists: the demo writes a new log, pick another")
+    run_demo(log, out, parallel=args.parallel, draw=_drawer(out, args.ascii))
+    return 0
+
+
+def _show(args: argparse.Namespace, out: TextIO) -> int:
+    plan = current_plan(_existing(args.log))
+    if args.format == "json":
+        print(canonical_json(plan), file=out)
+    elif args.format == "acp":
+        print(canonical_json(plan_update(plan or [])), file=out)
+    else:
+        print(_drawer(out, args.ascii)(plan or []), file=out)
+    return 0
+
+
+def _watch(args: argparse.Namespace, out: TextIO) -> int:
+    draw = _drawer(out, args.ascii)
+    clear = "\x1b[H\x1b[2J" if out.isatty() else ""
+    for plan in follow_plan(_existing(args.log), interval=args.interval, sleep=time.sleep):
+        print(f"{clear}{args.log}\n{draw(plan or [])}", file=out, flush=True)
+    return 0
+
+
+def _schema(args: argparse.Namespace, out: TextIO) -> int:
+    options = {PLUGIN_NAME: {"allowParallelInProgress": args.parallel}}
+    tool = Host(discover_plugins(), options, projections=False).tools["todo_write"]
+    print(canonical_json(tool_definition(tool, args.format)), file=out)
+    return 0
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "demo": _demo,
+    "show": _show,
+    "watch": _watch,
+    "schema": _schema,
+}
+
+
+def _drawer(out: TextIO, ascii_only: bool) -> Callable[[Any], str]:
+    encoding = getattr(out, "encoding", None)
+    return partial(
+        render_checklist, ascii=True if ascii_only else None, color=out.isatty(), encoding=encoding
+    )
+
+
+def _existing(log: Path) -> Path:
+    if not log.is_file():
+        raise FileNotFoundError(f"{log}: no such session log")
+    return log
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror and error.filename:
+        return f"{error.filename}: {error.strerror}"
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,200 @@
+"""The dsh-todo command line, through a real subprocess as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dsh_tool_todo import replay
+from dsh_tool_todo.definition import tool_definition
+from dsh_tool_todo.host import Host
+from dsh_tool_todo.schema import canonical_json
+from dsh_tool_todo.sessionlog import JsonlSession, read_events
+from tests.conftest import options
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+
+
+def dsh_todo(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    run = subprocess.run(
+        [sys.executable, "-m", "dsh_tool_todo", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=ENV,
+        timeout=60,
+    )
+    if check:
+        assert run.returncode == 0, run.stderr
+    return run
+
+
+def assert_usage_error(run: subprocess.CompletedProcess[str], pattern: str) -> None:
+    assert run.returncode == 2
+    assert run.stdout == ""
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("dsh-todo")
+    assert "Traceback" not in run.stderr
+    assert re.search(pattern, lines[0]), lines[0]
+
+
+@pytest.fixture(scope="module")
+def demo_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    log = tmp_path_factory.mktemp("demo") / "session.jsonl"
+    return log, dsh_todo("demo", "--log", str(log)).stdout
+
+
+def test_demo_plays_a_whole_session(demo_log: tuple[Path, str]) -> None:
+    log, out = demo_log
+    assert "=== turn 1" in out
+    assert "=== turn 2" in out
+    assert "tool  → Updated todo list: 3 pending, 1 in progress, 0 completed." in out
+    assert "tool  → Error: invalid todos: at most one task may be in_progress (got 2)" in out
+    assert "tool  → Error: invalid todo at index 0: `status` must be one of" in out
+    assert out.rstrip().endswith(f"session log: {log}")
+    events = read_events(log)
+    assert [e["type"] for e in events].count("turn/start") == 2
+    assert sum(e["type"] == "todo/write" for e in events) == out.count("tool  → Updated")
+
+
+def test_show_prints_the_demo_final_plan(demo_log: tuple[Path, str]) -> None:
+    log, out = demo_log
+    shown = dsh_todo("show", str(log)).stdout
+    assert "Pass --json there" in shown
+    drawn = "\n".join(f"    {line}" for line in shown.splitlines())
+    assert out.rindex(drawn) > out.rindex("=== turn 2"), "the last checklist the demo drew"
+    assert out.rindex(drawn) > out.rindex("model →")
+
+
+def test_show_formats(demo_log: tuple[Path, str]) -> None:
+    log, _ = demo_log
+    plan = replay(read_events(log))
+    assert json.loads(dsh_todo("show", str(log), "--format", "json").stdout) == plan
+    acp = json.loads(dsh_todo("show", str(log), "--format", "acp").stdout)
+    assert acp["sessionUpdate"] == "plan"
+    assert [entry["content"] for entry in acp["entries"]] == [item["content"] for item in plan]
+    ascii_text = dsh_todo("show", str(log), "--ascii").stdout
+    assert "[x] Pass --json there" in ascii_text
+
+
+def test_demo_with_parallel_work_accepts_two_active_tasks(tmp_path: Path) -> None:
+    out = dsh_todo("demo", "--parallel", "--log", str(tmp_path / "p.jsonl")).stdout
+    assert "at most one task" not in out
+    assert "tool  → Updated todo list: 1 pending, 2 in progress, 1 completed." in out
+
+
+def test_demo_refuses_to_overwrite_a_log(tmp_path: Path) -> None:
+    log = tmp_path / "taken.jsonl"
+    log.write_text("")
+    assert_usage_error(dsh_todo("demo", "--log", str(log), check=False), "already exists")
+
+
+def test_show_a_missing_file(tmp_path: Path) -> None:
+    run = dsh_todo("show", str(tmp_path / "nope.jsonl"), check=False)
+    assert_usage_error(run, "nope.jsonl: no such session log")
+
+
+def test_show_a_file_that_is_not_a_session_log(tmp_path: Path) -> None:
+    not_a_log = tmp_path / "notes.txt"
+    not_a_log.write_text("shopping list\nmilk\n")
+    assert_usage_error(dsh_todo("show", str(not_a_log), check=False), "notes.txt")
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (["show"], "required: LOG"),
+        (["schema", "--format", "yaml"], "invalid choice: 'yaml'"),
+        (["demo", "--fast"], "unrecognized arguments: --fast"),
+        ([], "required: COMMAND"),
+    ],
+)
+def test_bad_flags_get_one_line_and_exit_2(args: list[str], pattern: str) -> None:
+    assert_usage_error(dsh_todo(*args, check=False), pattern)
+
+
+@pytest.mark.parametrize("flavor", ["json", "openai", "anthropic"])
+@pytest.mark.parametrize("parallel", [False, True])
+def test_schema_is_the_definition_the_model_sees(flavor: str, parallel: bool) -> None:
+    args = ["schema", "--format", flavor, *(["--parallel"] if parallel else [])]
+    first, second = dsh_todo(*args).stdout, dsh_todo(*args).stdout
+    assert first == second
+    tool = Host([__import__("dsh_tool_todo")], options(parallel)).tools["todo_write"]
+    assert first == canonical_json(tool_definition(tool, flavor)) + "\n"  # type: ignore[arg-type]
+
+
+def test_schema_snapshot() -> None:
+    assert dsh_todo("schema").stdout == (ROOT / "tests/snapshots/schema.json").read_text(
+        encoding="utf-8"
+    )
+
+
+def test_help_everywhere() -> None:
+    for command in ([], ["demo"], ["show"], ["watch"], ["schema"]):
+        assert "usage: dsh-todo" in dsh_todo(*command, "--help").stdout
+
+
+def test_the_reference_in_the_docs_is_current() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import cli_reference
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert page == cli_reference.updated(page), "run: python scripts/cli_reference.py"
+    assert "dsh-todo watch --help" in page
+
+
+def test_watch_follows_a_log_another_process_appends_to(tmp_path: Path) -> None:
+    log = tmp_path / "live.jsonl"
+    with JsonlSession(log) as session:
+        session.append("turn/start", {})
+    command = [sys.executable, "-m", "dsh_tool_todo", "watch", str(log), "--ascii"]
+    with subprocess.Popen(
+        [*command, "--interval", "0.05"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=ENV,
+    ) as watcher:
+        assert watcher.stdout is not None
+        assert watcher.stderr is not None
+        try:
+            assert watcher.stdout.readline().strip() == str(log)
+            assert watcher.stdout.readline().strip() == "No plan."
+            subprocess.run(
+                [sys.executable, "-c", WRITER, str(log)], check=True, env=ENV, timeout=60
+            )
+            seen: list[str] = []
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and "[x] Index" not in seen:
+                seen.append(watcher.stdout.readline().strip())
+            assert "[>] Index" in seen
+            assert "[x] Index" in seen
+            watcher.send_signal(signal.SIGINT)
+            assert watcher.wait(timeout=30) == 0
+            assert "Traceback" not in watcher.stderr.read()
+        finally:
+            watcher.kill()
+
+
+WRITER = """
+import sys, time
+from dsh_tool_todo.sessionlog import JsonlSession
+
+with JsonlSession(sys.argv[1]) as session:
+    session.append("todo/write", {"todos": [{"content": "Index", "status": "in_progress"}]})
+    time.sleep(0.3)
+    session.append("todo/write", {"todos": [{"content": "Index", "status": "completed"}]})
+"""
