@@ -11,12 +11,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from . import PLUGIN_NAME, TodoError
 from .acp_plan import plan_update
 from .checklist import render_checklist
 from .definition import FLAVORS, tool_definition
+from .errors import TodoError
 from .host import Host
 from .loader import discover_plugins
+from .options import PLUGIN_NAME
 from .schema import canonical_json
 from .sessionlog import current_plan
 from .watch import follow_plan
@@ -41,68 +42,69 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = commands.add_parser(
+    def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name, help=summary, description=description, formatter_class=formatter
+        )
+
+    def log_argument(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("log", type=Path, metavar="LOG", help="a JSONL session log")
+
+    def ascii_flag(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--ascii", action="store_true", help="draw the checklist in plain ASCII")
+
+    def parallel_flag(sub: argparse.ArgumentParser, effect: str) -> None:
+        sub.add_argument("--parallel", action="store_true", help=effect)
+
+    demo = command(
         "demo",
-        help="play a scripted agent session through the reference host",
-        description="Play a scripted agent session through the reference host, with the plugin "
-        "loaded from its entry point: the model's todo_write calls, what the model reads back, "
-        "and the checklist as it changes. The session is written to a JSONL log.",
-        formatter_class=formatter,
+        "play a scripted agent session through the reference host",
+        "Play a scripted agent session through the reference host, with the plugin loaded "
+        "from its entry point: the model's todo_write calls, what the model reads back, and "
+        "the checklist as it changes. The session is written to a JSONL log.",
     )
     demo.add_argument(
         "--log",
         type=Path,
         help="where to write the session log (a new file; default: a fresh temporary directory)",
     )
-    demo.add_argument(
-        "--parallel",
-        action="store_true",
-        help="allow several todos in_progress at once (allowParallelInProgress)",
-    )
-    demo.add_argument("--ascii", action="store_true", help="draw the checklist in plain ASCII")
+    parallel_flag(demo, "allow several todos in_progress at once (allowParallelInProgress)")
+    ascii_flag(demo)
 
-    show = commands.add_parser(
+    show = command(
         "show",
-        help="print the current plan of a session log",
-        description="Print the current plan of a JSONL session log: the latest todo/write "
-        "not followed by a turn/start, read from the end of the file.",
-        formatter_class=formatter,
+        "print the current plan of a session log",
+        "Print the current plan of a JSONL session log: the latest todo/write not followed "
+        "by a turn/start, read from the end of the file.",
     )
-    show.add_argument("log", type=Path, metavar="LOG", help="a JSONL session log")
+    log_argument(show)
     show.add_argument(
         "--format",
         choices=("text", "json", "acp"),
         default="text",
         help="a checklist (text), the list as JSON, or an ACP plan update",
     )
-    show.add_argument("--ascii", action="store_true", help="draw the checklist in plain ASCII")
+    ascii_flag(show)
 
-    watch = commands.add_parser(
+    watch = command(
         "watch",
-        help="follow a live session log and redraw its plan",
-        description="Follow a JSONL session log as it grows and redraw the checklist each time "
-        "the plan changes, until interrupted (Ctrl-C).",
-        formatter_class=formatter,
+        "follow a live session log and redraw its plan",
+        "Follow a JSONL session log as it grows and redraw the checklist each time the plan "
+        "changes, until interrupted (Ctrl-C).",
     )
-    watch.add_argument("log", type=Path, metavar="LOG", help="a JSONL session log")
+    log_argument(watch)
     watch.add_argument(
-        "--interval",
-        type=float,
-        default=0.2,
-        help="seconds between looks at the file (default: 0.2)",
+        "--interval", type=float, default=0.2, help="seconds between looks (default: 0.2)"
     )
-    watch.add_argument("--ascii", action="store_true", help="draw the checklist in plain ASCII")
+    ascii_flag(watch)
 
-    schema = commands.add_parser(
+    schema = command(
         "schema",
-        help="print the tool definition the model sees",
-        description="Print the todo_write tool definition the model sees, byte-stable "
-        "(sorted keys, no whitespace).",
-        formatter_class=formatter,
+        "print the tool definition the model sees",
+        "Print the todo_write tool definition the model sees, byte-stable (sorted keys, "
+        "no whitespace).",
     )
-    schema.add_argument(
-        "--parallel", action="store_true", help="the definition for allowParallelInProgress: true"
-    )
+    parallel_flag(schema, "the definition for allowParallelInProgress: true")
     schema.add_argument(
         "--format",
         choices=FLAVORS,

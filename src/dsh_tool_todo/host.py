@@ -24,11 +24,9 @@ from typing import Any, Protocol
 import pluggy
 
 from .errors import ToolCallRejected, UsageError
+from .listeners import Event, Listener, Listeners
 from .loader import load_plugins, new_plugin_manager
 from .protocols import ProjectionUnit
-
-Event = dict[str, Any]
-Listener = Callable[[Event], None]
 
 
 class ObservableSession(Protocol):
@@ -44,21 +42,18 @@ class MemorySession:
 
     def __init__(self) -> None:
         self.events: list[Event] = []
-        self._listeners: list[Listener] = []
+        self._listeners = Listeners()
         self._lock = threading.Lock()
 
     def append(self, type: str, data: Mapping[str, Any], /) -> Event:
         event: Event = {"type": type, "data": data}
         with self._lock:  # listeners see events in log order
             self.events.append(event)
-            for listener in self._listeners:
-                listener(event)
+            self._listeners.notify(event)
         return event
 
     def subscribe(self, listener: Listener, /) -> Callable[[], None]:
-        with self._lock:
-            self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener)
+        return self._listeners.add(listener)
 
 
 class AsyncMemorySession(MemorySession):

@@ -59,7 +59,7 @@ class TodoWriteTool:
             try:
                 await written
             except Exception as error:
-                raise ToolFailure(f"{EVENT_TYPE} could not be appended: {error}") from error
+                raise _failure(error) from error
         return result
 
     def render(self, result: TodoResult) -> str:
@@ -94,4 +94,8 @@ def _append(session: Session, result: TodoResult) -> object:
     try:
         return session.append(EVENT_TYPE, {"todos": result["todos"]})
     except Exception as error:
-        raise ToolFailure(f"{EVENT_TYPE} could not be appended: {error}") from error
+        raise _failure(error) from error
+
+
+def _failure(error: Exception) -> ToolFailure:
+    return ToolFailure(f"{EVENT_TYPE} could not be appended: {error}")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import InvalidLog
+from .logread import current_plan, parse_event, split_tail
 from .projection import Plan, TodosProjection
-from .sessionlog import current_plan
 
 
 def follow_plan(path: Path, *, interval: float, sleep: Callable[[float], None]) -> Iterator[Plan]:
@@ -18,7 +17,8 @@ def follow_plan(path: Path, *, interval: float, sleep: Callable[[float], None]) 
     front; a line still being written waits for its newline.
     """
     unit = TodosProjection()
-    offset = path.stat().st_size
+    with path.open("rb") as log:
+        offset = split_tail(log, str(path))[0]  # a line being written is read when whole
     state = current_plan(path)
     yield unit.view(state)
     pending = b""
@@ -32,18 +32,10 @@ def follow_plan(path: Path, *, interval: float, sleep: Callable[[float], None]) 
         offset += len(chunk)
         *lines, pending = (pending + chunk).split(b"\n")
         before = state
-        for number, line in enumerate(lines, start=1):
-            if line.strip():
-                state = unit.apply(state, _event(line, path, number))
+        for line in lines:
+            event = parse_event(line)
+            if event is None:
+                raise InvalidLog(f"{path}: a new line is not a session event {{seq, type, data}}")
+            state = unit.apply(state, event)
         if state is not before:
             yield unit.view(state)
-
-
-def _event(line: bytes, path: Path, number: int) -> dict[str, object]:
-    try:
-        event = json.loads(line)
-    except ValueError:
-        raise InvalidLog(f"{path}: new line {number} is not JSON") from None
-    if not isinstance(event, dict) or "type" not in event:
-        raise InvalidLog(f"{path}: new line {number} is not a session event")
-    return event
