@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from .acp_plan import plan_update
-from .checklist import render_checklist
+from .checklist import render_checklist, stream_style
 from .definition import FLAVORS, tool_definition
 from .errors import TodoError
 from .host import Host
@@ -171,10 +171,10 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
 
 
 def _drawer(out: TextIO, ascii_only: bool) -> Callable[[Any], str]:
+    style = stream_style(out)
     encoding = getattr(out, "encoding", None)
-    return partial(
-        render_checklist, ascii=True if ascii_only else None, color=out.isatty(), encoding=encoding
-    )
+    ascii_glyphs = True if ascii_only else style["ascii"]
+    return partial(render_checklist, ascii=ascii_glyphs, color=style["color"], encoding=encoding)
 
 
 def _existing(log: Path) -> Path:

@@ -18,9 +18,20 @@ _SHOWN = 40
 _JSON_TYPES = {str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
 
 
-def rejection_for(error: ValidationError) -> ToolCallRejected:
+def rejection_for(error: ValidationError, *, raw_json: bool) -> ToolCallRejected:
     first = error.errors(include_url=False)[0]
+    if first["type"] == "string_unicode":
+        return ToolCallRejected(_lone_surrogate(first["loc"], first["input"], raw_json=raw_json))
     return ToolCallRejected(_text_for(first["type"], first["loc"], first))
+
+
+def _lone_surrogate(loc: tuple[int | str, ...], key: object, *, raw_json: bool) -> str:
+    """pydantic reports a lone surrogate in JSON text, or in a mapping's key, without a place."""
+    if raw_json:
+        return text.NOT_JSON.format(reason="it holds a lone surrogate, which is not text")
+    if not loc:
+        return text.UNKNOWN_ARGUMENT.format(key=_describe(key))
+    return text.UNKNOWN_ITEM_KEY.format(index=loc[1], key=_describe(key))
 
 
 def _text_for(kind: str, loc: tuple[int | str, ...], detail: Any) -> str:
@@ -54,10 +65,14 @@ def _key(key: int | str) -> str:
     return _describe(key) if isinstance(key, str) else f"`{key!r}`"
 
 
+def printable(value: str) -> str:
+    """``value`` with lone surrogates escaped, so the text can always be sent as UTF-8."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _describe(value: object) -> str:
     """Show a value the model sent, quoted, short, and safe to print anywhere."""
     if isinstance(value, str):
         shown = value if len(value) <= _SHOWN else value[:_SHOWN] + "…"
-        quoted = json.dumps(shown, ensure_ascii=False)
-        return quoted.encode("utf-8", "backslashreplace").decode("utf-8")
+        return printable(json.dumps(shown, ensure_ascii=False))
     return _JSON_TYPES.get(type(value), "array" if isinstance(value, list) else "object")

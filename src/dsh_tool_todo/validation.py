@@ -15,7 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 from .contract import DUPLICATE_CONTENT, EMPTY_CONTENT, TOO_MANY_IN_PROGRESS
 from .errors import ToolCallRejected
 from .model import TodoItem, TodoResult, TodoWriteArgs
-from .rejections import rejection_for
+from .rejections import printable, rejection_for
 
 
 @cache
@@ -26,6 +26,7 @@ def args_adapter() -> TypeAdapter[TodoWriteArgs]:
 def parse_todos(args: object) -> list[TodoItem]:
     """Validate the arguments' shape: a JSON text, or an already decoded mapping."""
     adapter = args_adapter()
+    raw_json = isinstance(args, (str, bytes, bytearray))
     try:
         if isinstance(args, (str, bytes, bytearray)):
             return adapter.validate_json(args)["todos"]
@@ -33,7 +34,7 @@ def parse_todos(args: object) -> list[TodoItem]:
             args = dict(args)
         return adapter.validate_python(args)["todos"]
     except ValidationError as error:
-        raise rejection_for(error) from None
+        raise rejection_for(error, raw_json=raw_json) from None
 
 
 def check_todos(todos: list[TodoItem], *, allow_parallel: bool) -> TodoResult:
@@ -56,7 +57,7 @@ def check_todos(todos: list[TodoItem], *, allow_parallel: bool) -> TodoResult:
         elif status == "in_progress":
             in_progress += 1
     if duplicate is not None:
-        raise ToolCallRejected(DUPLICATE_CONTENT.format(content=duplicate))
+        raise ToolCallRejected(DUPLICATE_CONTENT.format(content=printable(duplicate)))
     if in_progress > 1 and not allow_parallel:
         raise ToolCallRejected(TOO_MANY_IN_PROGRESS.format(count=in_progress))
     completed = len(todos) - pending - in_progress
