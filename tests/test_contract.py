@@ -105,6 +105,6 @@ def test_stable_texts_are_the_seeds() -> None:
     assert contract.TOO_MANY_IN_PROGRESS.format(count=3) == (
         "Error: invalid todos: at most one task may be in_progress (got 3)"
     )
-    assert contract.SUCCESS_TEXT.format(pending=1, in_progress=2, completed=3) == (
+    assert contract.SUCCESS_TEXT.format(pending=1, inProgress=2, completed=3) == (
         "Updated todo list: 1 pending, 2 in progress, 3 completed."
     )

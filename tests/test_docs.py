@@ -56,6 +56,6 @@ def test_the_contract_page_lists_every_model_visible_text() -> None:
     ]
     for template in templates:
         shape = re.sub(
-            r"\\\{[a-z_]+\\\}", ".+?", re.escape(template.replace("{{", "{").replace("}}", "}"))
+            r"\\\{[A-Za-z_]+\\\}", ".+?", re.escape(template.replace("{{", "{").replace("}}", "}"))
         )
         assert re.search(shape, page), template

@@ -76,3 +76,30 @@ def test_no_state_is_shared_between_hosts() -> None:
     loose = Host([dsh_tool_todo], {"dsh-tool-todo": {"allowParallelInProgress": True}})
     assert strict.tools["todo_write"].description != loose.tools["todo_write"].description
     assert strict.plugin_manager is not loose.plugin_manager
+
+
+def test_the_host_does_not_keep_finished_agents_alive(host: Host) -> None:
+    import gc
+    import weakref
+
+    agent = host.new_agent()
+    host.call_tool("todo_write", {"todos": [todo("a")]}, agent=agent)
+    session = weakref.ref(agent.session)
+    del agent
+    gc.collect()
+    assert session() is None
+    survivor = host.new_agent()
+    assert host.projection(survivor.session, "todos") is None
+
+
+def test_a_session_that_cannot_be_weakly_referenced_is_refused(host: Host) -> None:
+    class SlotSession:
+        __slots__ = ()
+
+        def append(self, type: str, data: object, /) -> None: ...
+
+        def subscribe(self, listener: object, /) -> object:
+            return lambda: None
+
+    with pytest.raises(UsageError, match="must be weak-referenceable"):
+        host.new_agent(SlotSession())  # type: ignore[arg-type]

@@ -234,3 +234,16 @@ def test_validate_call_is_pure() -> None:
         validate_call(
             {"todos": [todo("a", "in_progress"), todo("b", "in_progress")]}, allow_parallel=False
         )
+
+
+def test_json_text_is_judged_by_what_python_decodes_it_to(host: Host, agent: HostAgent) -> None:
+    escaped_surrogate = r'{"todos": [{"content": "\ud800 half a pair", "status": "pending"}]}'
+    assert call(host, agent, escaped_surrogate).startswith("Updated todo list: 1 pending")
+    assert agent.session.events[-1]["data"]["todos"][0]["content"] == "\ud800 half a pair"
+    not_a_number = '{"todos": [{"content": NaN, "status": "pending"}]}'
+    assert rejected(host, agent, not_a_number) == (
+        "Error: invalid todo at index 0: `content` must be a string (got number)"
+    )
+    assert rejected(host, agent, "[" * 100_000).startswith(
+        "Error: invalid todos: the arguments are not valid JSON (recursion limit exceeded"
+    )

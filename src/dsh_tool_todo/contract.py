@@ -40,8 +40,9 @@ TODOS_DESCRIPTION = "The COMPLETE task list, replacing any previous list."
 CONTENT_DESCRIPTION = "What the task is — a short imperative line."
 STATUS_DESCRIPTION = "pending (not started) | in_progress (now) | completed (done)."
 
+# Its fields are the canonical result's ``counts`` keys, as the seeds write them.
 SUCCESS_TEXT = (
-    "Updated todo list: {pending} pending, {in_progress} in progress, {completed} completed."
+    "Updated todo list: {pending} pending, {inProgress} in progress, {completed} completed."
 )
 
 NO_OWNER = "Error: todo_write requires an owning agent session"

@@ -17,8 +17,10 @@ lock per session, projections driven as events are appended.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 import pluggy
@@ -64,15 +66,25 @@ class AsyncMemorySession(MemorySession):
 
 
 @dataclass(frozen=True)
-class HostAgent:
-    session: Any
-
-
-@dataclass(frozen=True)
 class ToolCall:
     """What a tool learns about its caller."""
 
     agent: HostAgent | None
+
+
+@dataclass(frozen=True, eq=False)
+class HostAgent:
+    """An agent of the host, owning one session."""
+
+    session: Any
+
+    @cached_property
+    def call(self) -> ToolCall:
+        """The exec context of this agent's tool calls, made once rather than per call."""
+        return ToolCall(self)
+
+
+_NO_AGENT = ToolCall(None)
 
 
 class ToolTable(dict[str, Any]):
@@ -109,8 +121,9 @@ class _ProjectionStates:
         self.states = {key: unit.init for key, unit in self.units.items()}
 
     def feed(self, event: Event) -> None:
+        states = self.states
         for key, unit in self.units.items():
-            self.states[key] = unit.apply(self.states[key], event)
+            states[key] = unit.apply(states[key], event)
 
 
 class Host:
@@ -131,7 +144,8 @@ class Host:
             session_projections=ProjectionTable() if projections else None,
         )
         self.plugins = load_plugins(self.plugin_manager, plugins, self.context)
-        self._projections: dict[int, tuple[object, _ProjectionStates]] = {}
+        # By id, and dropped when the session is collected: the host never pins an agent.
+        self._projections: dict[int, _ProjectionStates] = {}
 
     @property
     def tools(self) -> ToolTable:
@@ -143,15 +157,24 @@ class Host:
         units = self.context.session_projections
         if units is not None:
             states = _ProjectionStates(units)
+            try:
+                weakref.finalize(owned, self._projections.pop, id(owned), None)
+            except TypeError:
+                raise UsageError(
+                    "a session must be weak-referenceable (a __slots__ class needs __weakref__)"
+                ) from None
             owned.subscribe(states.feed)
-            self._projections[id(owned)] = (owned, states)
+            self._projections[id(owned)] = states
         return HostAgent(session=owned)
 
     def call_tool(self, name: str, args: Any, *, agent: HostAgent | None = None) -> str:
         """Run a tool as the model asked; return exactly the text the model reads."""
-        tool = self._tool(name)
         try:
-            result = tool.execute(args, ToolCall(agent))
+            tool = self.tools[name]
+        except KeyError:
+            raise self._unknown_tool(name) from None
+        try:
+            result = tool.execute(args, _NO_AGENT if agent is None else agent.call)
         except ToolCallRejected as rejected:
             return rejected.model_text
         text: str = tool.render(result)
@@ -159,9 +182,12 @@ class Host:
 
     async def acall_tool(self, name: str, args: Any, *, agent: HostAgent | None = None) -> str:
         """:meth:`call_tool` for asyncio hosts and sessions with a coroutine ``append``."""
-        tool = self._tool(name)
         try:
-            result = await tool.aexecute(args, ToolCall(agent))
+            tool = self.tools[name]
+        except KeyError:
+            raise self._unknown_tool(name) from None
+        try:
+            result = await tool.aexecute(args, _NO_AGENT if agent is None else agent.call)
         except ToolCallRejected as rejected:
             return rejected.model_text
         text: str = tool.render(result)
@@ -174,14 +200,11 @@ class Host:
             raise UsageError("this host mounts no session projections (projections=False)")
         if key not in units:
             raise UsageError(f"no session projection {key!r} is registered")
-        entry = self._projections.get(id(session))
-        if entry is None:
+        states = self._projections.get(id(session))
+        if states is None:
             raise UsageError("that session belongs to no agent of this host")
-        return units[key].view(entry[1].states[key])
+        return units[key].view(states.states[key])
 
-    def _tool(self, name: str) -> Any:
-        try:
-            return self.tools[name]
-        except KeyError:
-            known = ", ".join(sorted(self.tools)) or "none"
-            raise UsageError(f"no tool named {name!r} (registered: {known})") from None
+    def _unknown_tool(self, name: str) -> UsageError:
+        known = ", ".join(sorted(self.tools)) or "none"
+        return UsageError(f"no tool named {name!r} (registered: {known})")

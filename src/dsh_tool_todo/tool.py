@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeGuard
 
 from .contract import (
     DESCRIPTION_PARALLEL,
@@ -19,7 +19,7 @@ from .model import TodoResult
 from .options import TodoOptions
 from .protocols import PluginContext, Session, ToolExec
 from .schema import parameters
-from .validation import validate_call
+from .validation import check_todos, parse_todos
 
 
 class TodoWriteTool:
@@ -35,6 +35,7 @@ class TodoWriteTool:
     def __init__(self, options: TodoOptions) -> None:
         self.options = options
         self.parameters: Mapping[str, Any] = parameters()
+        self._allow_parallel = options.allow_parallel_in_progress
 
     @property
     def description(self) -> str:
@@ -44,7 +45,7 @@ class TodoWriteTool:
     def execute(self, args: Any, call: ToolExec | None) -> TodoResult:
         session, result = self._prepare(args, call)
         written = _append(session, result)
-        if inspect.isawaitable(written):
+        if _awaitable(written):
             if inspect.iscoroutine(written):
                 written.close()  # never run, so nothing was appended
             raise UsageError(
@@ -55,7 +56,7 @@ class TodoWriteTool:
     async def aexecute(self, args: Any, call: ToolExec | None) -> TodoResult:
         session, result = self._prepare(args, call)
         written = _append(session, result)
-        if inspect.isawaitable(written):
+        if _awaitable(written):
             try:
                 await written
             except Exception as error:
@@ -70,17 +71,17 @@ class TodoWriteTool:
         agent = None if call is None else call.agent
         if agent is None:
             raise ToolCallRejected(NO_OWNER)
-        result = validate_call(args, allow_parallel=self.options.allow_parallel_in_progress)
-        return agent.session, result
+        todos = parse_todos(args)
+        return agent.session, check_todos(todos, allow_parallel=self._allow_parallel)
+
+
+# The same template in %-form, about twice as fast per call as str.format.
+_SUCCESS_PERCENT = SUCCESS_TEXT.replace("{", "%(").replace("}", ")d")
 
 
 def render_result(result: TodoResult) -> str:
-    counts = result["counts"]
-    return SUCCESS_TEXT.format(
-        pending=counts["pending"],
-        in_progress=counts["inProgress"],
-        completed=counts["completed"],
-    )
+    """The native renderer: ``Updated todo list: <p> pending, <i> in progress, <c> completed.``"""
+    return _SUCCESS_PERCENT % result["counts"]
 
 
 def install_tool(ctx: PluginContext) -> TodoWriteTool:
@@ -95,6 +96,11 @@ def _append(session: Session, result: TodoResult) -> object:
         return session.append(EVENT_TYPE, {"todos": result["todos"]})
     except Exception as error:
         raise _failure(error) from error
+
+
+def _awaitable(value: object) -> TypeGuard[Awaitable[object]]:
+    # What collections.abc.Awaitable checks, without its ABC machinery on the hot path.
+    return hasattr(value, "__await__")
 
 
 def _failure(error: Exception) -> ToolFailure:

@@ -6,7 +6,8 @@ whole list. Ownership is checked by the tool before this runs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any
 
@@ -25,44 +26,64 @@ def args_adapter() -> TypeAdapter[TodoWriteArgs]:
 
 def parse_todos(args: object) -> list[TodoItem]:
     """Validate the arguments' shape: a JSON text, or an already decoded mapping."""
-    adapter = args_adapter()
-    raw_json = isinstance(args, (str, bytes, bytearray))
+    # The core validator itself: TypeAdapter's own methods add a Python layer per call.
+    validator = args_adapter().validator
     try:
         if isinstance(args, (str, bytes, bytearray)):
-            return adapter.validate_json(args)["todos"]
+            return validator.validate_json(args)["todos"]  # type: ignore[no-any-return]
         if isinstance(args, Mapping) and not isinstance(args, dict):
             args = dict(args)
-        return adapter.validate_python(args)["todos"]
+        return validator.validate_python(args)["todos"]  # type: ignore[no-any-return]
     except ValidationError as error:
-        raise rejection_for(error, raw_json=raw_json) from None
+        if isinstance(args, (str, bytes, bytearray)):
+            return _parse_decoded(args, error)
+        raise rejection_for(error, raw_json=False) from None
+
+
+def _parse_decoded(text: str | bytes | bytearray, error: ValidationError) -> list[TodoItem]:
+    """Python's parser reads some texts pydantic's refuses (escaped lone surrogates,
+    NaN): judge those by what they decode to."""
+    if error.errors()[0]["type"] == "json_invalid":
+        try:
+            decoded = json.loads(text)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            return parse_todos(decoded)
+    raise rejection_for(error, raw_json=True) from None
 
 
 def check_todos(todos: list[TodoItem], *, allow_parallel: bool) -> TodoResult:
     """Apply the item and list rules to a well-formed list and count it."""
     pending = in_progress = 0
-    seen: set[str] = set()
-    duplicate: str | None = None
-    for item in todos:
+    contents: set[str] = set()
+    for item in todos:  # one pass: this is the per-call hot path
         content = item["content"]
         if not content or content.isspace():
             raise ToolCallRejected(EMPTY_CONTENT)
-        if content in seen:
-            if duplicate is None:
-                duplicate = content
-        else:
-            seen.add(content)
+        contents.add(content)
         status = item["status"]
         if status == "pending":
             pending += 1
         elif status == "in_progress":
             in_progress += 1
-    if duplicate is not None:
-        raise ToolCallRejected(DUPLICATE_CONTENT.format(content=printable(duplicate)))
+    if len(contents) != len(todos):  # list rules only once every item has passed
+        repeated = _first_repeat(item["content"] for item in todos)
+        raise ToolCallRejected(DUPLICATE_CONTENT.format(content=printable(repeated)))
     if in_progress > 1 and not allow_parallel:
         raise ToolCallRejected(TOO_MANY_IN_PROGRESS.format(count=in_progress))
     completed = len(todos) - pending - in_progress
     counts = {"pending": pending, "inProgress": in_progress, "completed": completed}
     return {"todos": todos, "counts": counts}  # type: ignore[typeddict-item]
+
+
+def _first_repeat(contents: Iterable[str]) -> str:
+    seen: set[str] = set()
+    for content in contents:
+        if content in seen:
+            return content
+        seen.add(content)
+    raise AssertionError("no repeated content")
 
 
 def validate_call(args: Any, *, allow_parallel: bool) -> TodoResult:

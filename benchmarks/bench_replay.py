@@ -1,0 +1,249 @@
+"""Row 4: folding a log into the current plan, in memory and from a file's end."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from report import Row, fmt_ns, fmt_rate, skipped
+from timing import median_seconds, paired
+from workloads import write_event
+
+from dsh_tool_todo import replay
+
+REPLAY_TARGET = 2_000_000  # events per second, verify=False
+FLAT_TARGET = 2.0  # the tail read on the largest log, over its time on the smallest
+# read_events holds the whole log in memory (about 8x its size on disk) and
+# takes most of a minute a gigabyte: past this many seconds the full replay is left out
+REPLAY_BUDGET_S = 30.0
+_DISTINCT = 64  # distinct plans in a generated log; the fold never copies them
+_TURN_EVERY = 16  # a turn/start after every so many writes, as a real session has
+
+
+def events(count: int) -> list[dict[str, Any]]:
+    plans = [write_event(5 + variant % 16, variant) for variant in range(_DISTINCT)]
+    turn = {"type": "turn/start", "data": {}}
+    return [
+        turn if index % _TURN_EVERY == _TURN_EVERY - 1 else plans[index % _DISTINCT]
+        for index in range(count)
+    ]
+
+
+def bare_fold(log: list[dict[str, Any]]) -> object:
+    """The least any fold must do: look at each event's type, keep the latest plan."""
+    plan = None
+    for event in log:
+        kind = event["type"]
+        if kind == "todo/write":
+            plan = event["data"]["todos"]
+        elif kind == "turn/start":
+            plan = None
+    return plan
+
+
+def memory_rows(largest: int) -> list[Row]:
+    rows = []
+    count = 1000
+    while count <= largest:
+        log = events(count)
+        assert replay(log, verify=False) == bare_fold(log)
+        seconds = 0.4 if count < 10**6 else 1.5
+
+        def fold(log: list[dict[str, Any]] = log) -> object:
+            return replay(log, verify=False)
+
+        def reference(log: list[dict[str, Any]] = log) -> object:
+            return bare_fold(log)
+
+        result = paired(fold, reference, seconds=seconds, batch_ns=20_000_000, min_rounds=3)
+        rate = count / (result.contender_ns / 1e9)
+        rows.append(
+            Row(
+                "4 replay, verify=False",
+                f"{count:,} events",
+                f"{fmt_rate(rate)} ({fmt_ns(result.contender_ns)})",
+                f"bare loop {fmt_rate(count / (result.reference_ns / 1e9))}",
+                result.ratio,
+                f"≥{REPLAY_TARGET / 1e6:g} M events/s",
+                rate >= REPLAY_TARGET,
+                note="ratio = replay time / bare loop time",
+                numbers={
+                    "events_per_s": rate,
+                    "ns": result.contender_ns,
+                    "ref_ns": result.reference_ns,
+                },
+            )
+        )
+        count *= 10
+    rows.extend(_verified_rows(largest))
+    return rows
+
+
+def _verified_rows(largest: int) -> list[Row]:
+    """``verify=True`` checks every write as the tool would: for information."""
+    rows = []
+    for count in sorted({min(10**4, largest), largest}):
+        log = events(count)
+        repeats = 5 if count <= 10**4 else 1
+
+        def checked_fold(log: list[dict[str, Any]] = log) -> object:
+            return replay(log, verify=True)
+
+        def unchecked_fold(log: list[dict[str, Any]] = log) -> object:
+            return replay(log, verify=False)
+
+        checked = median_seconds(checked_fold, repeats=repeats)
+        unchecked = median_seconds(unchecked_fold, repeats=repeats)
+        rows.append(
+            Row(
+                "4 replay, verify=True",
+                f"{count:,} events",
+                f"{fmt_rate(count / checked)} ({fmt_ns(checked * 1e9)})",
+                f"verify=False {fmt_rate(count / unchecked)}",
+                checked / unchecked,
+                "info",
+                note="ratio = verified time / unverified time",
+                numbers={"events_per_s": count / checked, "seconds": checked},
+            )
+        )
+    return rows
+
+
+# --- the tail read on files --------------------------------------------------------------
+
+
+def _suffix(event: dict[str, Any]) -> bytes:
+    # the bytes JsonlSession writes after the seq: compact, ASCII-only JSON, one event a line
+    body = json.dumps({"type": event["type"], "data": event["data"]}, separators=(",", ":"))
+    return ("," + body[1:] + "\n").encode("ascii")
+
+
+def write_log(path: Path, size_bytes: int) -> int:
+    """A valid session log of about ``size_bytes``, written in large chunks; its event count.
+
+    Each event is encoded once; only the seq changes from line to line, so a
+    gigabyte is written in seconds.
+    """
+    suffixes = [_suffix(event) for event in events(_DISTINCT * _TURN_EVERY)]
+    seq = 0
+    written = 0
+    with open(path, "wb") as file:
+        while written < size_bytes:
+            chunk = b"".join(
+                b'{"seq":%d%s' % (seq + offset, suffix) for offset, suffix in enumerate(suffixes)
+            )
+            seq += len(suffixes)
+            file.write(chunk)
+            written += len(chunk)
+        # end on a write, so the tail read has to parse and check one plan
+        file.write(b'{"seq":%d%s' % (seq, suffixes[0]))
+    return seq + 1
+
+
+def _fits_in_memory(size: int) -> bool:
+    """Whether ``read_events`` can hold the whole log (about 8x its size) in half the free RAM."""
+    try:
+        meminfo = Path("/proc/meminfo").read_text(encoding="ascii").splitlines()
+    except OSError:
+        return True
+    available = next((line for line in meminfo if line.startswith("MemAvailable:")), None)
+    return available is None or 8 * size <= int(available.split()[1]) * 1024 // 2
+
+
+def _full_replay(path: Path) -> object:
+    from dsh_tool_todo.sessionlog import read_events
+
+    return replay(read_events(path))
+
+
+@dataclass
+class _Sizes:
+    """What the earlier, smaller logs taught: the first tail time, the replay's speed."""
+
+    first_mb: int
+    first_tail_s: float | None = None
+    replay_bytes_per_s: float | None = None
+
+
+def log_rows(sizes_mb: tuple[int, ...]) -> list[Row]:
+    try:
+        from dsh_tool_todo.sessionlog import current_plan  # noqa: F401
+    except ImportError:
+        return [
+            skipped("4 tail read", f"{mb} MB", "no dsh_tool_todo.sessionlog") for mb in sizes_mb
+        ]
+    directory = Path(tempfile.mkdtemp(prefix="dsh-todo-bench-"))
+    learned = _Sizes(first_mb=sizes_mb[0])
+    try:
+        rows = []
+        for mb in sizes_mb:
+            free = shutil.disk_usage(directory).free
+            if free < 3 * mb * 2**20:
+                rows.append(skipped("4 tail read", f"{mb} MB", f"only {free >> 20} MB free"))
+                continue
+            is_last = mb == sizes_mb[-1] and len(sizes_mb) > 1
+            rows.append(_log_row(directory / f"log-{mb}.jsonl", mb, learned, is_last=is_last))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return rows
+
+
+def _log_row(path: Path, mb: int, learned: _Sizes, *, is_last: bool) -> Row:
+    from dsh_tool_todo.sessionlog import current_plan
+
+    start = time.perf_counter()
+    count = write_log(path, mb * 2**20)
+    written_in = time.perf_counter() - start
+    size = os.path.getsize(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a generated log must read back clean
+            tail = median_seconds(lambda: current_plan(path), repeats=21)
+            rate = learned.replay_bytes_per_s
+            projected = None if rate is None else size / rate
+            full: float | None = None
+            in_budget = projected is None or projected <= REPLAY_BUDGET_S
+            if in_budget and _fits_in_memory(size):
+                start = time.perf_counter()
+                replayed = _full_replay(path)
+                full = time.perf_counter() - start
+                learned.replay_bytes_per_s = size / full
+                assert current_plan(path) == replayed
+    finally:
+        path.unlink()
+    if learned.first_tail_s is None:
+        learned.first_tail_s = tail
+    flat = tail / learned.first_tail_s
+    notes = [
+        "ratio = replay time / tail-read time",
+        f"tail {flat:.2f}x the {learned.first_mb} MB time",
+        f"{count:,} events written in {written_in:.1f} s",
+    ]
+    if full is None and projected is not None and projected > REPLAY_BUDGET_S:
+        notes.append(f"full replay skipped: it would take about {projected:.0f} s")
+    elif full is None:
+        notes.append("full replay skipped: the events would not fit in free memory")
+    return Row(
+        "4 tail read vs replay",
+        f"{mb} MB log",
+        f"current_plan {fmt_ns(tail * 1e9)}",
+        "replay(read_events) " + ("skipped" if full is None else fmt_ns(full * 1e9)),
+        None if full is None else full / tail,
+        f"tail ≤{FLAT_TARGET:g}x the {learned.first_mb} MB time" if is_last else "flat",
+        flat <= FLAT_TARGET if is_last else None,
+        note="; ".join(notes),
+        numbers={
+            "bytes": size,
+            "events": count,
+            "tail_s": tail,
+            "replay_s": full,
+            "tail_vs_smallest": flat,
+        },
+    )

