@@ -39,7 +39,7 @@ def test_parallel_description_differs_only_in_the_in_progress_rule() -> None:
     assert "AT MOST ONE" in single
     assert "AT MOST ONE" not in parallel
     assert "EVERY todo you are actively advancing `in_progress`" in parallel
-    assert "several at once" in parallel
+    assert "several when work runs in parallel" in parallel
     head = single[: single.index("Keep AT MOST ONE")]
     tail = single[single.index("Mark a todo `completed`") :]
     assert parallel.startswith(head)

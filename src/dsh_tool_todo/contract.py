@@ -29,8 +29,8 @@ _SINGLE_ACTIVE = (
     "while work remains, exactly one active task should be `in_progress`. "
 )
 _PARALLEL_ACTIVE = (
-    "Mark EVERY todo you are actively advancing `in_progress` (several at once when "
-    "work runs in parallel); while work remains, at least one should be `in_progress`. "
+    "Mark EVERY todo you are actively advancing `in_progress` (several when work runs "
+    "in parallel); while work remains, keep at least one. "
 )
 
 DESCRIPTION_SINGLE = _DESCRIPTION_HEAD + _SINGLE_ACTIVE + _DESCRIPTION_TAIL

@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
+from pydantic_core import PydanticSerializationError, to_json
+
 from .errors import UsageError
 from .listeners import Listener, Listeners
 from .logread import (
@@ -42,9 +44,10 @@ from .logread import (
 
 __all__ = ["JsonlSession", "TornTailWarning", "current_plan", "read_events"]
 
-# json.dumps would build a fresh encoder per append for these options. ASCII
-# output escapes lone surrogates, so model-written text can never fail a write.
-_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
+# pydantic's encoder writes UTF-8 about four times faster than the standard
+# library's; only text it cannot encode (lone surrogates a model wrote) takes
+# the ASCII-escaping path, so a write never fails on model-written content.
+_ESCAPING_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
 _OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
 
 
@@ -77,7 +80,7 @@ class JsonlSession:
             if self._fd < 0:
                 raise UsageError(f"{self.path}: the session log is closed")
             event: Event = {"seq": self._seq, "type": type, "data": data}
-            self._write((_ENCODER.encode(event) + "\n").encode("ascii"))
+            self._write(_encode_line(event))
             self._seq += 1
             self._listeners.notify(event)
         return event
@@ -141,6 +144,13 @@ class JsonlSession:
         elif end == 0 and self.fsync:
             _fsync_directory(self.path)  # a new file is durable only once its name is
         return seq, end
+
+
+def _encode_line(event: Event) -> bytes:
+    try:
+        return to_json(event) + b"\n"
+    except PydanticSerializationError:
+        return (_ESCAPING_ENCODER.encode(event) + "\n").encode("ascii")
 
 
 def _fsync_directory(path: str) -> None:
