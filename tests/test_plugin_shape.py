@@ -115,3 +115,17 @@ def test_hook_specs_are_documented_and_typed() -> None:
     for spec in (hookspecs.inject, hookspecs.apply):
         assert spec.__doc__
         assert "ctx" in spec.__annotations__
+
+
+def test_importing_the_plugin_does_no_work_up_front() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dsh_tool_todo\n"
+        "from dsh_tool_todo.validation import args_adapter\n"
+        "assert args_adapter.cache_info().currsize == 0, 'validator built at import'\n"
+        "assert 'acp' not in sys.modules, 'the optional ACP SDK imported'\n"
+        "assert 'dsh_tool_todo.sessionlog' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
