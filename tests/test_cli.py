@@ -198,3 +198,17 @@ with JsonlSession(sys.argv[1]) as session:
     time.sleep(0.3)
     session.append("todo/write", {"todos": [{"content": "Index", "status": "completed"}]})
 """
+
+
+def test_show_a_torn_log_warns_in_one_line_and_keeps_the_whole_events(tmp_path: Path) -> None:
+    log = tmp_path / "torn.jsonl"
+    with JsonlSession(log) as session:
+        session.append("todo/write", {"todos": [{"content": "Kept", "status": "in_progress"}]})
+    whole = log.stat().st_size
+    with log.open("ab") as file:
+        file.write(b'{"seq":1,"type":"todo/wr')
+    run = dsh_todo("show", str(log), "--ascii")
+    assert run.stdout.splitlines()[0] == "[>] Kept"
+    assert run.stderr.splitlines() == [
+        f"dsh-todo: warning: {log}: torn last line at byte {whole} ignored (a write was cut short)"
+    ]

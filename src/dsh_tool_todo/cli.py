@@ -6,6 +6,7 @@ import argparse
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -118,7 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command: Callable[[argparse.Namespace, TextIO], int] = _COMMANDS[args.command]
     try:
-        return command(args, sys.stdout)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warn_in_one_line
+            return command(args, sys.stdout)
     except (OSError, TodoError) as error:
         print(f"dsh-todo: error: {_reason(error)}", file=sys.stderr)
         return EXIT_USAGE
@@ -181,6 +184,17 @@ def _existing(log: Path) -> Path:
     if not log.is_file():
         raise FileNotFoundError(f"{log}: no such session log")
     return log
+
+
+def _warn_in_one_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    print(f"dsh-todo: warning: {message}", file=sys.stderr)
 
 
 def _reason(error: BaseException) -> str:
