@@ -39,8 +39,7 @@ class TodoWriteTool:
 
     @property
     def description(self) -> str:
-        parallel = self.options.allow_parallel_in_progress
-        return DESCRIPTION_PARALLEL if parallel else DESCRIPTION_SINGLE
+        return DESCRIPTION_PARALLEL if self._allow_parallel else DESCRIPTION_SINGLE
 
     def execute(self, args: Any, call: ToolExec | None) -> TodoResult:
         session, result = self._prepare(args, call)
