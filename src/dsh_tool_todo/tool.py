@@ -19,7 +19,7 @@ from .model import TodoResult
 from .options import TodoOptions
 from .protocols import PluginContext, Session, ToolExec
 from .schema import parameters
-from .validation import check_todos, parse_todos
+from .validation import validate_call
 
 
 class TodoWriteTool:
@@ -35,11 +35,11 @@ class TodoWriteTool:
     def __init__(self, options: TodoOptions) -> None:
         self.options = options
         self.parameters: Mapping[str, Any] = parameters()
-        self._allow_parallel = options.allow_parallel_in_progress
 
     @property
     def description(self) -> str:
-        return DESCRIPTION_PARALLEL if self._allow_parallel else DESCRIPTION_SINGLE
+        parallel = self.options.allow_parallel_in_progress
+        return DESCRIPTION_PARALLEL if parallel else DESCRIPTION_SINGLE
 
     def execute(self, args: Any, call: ToolExec | None) -> TodoResult:
         session, result = self._prepare(args, call)
@@ -70,8 +70,8 @@ class TodoWriteTool:
         agent = None if call is None else call.agent
         if agent is None:
             raise ToolCallRejected(NO_OWNER)
-        todos = parse_todos(args)
-        return agent.session, check_todos(todos, allow_parallel=self._allow_parallel)
+        result = validate_call(args, allow_parallel=self.options.allow_parallel_in_progress)
+        return agent.session, result
 
 
 # The same template in %-form, about twice as fast per call as str.format.
