@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -14,25 +15,33 @@ FLOOR_TARGET, FLOOR_AIM = 1.5, 1.2
 PEER_TARGET = 15.0
 
 
+def our_call(host: Any, size: int) -> tuple[str, Callable[[], object], Callable[[], None]]:
+    """The model's raw arguments for ``size`` items, one call of them through the host on a
+    fresh agent, and what empties that agent's session between timed batches."""
+    raw = raw_args(size)
+    agent = host.new_agent()
+
+    def call() -> object:
+        return host.call_tool("todo_write", raw, agent=agent)
+
+    return raw, call, agent.session.events.clear
+
+
 def floor_rows(seconds: float) -> list[Row]:
     """``host.call_tool`` on the raw JSON text vs ``json.loads`` + one TypeAdapter validation."""
     floor = TypeAdapter(list[FloorTodo])
     host = new_host()
     rows = []
     for size in SIZES:
-        raw = raw_args(size)
-        agent = host.new_agent()
-        events = agent.session.events
-        text = host.call_tool("todo_write", raw, agent=agent)
+        raw, contender, reset = our_call(host, size)
+        text = contender()
+        assert isinstance(text, str), text
         assert text.startswith("Updated todo list"), text
-
-        def contender(raw: str = raw, agent: Any = agent) -> object:
-            return host.call_tool("todo_write", raw, agent=agent)
 
         def reference(raw: str = raw) -> object:
             return floor.validate_python(json.loads(raw)["todos"])
 
-        result = paired(contender, reference, seconds=seconds, reset=events.clear)
+        result = paired(contender, reference, seconds=seconds, reset=reset)
         rows.append(
             Row(
                 "1 call, in memory",
@@ -83,12 +92,7 @@ def peer_rows(seconds: float) -> list[Row]:
     host = new_host()
     rows = []
     for size in SIZES:
-        raw = raw_args(size)
-        agent = host.new_agent()
-        events = agent.session.events
-
-        def ours(raw: str = raw, agent: Any = agent) -> object:
-            return host.call_tool("todo_write", raw, agent=agent)
+        raw, ours, reset = our_call(host, size)
 
         def theirs(raw: str = raw) -> Any:
             args = {**json.loads(raw), "runtime": runtime}
@@ -96,7 +100,7 @@ def peer_rows(seconds: float) -> list[Row]:
 
         assert "todos" in theirs().update  # the peer really ran and wrote the list
         # the peer is the reference here: the ratio is how many times faster we are
-        result = paired(theirs, ours, seconds=seconds, reset=events.clear)
+        result = paired(theirs, ours, seconds=seconds, reset=reset)
         rows.append(
             Row(
                 "2 vs LangChain",

@@ -9,6 +9,7 @@ from bench_calls import peer_tool
 from report import Row, skipped
 from workloads import SIZES, new_host, raw_args
 
+from dsh_tool_todo.definition import tool_definition
 from dsh_tool_todo.schema import canonical_json
 
 DEFINITION_TARGET = 300
@@ -23,10 +24,8 @@ def _counter() -> Callable[[str], int] | None:
 
 
 def definition(parallel: bool) -> str:
-    tool = new_host(parallel=parallel).tools["todo_write"]
-    return canonical_json(
-        {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
-    )
+    """The definition exactly as ``dsh-todo schema`` prints it."""
+    return canonical_json(tool_definition(new_host(parallel=parallel).tools["todo_write"]))
 
 
 def _peer_definition() -> str | None:
