@@ -11,6 +11,13 @@ from dsh_tool_todo.host import Host, HostAgent
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 HostFactory = Callable[..., Host]
 
+# One small plan of each status, for the frontends' snapshot tests.
+PLAN = [
+    {"content": "Read the report command", "status": "completed"},
+    {"content": "Add the --json flag", "status": "in_progress"},
+    {"content": "Write tests", "status": "pending"},
+]
+
 
 def options(parallel: bool) -> dict[str, dict[str, bool]]:
     return {"dsh-tool-todo": {"allowParallelInProgress": parallel}}

@@ -33,14 +33,7 @@ from dsh_tool_todo.acp_plan import (
 )
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.host import Host, MemorySession
-
-OPTIONS = {"dsh-tool-todo": {"allowParallelInProgress": False}}
-PLAN = [
-    {"content": "Read the report command", "status": "completed"},
-    {"content": "Add the --json flag", "status": "in_progress"},
-    {"content": "Write tests", "status": "pending"},
-]
-
+from tests.conftest import PLAN, options
 
 # ---- the payload ----------------------------------------------------------------
 
@@ -199,7 +192,7 @@ def test_forward_plans_checks_the_priority_at_once() -> None:
 
 def test_forwards_each_write_in_log_order() -> None:
     async def main() -> None:
-        host = Host([dsh_tool_todo], OPTIONS)
+        host = Host([dsh_tool_todo], options(False))
         agent = host.new_agent()
         connection = _Recorder()
         forwarder = forward_plans(agent.session, connection, "sess-7", priority="low")
@@ -222,7 +215,7 @@ def test_forwards_each_write_in_log_order() -> None:
 
 def test_rejected_calls_send_nothing() -> None:
     async def main() -> None:
-        host = Host([dsh_tool_todo], OPTIONS)
+        host = Host([dsh_tool_todo], options(False))
         agent = host.new_agent()
         connection = _Recorder()
         forwarder = forward_plans(agent.session, connection, "s")
@@ -238,7 +231,7 @@ def test_rejected_calls_send_nothing() -> None:
 
 def test_forwards_writes_made_on_other_threads() -> None:
     async def main() -> None:
-        host = Host([dsh_tool_todo], OPTIONS)
+        host = Host([dsh_tool_todo], options(False))
         agent = host.new_agent()
         connection = _Recorder()
         forwarder = forward_plans(agent.session, connection, "s")
@@ -256,7 +249,7 @@ def test_forwards_writes_made_on_other_threads() -> None:
 
 def test_unsubscribe() -> None:
     async def main() -> None:
-        host = Host([dsh_tool_todo], OPTIONS)
+        host = Host([dsh_tool_todo], options(False))
         agent = host.new_agent()
         connection = _Recorder()
         forwarder = forward_plans(agent.session, connection, "s")
@@ -272,7 +265,7 @@ def test_unsubscribe() -> None:
 
 def test_a_failed_send_surfaces_on_drain_and_later_plans_still_go() -> None:
     async def main() -> None:
-        host = Host([dsh_tool_todo], OPTIONS)
+        host = Host([dsh_tool_todo], options(False))
         agent = host.new_agent()
         connection = _Recorder(fail_on=1)
         forwarder = forward_plans(agent.session, connection, "s")
@@ -305,7 +298,7 @@ class TodoAgent:
     """An ACP agent whose 'model' is the prompt text: a JSON list of todo_write arguments."""
 
     def __init__(self) -> None:
-        self.host = Host([dsh_tool_todo], OPTIONS)
+        self.host = Host([dsh_tool_todo], options(False))
         self.sessions: dict[str, tuple[Any, PlanForwarder]] = {}
         self.replies: list[str] = []
         self._connection: Any = None

@@ -13,12 +13,7 @@ from dsh_tool_todo.checklist import (
     stream_style,
 )
 from dsh_tool_todo.errors import UsageError
-
-PLAN = [
-    {"content": "Read the report command", "status": "completed"},
-    {"content": "Add the --json flag", "status": "in_progress"},
-    {"content": "Write tests", "status": "pending"},
-]
+from tests.conftest import PLAN
 
 
 def test_glyphs() -> None:

@@ -8,13 +8,7 @@ from dsh_tool_todo.checklist import escape_content
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.reminder import REMINDER_FOOTER, REMINDER_HEADER, plan_reminder
-
-OPTIONS = {"dsh-tool-todo": {"allowParallelInProgress": False}}
-PLAN = [
-    {"content": "Read the report command", "status": "completed"},
-    {"content": "Add the --json flag", "status": "in_progress"},
-    {"content": "Write tests", "status": "pending"},
-]
+from tests.conftest import PLAN, options
 
 
 def test_snapshot() -> None:
@@ -64,7 +58,7 @@ def test_escaping_is_the_checklists() -> None:
 
 
 def test_from_the_hosts_projection() -> None:
-    host = Host([dsh_tool_todo], OPTIONS)
+    host = Host([dsh_tool_todo], options(False))
     agent = host.new_agent()
     assert plan_reminder(host.projection(agent.session, "todos")) is None
     host.call_tool("todo_write", {"todos": PLAN}, agent=agent)
@@ -75,7 +69,7 @@ def test_from_the_hosts_projection() -> None:
 
 def test_the_tool_contract_is_untouched() -> None:
     # the reminder is opt-in text for hosts; the tool's own strings stay as they were
-    tool = Host([dsh_tool_todo], OPTIONS).tools["todo_write"]
+    tool = Host([dsh_tool_todo], options(False)).tools["todo_write"]
     assert tool.description == contract.DESCRIPTION_SINGLE
     assert "compact" not in contract.DESCRIPTION_SINGLE
     assert "compact" not in contract.DESCRIPTION_PARALLEL
