@@ -16,7 +16,6 @@ lock per session, projections driven as events are appended.
 
 from __future__ import annotations
 
-import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,9 +25,11 @@ from typing import Any, Protocol
 import pluggy
 
 from .errors import ToolCallRejected, UsageError
-from .listeners import Event, Listener, Listeners
+from .listeners import Event, Listener
 from .loader import load_plugins, new_plugin_manager
 from .protocols import ProjectionUnit
+from .stores.memory import AsyncMemorySession as AsyncMemorySession
+from .stores.memory import MemorySession as MemorySession
 
 
 class ObservableSession(Protocol):
@@ -37,32 +38,6 @@ class ObservableSession(Protocol):
     def append(self, type: str, data: Mapping[str, Any], /) -> object: ...
 
     def subscribe(self, listener: Listener, /) -> Callable[[], None]: ...
-
-
-class MemorySession:
-    """An append-only, in-memory session log; safe to append from several threads."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        self._listeners = Listeners()
-        self._lock = threading.Lock()
-
-    def append(self, type: str, data: Mapping[str, Any], /) -> Event:
-        event: Event = {"type": type, "data": data}
-        with self._lock:  # listeners see events in log order
-            self.events.append(event)
-            self._listeners.notify(event)
-        return event
-
-    def subscribe(self, listener: Listener, /) -> Callable[[], None]:
-        return self._listeners.add(listener)
-
-
-class AsyncMemorySession(MemorySession):
-    """The same log behind a coroutine ``append``, as asyncio hosts have."""
-
-    async def append(self, type: str, data: Mapping[str, Any], /) -> Event:  # type: ignore[override]
-        return MemorySession.append(self, type, data)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 State = TypeVar("State")
@@ -18,6 +18,38 @@ class Session(Protocol):
     """
 
     def append(self, type: str, data: Mapping[str, Any], /) -> object | Awaitable[object]: ...
+
+
+Event = dict[str, Any]
+"""A recorded event: ``{"seq": int, "type": str, "data": {...}}`` (``seq`` from 0, gapless)."""
+
+
+@runtime_checkable
+class StoreSession(Protocol):
+    """The session protocol every store of this library speaks (memory, JSONL, PostgreSQL).
+
+    - ``append`` records one event and returns it with its ``seq``; once it
+      returns, the event is acknowledged and is never lost or rewritten.
+    - ``subscribe`` registers a listener, called with each appended event in
+      log order, in the appending thread; it returns the function that
+      unsubscribes it. A listener that raises is logged (logger
+      ``dsh_tool_todo``), never turned into a failed append.
+    - ``latest(types)`` is the newest recorded event whose type is in
+      ``types``, or ``None``; stores answer it cheaply (from the end of a file,
+      by an index), which is how a host resumes a projection (see
+      :class:`ResumableUnit`).
+    - ``close`` releases the session's writer claim (one writer per log: a
+      second writer is refused while the first is open). Sessions are context
+      managers.
+    """
+
+    def append(self, type: str, data: Mapping[str, Any], /) -> Event: ...
+
+    def subscribe(self, listener: Callable[[Event], None], /) -> Callable[[], None]: ...
+
+    def latest(self, types: Collection[str], /) -> Event | None: ...
+
+    def close(self) -> None: ...
 
 
 class Agent(Protocol):
@@ -65,6 +97,24 @@ class ProjectionUnit(Protocol[State, View]):
     def apply(self, state: State, event: Mapping[str, Any], /) -> State: ...
 
     def view(self, state: State, /) -> View: ...
+
+
+@runtime_checkable
+class ResumableUnit(ProjectionUnit[State, View], Protocol):
+    """A projection unit whose state a host can rebuild from one recorded event.
+
+    ``resume_from`` names the event types that each fix the whole state (for
+    ``todos``: ``todo/write`` and ``turn/start``); ``resume(event)`` returns the
+    state after that event (``init`` for ``None``) and raises
+    :class:`~dsh_tool_todo.errors.InvalidLog` if the event breaks the unit's
+    invariant. A host opening an agent on an existing session calls
+    ``unit.resume(session.latest(unit.resume_from))``.
+    """
+
+    @property
+    def resume_from(self) -> tuple[str, ...]: ...
+
+    def resume(self, event: Mapping[str, Any] | None, /) -> State: ...
 
 
 class ProjectionRegistry(Protocol):
