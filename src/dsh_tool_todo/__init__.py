@@ -16,7 +16,7 @@ from .model import TodoCounts, TodoItem, TodoResult
 from .options import PLUGIN_NAME, TodoOptions
 from .projection import TodosProjection, replay
 from .protocols import PluginContext
-from .tool import TodoWriteTool, install_tool, render_result
+from .tool import TodoWriteTool, install_tool, render_result, todo_write_tool
 
 __all__ = [
     "InvalidLog",
@@ -35,6 +35,7 @@ __all__ = [
     "name",
     "render_result",
     "replay",
+    "todo_write_tool",
 ]
 
 name = PLUGIN_NAME

@@ -50,6 +50,10 @@ EMPTY_CONTENT = "Error: invalid todo: `content` must be a non-empty string"
 DUPLICATE_CONTENT = 'Error: invalid todos: duplicate content "{content}"'
 TOO_MANY_IN_PROGRESS = "Error: invalid todos: at most one task may be in_progress (got {count})"
 
+# What adapters answer when a valid call could not be recorded (ToolFailure): the
+# cause (a full disk, a refused writer, a store outage) is logged for the host.
+NOT_RECORDED = "Error: todo_write could not record the plan; it is unchanged. Try again."
+
 # The texts below name what the seeds leave open (the schema's own checks).
 # Each names the index, the key and what to send instead. All are str.format templates.
 _ITEM_SHAPE = "each todo is {{content, status}}"  # a template: braces doubled

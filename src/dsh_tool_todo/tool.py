@@ -62,6 +62,26 @@ class TodoWriteTool:
                 raise _failure(error) from error
         return result
 
+    def call(self, args: Any, session: Session) -> str:
+        """Run one call owned by ``session``'s agent; return exactly the text the model reads.
+
+        The core API for hosts and adapters that have a session but no exec
+        context: a refused call returns its error text and records nothing; a
+        failure to record raises :class:`ToolFailure` (answer the model with
+        :data:`~dsh_tool_todo.contract.NOT_RECORDED` and log the cause).
+        """
+        try:
+            return render_result(self.execute(args, _Owner(session)))
+        except ToolCallRejected as rejected:
+            return rejected.model_text
+
+    async def acall(self, args: Any, session: Session) -> str:
+        """:meth:`call` for asyncio hosts; the session's ``append`` may be a coroutine."""
+        try:
+            return render_result(await self.aexecute(args, _Owner(session)))
+        except ToolCallRejected as rejected:
+            return rejected.model_text
+
     def render(self, result: TodoResult) -> str:
         """The native renderer: the short confirmation the model reads."""
         return render_result(result)
@@ -72,6 +92,30 @@ class TodoWriteTool:
             raise ToolCallRejected(NO_OWNER)
         result = validate_call(args, allow_parallel=self.options.allow_parallel_in_progress)
         return agent.session, result
+
+
+class _Owner:
+    """The exec context of a call owned by one session: it is its own agent."""
+
+    __slots__ = ("session",)
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    @property
+    def agent(self) -> _Owner:
+        return self
+
+
+def todo_write_tool(*, allow_parallel_in_progress: bool) -> TodoWriteTool:
+    """The tool for a chosen option, without a host or a plugin manager.
+
+    >>> from dsh_tool_todo.stores.memory import MemorySession
+    >>> tool = todo_write_tool(allow_parallel_in_progress=False)
+    >>> tool.call({"todos": [{"content": "Plan", "status": "in_progress"}]}, MemorySession())
+    'Updated todo list: 0 pending, 1 in progress, 0 completed.'
+    """
+    return TodoWriteTool(TodoOptions.parse({"allowParallelInProgress": allow_parallel_in_progress}))
 
 
 # The same template in %-form, about twice as fast per call as str.format.
