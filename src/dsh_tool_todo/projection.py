@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .contract import EVENT_TYPE, TURN_START
@@ -52,7 +52,15 @@ def replay(events: Iterable[Mapping[str, Any]], *, verify: bool = True) -> Plan:
     written: raises :class:`InvalidLog` otherwise. The check allows any number of
     ``in_progress`` items, so a log written while parallel work was allowed still
     replays after a deployment tightens the option.
+
+    Without ``verify``, a sequence (a list, a tuple) is read from its end and
+    only back to its latest ``todo/write`` or ``turn/start``: nothing before
+    either can change the answer, so the cost is that of the tail, whatever
+    the log's length. A one-shot iterator is read whole, as is every log
+    being verified.
     """
+    if not verify and isinstance(events, Sequence):
+        return _plan_from_end(events)
     unit = TodosProjection()
     state = unit.init
     for position, event in enumerate(events):
@@ -60,6 +68,19 @@ def replay(events: Iterable[Mapping[str, Any]], *, verify: bool = True) -> Plan:
             check_logged_write(event, position)
         state = unit.apply(state, event)
     return unit.view(state)
+
+
+def _plan_from_end(events: Sequence[Mapping[str, Any]]) -> Plan:
+    """What :class:`TodosProjection` folds ``events`` into, read backwards to the deciding event."""
+    for position in range(len(events) - 1, -1, -1):
+        event = events[position]
+        kind = event["type"]
+        if kind == EVENT_TYPE:
+            todos: list[TodoItem] = event["data"]["todos"]
+            return todos
+        if kind == TURN_START:
+            return None
+    return TodosProjection.init
 
 
 def check_logged_write(event: Mapping[str, Any], position: int) -> None:
