@@ -11,10 +11,15 @@ if sys.version_info >= (3, 12):
 else:  # pydantic reads TypedDicts only from typing_extensions before 3.12
     from typing_extensions import TypedDict
 
+from pydantic import ConfigDict, TypeAdapter
+
 import dsh_tool_todo
 from dsh_tool_todo.host import Host
 
 SIZES = (5, 20, 100)
+CALL_SIZES = (6, 12, 100)  # the median and p99 plan length of real calls, and a long one
+CONTENT_LENGTH = 43  # the median length of a real item's content
+_FILLER = " and check that the tests still pass afterwards"
 _VERBS = ("Read", "Update", "Write", "Test", "Refactor", "Document", "Review", "Benchmark")
 _OBJECTS = ("the parser", "the session log", "the CLI", "the schema", "the docs", "the host")
 
@@ -24,6 +29,40 @@ class FloorTodo(TypedDict):
 
     content: str
     status: Literal["pending", "in_progress", "completed"]
+
+
+class LimitTodo(TypedDict):
+    """The limit's item type: the same fields, strict, unknown keys refused."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+
+
+class LimitArgs(TypedDict):
+    __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
+    todos: list[LimitTodo]
+
+
+def limit_validator() -> Any:
+    """One strict ``validate_json`` pass over the arguments: what every call must do.
+
+    The core validator itself, without ``TypeAdapter``'s Python layer, so the
+    limit is as low as pydantic allows.
+    """
+    return TypeAdapter(LimitArgs).validator
+
+
+def real_todos(size: int, variant: int = 0) -> list[dict[str, str]]:
+    """``todos(size, variant)`` with every content padded or cut to 43 characters."""
+    items = todos(size, variant)
+    for item in items:
+        item["content"] = (item["content"] + _FILLER)[:CONTENT_LENGTH]
+    return items
+
+
+def real_args(size: int, variant: int = 0) -> str:
+    return json.dumps({"todos": real_todos(size, variant)})
 
 
 def todos(size: int, variant: int = 0) -> list[dict[str, str]]:
