@@ -65,6 +65,7 @@ def test_reading_from_the_end_agrees_with_the_fold(log: list[Event]) -> None:
     # the very object the fold keeps, not an equal copy
     assert fast is expected
     assert replay(tuple(log), verify=False) is expected
+    assert replay(iter(log), verify=False) is expected  # the whole fold, written out
 
 
 def test_reading_from_the_end_stops_at_the_deciding_event() -> None:
