@@ -40,6 +40,10 @@ __all__ = [
 
 name = PLUGIN_NAME
 
+# Kept equal to pyproject.toml's version by a test: reading it from the installed
+# metadata (importlib.metadata) would cost an import-time scan.
+__version__ = "0.1.0"
+
 
 @hookimpl
 def inject(ctx: PluginContext) -> Sequence[object]:

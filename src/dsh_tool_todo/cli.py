@@ -12,10 +12,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from . import __version__
 from .acp_plan import plan_update
 from .checklist import render_checklist, stream_style
 from .definition import FLAVORS, tool_definition
-from .errors import TodoError
+from .errors import TodoError, UsageError
 from .host import Host
 from .loader import discover_plugins
 from .options import PLUGIN_NAME
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and the tool definition the model sees.",
         formatter_class=formatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
@@ -112,6 +114,17 @@ def build_parser() -> argparse.ArgumentParser:
         default="json",
         help="plain, OpenAI function tool, or Anthropic tool (default: json)",
     )
+    mcp = command(
+        "mcp",
+        "serve todo_write to one MCP client over stdio",
+        "Serve the todo_write tool to one MCP client over stdin/stdout (extra: mcp). One "
+        "agent per server; its plan lives until the client starts a new server or the model "
+        "replaces it. With --log-dir and --owner the plan is recorded in DIR and resumed "
+        "when the server restarts; a second server on the same owner is refused.",
+    )
+    parallel_flag(mcp, "allow several todos in_progress at once (allowParallelInProgress)")
+    mcp.add_argument("--log-dir", type=Path, metavar="DIR", help="keep the session log in DIR")
+    mcp.add_argument("--owner", metavar="NAME", help="whose log in DIR (needs --log-dir)")
     return parser
 
 
@@ -165,7 +178,26 @@ def _schema(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _mcp(args: argparse.Namespace, out: TextIO) -> int:
+    if (args.log_dir is None) != (args.owner is None):
+        raise UsageError("--log-dir and --owner go together: the log is DIR/<owner's file>")
+    import asyncio
+    import logging
+
+    from .integrations.mcp import DEFAULT_OWNER, serve_stdio
+    from .stores.owners import OwnerRegistry
+
+    # stdout is the protocol's wire: every log record goes to stderr.
+    logging.basicConfig(stream=sys.stderr, format="dsh-todo mcp: %(levelname)s: %(message)s")
+    with OwnerRegistry(args.log_dir, max_owners=None) as owners:
+        owner = DEFAULT_OWNER if args.owner is None else args.owner
+        serve = serve_stdio(allow_parallel_in_progress=args.parallel, owners=owners, owner=owner)
+        asyncio.run(serve)
+    return 0
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "mcp": _mcp,
     "demo": _demo,
     "show": _show,
     "watch": _watch,

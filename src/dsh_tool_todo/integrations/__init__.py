@@ -1,0 +1,17 @@
+"""Adapters for the agent frameworks, one module each, each behind its own extra.
+
+This package imports nothing optional: importing it costs nothing and works
+with no extra installed. Import the adapter you use, e.g.
+``from dsh_tool_todo.integrations.mcp import build_server``; a missing
+framework raises :class:`~dsh_tool_todo.integrations._extras.MissingExtra`
+naming the extra to install.
+
+- :mod:`.mcp` — an MCP server (extra ``mcp``; ``dsh-todo mcp``)
+- :mod:`.openai_agents` — a ``FunctionTool`` for the OpenAI Agents SDK (extra ``openai-agents``)
+"""
+
+from __future__ import annotations
+
+from ._extras import MissingExtra
+
+__all__ = ["MissingExtra"]

@@ -1,0 +1,154 @@
+"""``todo_write`` as a Model Context Protocol server: exactly one tool, our schema, our texts.
+
+Built on the SDK's low-level ``Server`` (extra ``mcp``; the 1.x and 2.x lines
+both work), not its high-level one, which would rewrite the schema from a
+Python signature and drop arguments it does not know. What the client gets:
+
+- one tool, ``todo_write``, whose ``inputSchema`` and description are exactly
+  what ``dsh-todo schema`` prints (no titles, ``additionalProperties: false``);
+- the arguments reach this library's validation untouched (the 1.x server's
+  own schema check is off), so an unknown argument such as ``merge`` is
+  refused with the tool's own text;
+- a refused call is a result with ``isError: true`` whose only content is the
+  model text; a recorded call returns the success text; no structured content;
+- a call that could not be recorded (:class:`~dsh_tool_todo.errors.ToolFailure`)
+  is ``isError: true`` with :data:`~dsh_tool_todo.contract.NOT_RECORDED`, its
+  cause logged on the ``dsh_tool_todo`` logger (stderr under ``dsh-todo mcp``:
+  stdout is the wire).
+
+One server process serves one agent: its calls are serialised, in arrival
+order. MCP has no turns, so nothing appends ``turn/start``: the plan lives
+until the client starts a new server or the model replaces it. See
+``docs/integrations/mcp.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, cast
+
+from .. import __version__
+from ..contract import NOT_RECORDED, TOOL_NAME
+from ..errors import ToolCallRejected, ToolFailure
+from ..listeners import LOGGER_NAME
+from ..stores.owners import OwnerRegistry
+from ..tool import render_result, todo_write_tool
+from ._extras import missing_extra
+
+try:
+    # Submodules by name (never a bare `import mcp`): a user's own `mcp.py` on
+    # sys.path then fails here, with the extra named, not deep inside a call.
+    import mcp.types as types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+except ImportError as _error:
+    raise missing_extra("dsh_tool_todo.integrations.mcp", "mcp", _error) from _error
+
+__all__ = ["SERVER_NAME", "build_server", "serve_stdio"]
+
+SERVER_NAME = "dsh-tool-todo"
+DEFAULT_OWNER = "mcp"
+"""The owner key of a server's one agent when the caller names none."""
+
+# 2.x takes its handlers as constructor arguments; 1.x registers them with decorators.
+_DECORATORS = hasattr(Server, "call_tool")
+
+
+class _OwnedCall:
+    """The exec context of a call owned by one session (the session is its own agent)."""
+
+    __slots__ = ("session",)
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    @property
+    def agent(self) -> _OwnedCall:
+        return self
+
+
+def build_server(
+    *,
+    allow_parallel_in_progress: bool,
+    owners: OwnerRegistry | None = None,
+    owner: str = DEFAULT_OWNER,
+) -> Server[Any]:
+    """A low-level MCP server offering ``todo_write`` for one agent, ``owner`` of ``owners``.
+
+    ``owners`` defaults to an in-memory registry; pass a durable one
+    (``OwnerRegistry(directory)``) to keep the plan across restarts.
+    """
+    tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+    registry = OwnerRegistry() if owners is None else owners
+    definition = types.Tool(
+        name=tool.name,
+        description=tool.description,
+        inputSchema=dict(tool.parameters),
+        # A whole-list replacement: same arguments, same outcome; it touches only the plan.
+        annotations=types.ToolAnnotations(
+            readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+        ),
+    )
+    log = logging.getLogger(LOGGER_NAME)
+
+    async def call(name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
+        if name != TOOL_NAME:
+            raise ValueError(f"unknown tool {name!r}: this server offers only {TOOL_NAME}")
+        async with registry.alocked(owner) as session:
+            try:
+                text = render_result(await tool.aexecute(arguments or {}, _OwnedCall(session)))
+                failed = False
+            except ToolCallRejected as rejected:
+                text, failed = rejected.model_text, True
+            except ToolFailure as failure:
+                log.error("todo_write for owner %r was not recorded: %s", owner, failure)
+                text, failed = NOT_RECORDED, True
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], isError=failed
+        )
+
+    if _DECORATORS:
+        server: Server[Any] = Server(SERVER_NAME, version=__version__)
+
+        @server.list_tools()  # type: ignore[no-untyped-call,untyped-decorator]
+        async def list_tools() -> list[types.Tool]:
+            return [definition]
+
+        # validate_input=False: our validator judges the arguments and writes the text.
+        @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
+        async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+            return await call(name, arguments)
+
+        return server
+
+    async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[definition])
+
+    async def on_call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        return await call(params.name, params.arguments)
+
+    server_2x = cast(Any, Server)(
+        SERVER_NAME, version=__version__, on_list_tools=on_list_tools, on_call_tool=on_call_tool
+    )
+    return cast("Server[Any]", server_2x)
+
+
+async def serve_stdio(
+    *,
+    allow_parallel_in_progress: bool,
+    owners: OwnerRegistry | None = None,
+    owner: str = DEFAULT_OWNER,
+) -> None:
+    """Serve one agent over stdin/stdout until the client closes the connection.
+
+    The owner's session is opened before serving, so a refused writer (another
+    server on the same durable owner) fails at once, not at the first call.
+    """
+    registry = OwnerRegistry(max_owners=None) if owners is None else owners
+    registry.session(owner)
+    server = build_server(
+        allow_parallel_in_progress=allow_parallel_in_progress, owners=registry, owner=owner
+    )
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
