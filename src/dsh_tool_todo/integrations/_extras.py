@@ -16,9 +16,19 @@ class MissingExtra(UsageError, ImportError):
     """
 
 
-def missing_extra(adapter: str, extra: str, cause: BaseException) -> MissingExtra:
-    """The error to raise ``from cause`` when ``adapter`` cannot import its framework."""
+def missing_extra(
+    adapter: str, extra: str, cause: ImportError, *, module: str | None = None
+) -> MissingExtra:
+    """The error to raise ``from cause`` when ``adapter`` cannot import its framework.
+
+    With ``module`` (the framework's top-level name): when that module was
+    found but is not the framework (a user's own ``agents.py`` or ``mcp/`` on
+    ``sys.path``), the message says so.
+    """
+    absent = isinstance(cause, ModuleNotFoundError) and module in (None, cause.name)
+    hider = "a module of yours of the same name" if module is None else f"your own {module!r}"
+    shadowed = "" if absent else f"; if it is installed, {hider} may be hiding it"
     return MissingExtra(
         f"{adapter} needs the {extra!r} extra: install dsh-tool-todo[{extra}] "
-        f"(from this repository: pip install '.[{extra}]') ({type(cause).__name__}: {cause})"
+        f"(from this repository: pip install '.[{extra}]'){shadowed} ({cause})"
     )

@@ -43,7 +43,7 @@ try:
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
 except ImportError as _error:
-    raise missing_extra("dsh_tool_todo.integrations.mcp", "mcp", _error) from _error
+    raise missing_extra("dsh_tool_todo.integrations.mcp", "mcp", _error, module="mcp") from _error
 
 __all__ = ["SERVER_NAME", "build_server", "serve_stdio"]
 
