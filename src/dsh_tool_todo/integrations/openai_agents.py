@@ -1,0 +1,91 @@
+"""``todo_write`` for the OpenAI Agents SDK: a ``FunctionTool`` with our strict schema and texts.
+
+Use it as any other tool of an ``Agent``::
+
+    from agents import Agent
+    tool = todo_write_function_tool(
+        allow_parallel_in_progress=False, owner=lambda ctx: ctx.context.user_id
+    )
+    agent = Agent(name="planner", tools=[tool])
+
+What the model gets (extra ``openai-agents``):
+
+- the tool's parameters are exactly ours, already in the strict form the SDK
+  enforces (``ensure_strict_json_schema`` leaves them unchanged), so the
+  definition the model reads is what ``dsh-todo schema --format openai`` prints;
+- the raw JSON arguments go straight to this library's validation (no SDK
+  parsing in between), and the text the model reads is returned as-is: a
+  refusal is the refusal's text (the SDK's default error handler, which would
+  hide it, never runs), a failure to record is
+  :data:`~dsh_tool_todo.contract.NOT_RECORDED` with the cause logged on the
+  ``dsh_tool_todo`` logger.
+
+The SDK runs the tool calls of one model response concurrently; calls for one
+owner are serialised here, in call order, so two ``todo_write`` calls in one
+response end on the later list. See ``docs/integrations/openai-agents.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ..contract import NOT_RECORDED
+from ..errors import ToolFailure
+from ..listeners import LOGGER_NAME
+from ..stores.owners import OwnerRegistry
+from ..tool import todo_write_tool
+from ._extras import missing_extra
+
+try:
+    # Submodules by name (never a bare `import agents`: too generic a name, a
+    # user's own agents.py would pass for the SDK and fail later, deep inside).
+    from agents.tool import FunctionTool
+    from agents.tool_context import ToolContext
+except ImportError as _error:
+    raise missing_extra(
+        "dsh_tool_todo.integrations.openai_agents", "openai-agents", _error, module="agents"
+    ) from _error
+
+__all__ = ["OwnerOf", "todo_write_function_tool"]
+
+OwnerOf = Callable[[ToolContext[Any]], str]
+"""Picks a call's owner key from its tool context (``ctx.context`` is the run's context)."""
+
+
+def todo_write_function_tool(
+    *,
+    allow_parallel_in_progress: bool,
+    owner: str | OwnerOf,
+    owners: OwnerRegistry | None = None,
+) -> FunctionTool:
+    """The ``todo_write`` ``FunctionTool``; each call's plan belongs to ``owner``.
+
+    ``owner`` is a fixed owner key, or a function of the call's
+    ``ToolContext`` returning one (e.g. ``lambda ctx: ctx.context.user_id``:
+    one plan per user of the run context). ``owners`` holds the sessions
+    (default: an in-memory registry of this tool's own; pass
+    ``OwnerRegistry(directory)`` for durable plans).
+    """
+    tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+    registry = OwnerRegistry() if owners is None else owners
+    owner_of: OwnerOf = (lambda ctx: owner) if isinstance(owner, str) else owner
+    log = logging.getLogger(LOGGER_NAME)
+
+    async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
+        key = owner_of(ctx)
+        async with registry.alocked(key) as session:
+            try:
+                return await tool.acall(arguments, session)
+            except ToolFailure as failure:
+                log.error("todo_write for owner %r was not recorded: %s", key, failure)
+                return NOT_RECORDED
+
+    return FunctionTool(
+        name=tool.name,
+        description=tool.description,
+        params_json_schema=dict(tool.parameters),
+        on_invoke_tool=invoke,
+        strict_json_schema=True,
+    )
