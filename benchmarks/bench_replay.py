@@ -1,19 +1,22 @@
-"""Row 4: folding a log into the current plan, in memory and from a file's end."""
+"""Row 4: folding a log into the current plan: a parsed list, an iterator, a file's end."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
+import statistics
 import tempfile
 import time
 import warnings
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from report import Row, fmt_ns, fmt_rate, skipped
-from timing import median_seconds, paired
+from timing import batched, interleaved, median_seconds
 from workloads import write_event
 
 from dsh_tool_todo import replay
@@ -23,11 +26,15 @@ FLAT_TARGET = 2.0  # the tail read on the largest log, over its time on the smal
 # read_events holds the whole log in memory (about 8x its size on disk) and
 # takes most of a minute a gigabyte: past this many seconds the full replay is left out
 REPLAY_BUDGET_S = 30.0
+# parsed events take about 6 KB each in memory (a write of 5 to 20 items): a million would
+# take some 6 GB, which no host holds, so the in-memory rows stop at 100,000
+PARSED_MAX = 10**5
 _DISTINCT = 64  # distinct plans in a generated log; the fold never copies them
 _TURN_EVERY = 16  # a turn/start after every so many writes, as a real session has
 
 
 def events(count: int) -> list[dict[str, Any]]:
+    """``count`` events sharing 64 plan objects: only for writing logs quickly."""
     plans = [write_event(5 + variant % 16, variant) for variant in range(_DISTINCT)]
     turn = {"type": "turn/start", "data": {}}
     return [
@@ -36,7 +43,26 @@ def events(count: int) -> list[dict[str, Any]]:
     ]
 
 
-def bare_fold(log: list[dict[str, Any]]) -> object:
+def parsed_events(directory: Path, count: int) -> list[dict[str, Any]]:
+    """``count`` events as a host holds them: written to a log, then parsed back, each its own
+    objects (shared dicts would sit in the caches and flatter every fold)."""
+    from dsh_tool_todo.sessionlog import read_events
+
+    path = directory / f"replay-{count}.jsonl"
+    suffixes = [_suffix(event) for event in events(_DISTINCT * _TURN_EVERY)]
+    with open(path, "wb") as file:
+        for start in range(0, count, len(suffixes)):
+            chunk = suffixes[: min(len(suffixes), count - start)]
+            file.write(
+                b"".join(b'{"seq":%d%s' % (start + at, tail) for at, tail in enumerate(chunk))
+            )
+    try:
+        return read_events(path)
+    finally:
+        path.unlink()
+
+
+def bare_fold(log: Iterable[dict[str, Any]]) -> object:
     """The least any fold must do: look at each event's type, keep the latest plan."""
     plan = None
     for event in log:
@@ -48,72 +74,170 @@ def bare_fold(log: list[dict[str, Any]]) -> object:
     return plan
 
 
+def bare_fold_from_end(log: list[dict[str, Any]]) -> object:
+    """The least a read from the end must do: step back to the deciding event."""
+    for index in range(len(log) - 1, -1, -1):
+        kind = log[index]["type"]
+        if kind == "todo/write":
+            return log[index]["data"]["todos"]
+        if kind == "turn/start":
+            return None
+    return None
+
+
 def memory_rows(largest: int) -> list[Row]:
-    rows = []
+    """``replay(events, verify=False)`` on parsed events: from the end, and the whole fold."""
+    directory = Path(tempfile.mkdtemp(prefix="dsh-todo-replay-"))
+    try:
+        return _memory_rows(directory, largest)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _memory_rows(directory: Path, largest: int) -> list[Row]:
+    largest = min(largest, PARSED_MAX)
+    tail_rows: list[Row] = []
+    fold_rows: list[Row] = []
+    first_tail: float | None = None
     count = 1000
     while count <= largest:
-        log = events(count)
-        assert replay(log, verify=False) == bare_fold(log)
+        log = parsed_events(directory, count)
+        assert replay(log, verify=False) is bare_fold(log) is replay(iter(log), verify=False)
         seconds = 0.4 if count < 10**6 else 1.5
 
-        def fold(log: list[dict[str, Any]] = log) -> object:
+        def from_end(log: list[dict[str, Any]] = log) -> object:
             return replay(log, verify=False)
 
-        def reference(log: list[dict[str, Any]] = log) -> object:
+        def whole(log: list[dict[str, Any]] = log) -> object:
+            return replay(iter(log), verify=False)
+
+        def bare(log: list[dict[str, Any]] = log) -> object:
             return bare_fold(log)
 
-        result = paired(fold, reference, seconds=seconds, batch_ns=20_000_000, min_rounds=3)
-        rate = count / (result.contender_ns / 1e9)
-        rows.append(
+        def bare_end(log: list[dict[str, Any]] = log) -> object:
+            return bare_fold_from_end(log)
+
+        # apart: a batch of whole folds would leave the tail read a cold cache to work in
+        tail = interleaved(
+            {"end": batched(from_end), "bare": batched(bare_end)},
+            reference="bare",
+            seconds=seconds / 2,
+        )
+        result = interleaved(
+            {"whole": batched(whole), "bare": batched(bare)},
+            reference="bare",
+            seconds=seconds,
+            batch_ns=20_000_000,
+            min_rounds=3,
+        )
+        ns = result.per_call_ns
+        end_ns = tail.per_call_ns["end"]
+        first_tail = end_ns if first_tail is None else first_tail
+        is_last = count * 10 > largest
+        flat = end_ns / first_tail
+        tail_rows.append(
             Row(
-                "4 replay, verify=False",
-                f"{count:,} events",
-                f"{fmt_rate(rate)} ({fmt_ns(result.contender_ns)})",
-                f"bare loop {fmt_rate(count / (result.reference_ns / 1e9))}",
-                result.ratio,
+                "4 replay of a list",
+                f"{count:,} parsed events",
+                f"from the end {fmt_ns(end_ns)}",
+                f"bare loop from the end {fmt_ns(tail.per_call_ns['bare'])}",
+                tail.ratio("end", "bare").median,
+                "≤2x the 1,000-event time" if is_last else "flat",
+                flat <= FLAT_TARGET if is_last else None,
+                note=f"{flat:.2f}x the 1,000-event time; whole fold {fmt_ns(ns['whole'])}",
+                numbers={"ns": end_ns, "whole_ns": ns["whole"], "vs_smallest": flat},
+            )
+        )
+        rate = count / (ns["whole"] / 1e9)
+        ratio = result.ratio("whole", "bare")
+        fold_rows.append(
+            Row(
+                "4 replay of an iterator",
+                f"{count:,} parsed events",
+                f"{fmt_rate(rate)} ({fmt_ns(ns['whole'])})",
+                f"bare loop {fmt_rate(count / (ns['bare'] / 1e9))}",
+                ratio.median,
                 f"≥{REPLAY_TARGET / 1e6:g} M events/s",
                 rate >= REPLAY_TARGET,
-                note="ratio = replay time / bare loop time",
-                numbers={
-                    "events_per_s": rate,
-                    "ns": result.contender_ns,
-                    "ref_ns": result.reference_ns,
-                },
+                note=f"ratio = replay time / bare loop time; middle half {ratio.text()}",
+                numbers={"events_per_s": rate, "ns": ns["whole"], "ref_ns": ns["bare"]},
             )
         )
         count *= 10
-    rows.extend(_verified_rows(largest))
-    return rows
+    return [*tail_rows, *fold_rows, *_verified_rows(directory, largest), _load_row(directory)]
 
 
-def _verified_rows(largest: int) -> list[Row]:
+def _verified_rows(directory: Path, largest: int) -> list[Row]:
     """``verify=True`` checks every write as the tool would: for information."""
-    rows = []
-    for count in sorted({min(10**4, largest), largest}):
-        log = events(count)
-        repeats = 5 if count <= 10**4 else 1
+    count = min(10**4, largest)
+    log = parsed_events(directory, count)
 
-        def checked_fold(log: list[dict[str, Any]] = log) -> object:
-            return replay(log, verify=True)
+    def checked_fold() -> object:
+        return replay(log, verify=True)
 
-        def unchecked_fold(log: list[dict[str, Any]] = log) -> object:
-            return replay(log, verify=False)
+    def unchecked_fold() -> object:
+        return replay(iter(log), verify=False)
 
-        checked = median_seconds(checked_fold, repeats=repeats)
-        unchecked = median_seconds(unchecked_fold, repeats=repeats)
-        rows.append(
-            Row(
-                "4 replay, verify=True",
-                f"{count:,} events",
-                f"{fmt_rate(count / checked)} ({fmt_ns(checked * 1e9)})",
-                f"verify=False {fmt_rate(count / unchecked)}",
-                checked / unchecked,
-                "info",
-                note="ratio = verified time / unverified time",
-                numbers={"events_per_s": count / checked, "seconds": checked},
-            )
+    checked = median_seconds(checked_fold, repeats=5)
+    unchecked = median_seconds(unchecked_fold, repeats=5)
+    return [
+        Row(
+            "4 replay, verify=True",
+            f"{count:,} parsed events",
+            f"{fmt_rate(count / checked)} ({fmt_ns(checked * 1e9)})",
+            f"whole fold, verify=False {fmt_rate(count / unchecked)}",
+            checked / unchecked,
+            "info",
+            note="ratio = verified time / unverified time",
+            numbers={"events_per_s": count / checked, "seconds": checked},
         )
-    return rows
+    ]
+
+
+def _load_row(directory: Path, megabytes: int = 10) -> Row:
+    """``read_events`` of a log, with the collector on as a host runs it."""
+    from dsh_tool_todo.sessionlog import read_events
+
+    path = directory / "load.jsonl"
+    count = write_log(path, megabytes * 2**20)
+
+    def bare_load() -> object:
+        with open(path, "rb") as file:
+            return [json.loads(line) for line in file]
+
+    def timed(call: Callable[[], object], *, collector: bool) -> float:
+        samples = []
+        for _ in range(5):
+            gc.collect()
+            if not collector:
+                gc.disable()
+            try:
+                start = time.perf_counter()
+                kept = call()
+                samples.append(time.perf_counter() - start)
+            finally:
+                gc.enable()
+            del kept
+        return statistics.median(samples)
+
+    try:
+        ours = timed(lambda: read_events(path), collector=True)
+        bare = timed(bare_load, collector=True)
+        ours_off = timed(lambda: read_events(path), collector=False)
+    finally:
+        path.unlink()
+    size = megabytes * 2**20
+    return Row(
+        "4 load a log",
+        f"{megabytes} MB, {count:,} events",
+        f"read_events {fmt_ns(ours * 1e9)}",
+        f"json.loads per line {fmt_ns(bare * 1e9)}",
+        ours / bare,
+        "info",
+        note=f"collector on, as hosts run it ({fmt_ns(ours_off * 1e9)} with it off); "
+        f"{size / ours / 2**20:.0f} MB/s",
+        numbers={"seconds": ours, "bare_seconds": bare, "collector_off_seconds": ours_off},
+    )
 
 
 # --- the tail read on files --------------------------------------------------------------
