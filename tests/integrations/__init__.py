@@ -1,0 +1,1 @@
+"""End-to-end tests of the framework adapters, each against the real package."""

@@ -1,0 +1,240 @@
+"""The MCP server through the official client: in-process, and `dsh-todo mcp` over stdio.
+
+This module runs against whichever line of the `mcp` package is installed (CI
+runs it on 1.x in the main environment and on 2.x in a second one), so it
+touches the SDK only through the helpers below.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp
+import pytest
+
+from dsh_tool_todo import contract, todo_write_tool
+from dsh_tool_todo.integrations.mcp import DEFAULT_OWNER, build_server
+from dsh_tool_todo.stores.jsonl import current_plan, read_events
+from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name
+
+DSH_TODO = str(Path(sys.executable).parent / "dsh-todo")
+PLAN = {"todos": [{"content": "Write the adapter", "status": "in_progress"}]}
+DONE = {"todos": [{"content": "Write the adapter", "status": "completed"}]}
+
+
+@asynccontextmanager
+async def connected(server: Any) -> AsyncIterator[Any]:
+    """An initialised official client on ``server``, in-process (2.x: Client; 1.x: memory)."""
+    if hasattr(mcp, "Client"):
+        async with mcp.Client(server) as client:
+            yield client
+    else:
+        from mcp.shared.memory import create_connected_server_and_client_session
+
+        async with create_connected_server_and_client_session(server) as session:
+            yield session
+
+
+@asynccontextmanager
+async def spawned(*args: str, errlog: Path) -> AsyncIterator[Any]:
+    """An initialised official client on a `dsh-todo mcp` subprocess over stdio."""
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    parameters = StdioServerParameters(command=DSH_TODO, args=["mcp", *args])
+    with errlog.open("w", encoding="utf-8") as stderr:
+        if hasattr(mcp, "Client"):
+            async with mcp.Client(parameters) as client:
+                yield client
+            return
+        async with (
+            stdio_client(parameters, errlog=stderr) as (read, write),
+            mcp.ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+def wire(model: Any) -> dict[str, Any]:
+    """A result or tool as it travels: camelCase keys, unset fields left out."""
+    dumped: dict[str, Any] = model.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return dumped
+
+
+def text_result(text: str, *, error: bool) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": error}
+
+
+def result_of(model: Any) -> dict[str, Any]:
+    dumped = wire(model)
+    return {"content": dumped["content"], "isError": dumped["isError"]}
+
+
+def call(server: Any, *calls: dict[str, Any]) -> list[Any]:
+    async def run() -> list[Any]:
+        async with connected(server) as client:
+            return [await client.call_tool("todo_write", args) for args in calls]
+
+    return asyncio.run(run())
+
+
+def schema_printed(*flags: str) -> dict[str, Any]:
+    run = subprocess.run(
+        [DSH_TODO, "schema", *flags], capture_output=True, text=True, encoding="utf-8", check=True
+    )
+    printed: dict[str, Any] = json.loads(run.stdout)
+    return printed
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_the_one_tool_is_what_dsh_todo_schema_prints(parallel: bool) -> None:
+    async def run() -> list[Any]:
+        async with connected(build_server(allow_parallel_in_progress=parallel)) as client:
+            return list((await client.list_tools()).tools)
+
+    (tool,) = asyncio.run(run())
+    listed = wire(tool)
+    printed = schema_printed(*(["--parallel"] if parallel else []))
+    assert listed["name"] == printed["name"] == "todo_write"
+    assert listed["description"] == printed["description"]
+    assert listed["inputSchema"] == printed["parameters"]
+    assert listed["inputSchema"]["additionalProperties"] is False
+    assert "title" not in json.dumps(listed["inputSchema"])
+    assert "outputSchema" not in listed
+    hints = listed["annotations"]
+    assert (hints["readOnlyHint"], hints["idempotentHint"], hints["openWorldHint"]) == (
+        False,
+        True,
+        False,
+    )
+
+
+def test_an_unknown_argument_is_refused_with_the_tools_own_text() -> None:
+    expected = todo_write_tool(allow_parallel_in_progress=False).call(
+        {**PLAN, "merge": True}, OwnerRegistry().session("x")
+    )
+    assert expected.startswith("Error: ")
+    assert "merge" in expected
+    (refused,) = call(build_server(allow_parallel_in_progress=False), {**PLAN, "merge": True})
+    assert result_of(refused) == text_result(expected, error=True)
+
+
+def test_a_good_call_returns_exactly_the_success_text_and_no_structured_content() -> None:
+    owners = OwnerRegistry()
+    (result,) = call(build_server(allow_parallel_in_progress=False, owners=owners), PLAN)
+    assert result_of(result) == text_result(
+        "Updated todo list: 0 pending, 1 in progress, 0 completed.", error=False
+    )
+    assert "structuredContent" not in wire(result)
+    assert owners.session(DEFAULT_OWNER).latest(["todo/write"])["data"] == PLAN  # type: ignore[index]
+
+
+def test_strict_by_default_parallel_on_request() -> None:
+    two = {
+        "todos": [
+            {"content": "A", "status": "in_progress"},
+            {"content": "B", "status": "in_progress"},
+        ]
+    }
+    (strict,) = call(build_server(allow_parallel_in_progress=False), two)
+    assert result_of(strict) == text_result(
+        contract.TOO_MANY_IN_PROGRESS.format(count=2), error=True
+    )
+    (parallel,) = call(build_server(allow_parallel_in_progress=True), two)
+    assert result_of(parallel) == text_result(
+        "Updated todo list: 0 pending, 2 in progress, 0 completed.", error=False
+    )
+
+
+def test_a_failure_to_record_is_an_error_result_with_the_cause_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    owners = OwnerRegistry(tmp_path)
+    owners.session(DEFAULT_OWNER).close()  # every append now fails: a ToolFailure
+    with caplog.at_level(logging.ERROR, logger="dsh_tool_todo"):
+        (result,) = call(build_server(allow_parallel_in_progress=False, owners=owners), PLAN)
+    assert result_of(result) == text_result(contract.NOT_RECORDED, error=True)
+    (record,) = [r for r in caplog.records if r.name == "dsh_tool_todo"]
+    assert "was not recorded" in record.getMessage()
+    assert "the session log is closed" in record.getMessage()
+
+
+def test_concurrent_calls_are_recorded_one_at_a_time_in_arrival_order() -> None:
+    owners = OwnerRegistry()
+    plans = [{"todos": [{"content": f"step {n}", "status": "pending"}]} for n in range(20)]
+
+    async def run() -> list[Any]:
+        async with connected(build_server(allow_parallel_in_progress=False, owners=owners)) as c:
+            return list(await asyncio.gather(*(c.call_tool("todo_write", p) for p in plans)))
+
+    results = asyncio.run(run())
+    assert [wire(r)["isError"] for r in results] == [False] * 20
+    events = owners.session(DEFAULT_OWNER).events  # type: ignore[attr-defined]
+    assert [event["data"] for event in events] == plans
+
+
+def test_dsh_todo_mcp_over_stdio_is_durable_resumes_and_refuses_a_second_server(
+    tmp_path: Path,
+) -> None:
+    log_dir = tmp_path / "plans"
+    args = ("--log-dir", str(log_dir), "--owner", "Alice/Work")
+    log = log_dir / owner_file_name("Alice/Work")
+
+    async def first() -> tuple[list[Any], subprocess.CompletedProcess[str]]:
+        async with spawned(*args, errlog=tmp_path / "first.err") as client:
+            listed = wire((await client.list_tools()).tools[0])
+            results = [
+                await client.call_tool("todo_write", {**PLAN, "merge": True}),
+                await client.call_tool("todo_write", PLAN),
+            ]
+            # While this server runs, a second one on the same owner is refused.
+            second = subprocess.run(
+                [DSH_TODO, "mcp", *args],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            return [listed, *results], second
+
+    (listed, refused, recorded), second = asyncio.run(first())
+    assert listed["inputSchema"] == schema_printed()["parameters"]
+    assert wire(refused)["isError"] is True
+    assert wire(recorded)["content"][0]["text"].startswith("Updated todo list: 0 pending, 1")
+    assert second.returncode == 2
+    assert second.stdout == ""
+    assert second.stderr.count("\n") == 1
+    assert second.stderr.startswith("dsh-todo: error:")
+    assert str(log) in second.stderr
+    assert current_plan(log) == PLAN["todos"]
+    assert (tmp_path / "first.err").read_text(encoding="utf-8") == ""
+
+    async def restarted() -> Any:
+        async with spawned(*args, errlog=tmp_path / "second.err") as client:
+            return await client.call_tool("todo_write", DONE)
+
+    assert wire(asyncio.run(restarted()))["isError"] is False
+    assert [event["seq"] for event in read_events(log)] == [0, 1]
+    assert current_plan(log) == DONE["todos"]
+
+
+def test_owner_and_log_dir_go_together(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [DSH_TODO, "mcp", "--owner", "alice"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2
+    assert run.stderr == (
+        "dsh-todo: error: --log-dir and --owner go together: the log is DIR/<owner's file>\n"
+    )
+    assert run.stdout == ""
