@@ -1,0 +1,81 @@
+"""``import dsh_tool_todo`` stays light: checked by the modules a fresh interpreter loads.
+
+A module set, not a timing: the entry-point scan (``importlib.metadata``),
+``asyncio`` and every framework, database driver and web stack cost tens of
+milliseconds each, and an import that pulls one in is a regression whatever the
+machine's speed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# Loaded only when a host, a store or an integration asks for them.
+HEAVY = (
+    "importlib.metadata",
+    "asyncio",
+    "email",
+    "zipfile",
+    "logging",
+    "subprocess",
+    "ssl",
+    "socket",
+    "sqlite3",
+    "acp",
+    "langchain",
+    "langchain_core",
+    "langgraph",
+    "pydantic_ai",
+    "agents",
+    "openai",
+    "anthropic",
+    "mcp",
+    "psycopg",
+    "psycopg_pool",
+    "starlette",
+    "uvicorn",
+    "fastapi",
+    "httpx",
+    "anyio",
+    "watchfiles",
+    "playwright",
+    "orjson",
+)
+
+
+def modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    listing = (
+        f"import sys; {code}; names = sorted(sys.modules); import json; print(json.dumps(names))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", listing], capture_output=True, text=True, check=True
+    )
+    return set(json.loads(done.stdout))
+
+
+def heavy_in(modules: set[str]) -> list[str]:
+    return sorted(
+        name for name in modules if any(name == top or name.startswith(top + ".") for top in HEAVY)
+    )
+
+
+def test_the_check_sees_a_heavy_import() -> None:
+    found = heavy_in(modules_after("import asyncio, importlib.metadata"))
+    assert {"asyncio", "importlib.metadata"} <= set(found)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import dsh_tool_todo",
+        "import dsh_tool_todo.host",
+        "import dsh_tool_todo.stores.memory",
+    ],
+)
+def test_importing_the_plugin_loads_nothing_heavy(code: str) -> None:
+    assert heavy_in(modules_after(code)) == []
