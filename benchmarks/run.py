@@ -20,6 +20,7 @@ sys.path.insert(0, str(HERE))  # the sibling modules, also when run from elsewhe
 
 import bench_calls  # noqa: E402
 import bench_durable  # noqa: E402
+import bench_import  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_replay  # noqa: E402
 import bench_tokens  # noqa: E402
@@ -44,13 +45,14 @@ QUICK = Budget(per_pair=1.0, replay_max=10**5, log_sizes_mb=(10, 100), durable_c
 
 def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
     return [
-        ("per call vs floor", lambda: bench_calls.floor_rows(budget.per_pair)),
+        ("per call vs limit and floor", lambda: bench_calls.floor_rows(budget.per_pair)),
         ("per call vs LangChain", lambda: bench_calls.peer_rows(budget.per_pair)),
         ("durable call", lambda: bench_durable.rows(budget.durable_calls)),
         ("replay in memory", lambda: bench_replay.memory_rows(budget.replay_max)),
         ("tail read vs replay", lambda: bench_replay.log_rows(budget.log_sizes_mb)),
         ("tokens", bench_tokens.rows),
         ("memory", bench_memory.rows),
+        ("import time", lambda: bench_import.rows(21 if budget is FULL else 7)),
     ]
 
 
