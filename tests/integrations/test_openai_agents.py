@@ -1,0 +1,134 @@
+"""The OpenAI Agents SDK adapter, end to end through Runner with the SDK's own scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import Agent, RunConfig, Runner
+from agents.strict_schema import ensure_strict_json_schema
+from agents.testing import ScriptedModel, assistant_message, function_call
+from agents.tool import FunctionTool
+from agents.tool_context import ToolContext
+
+from dsh_tool_todo import contract, todo_write_tool
+from dsh_tool_todo.integrations.openai_agents import todo_write_function_tool
+from dsh_tool_todo.schema import parameters
+from dsh_tool_todo.stores.owners import OwnerRegistry
+
+SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots"
+PLAN = {"todos": [{"content": "Draft the release notes", "status": "in_progress"}]}
+DONE = {"todos": [{"content": "Draft the release notes", "status": "completed"}]}
+
+
+def run(
+    tool: FunctionTool, *responses: list[Any], context: Any = None
+) -> tuple[Any, ScriptedModel]:
+    model = ScriptedModel([*responses, [assistant_message("done")]])
+    agent = Agent(name="planner", model=model, tools=[tool])
+    config = RunConfig(tracing_disabled=True)
+    result = asyncio.run(Runner.run(agent, "plan it", context=context, run_config=config))
+    model.assert_complete()
+    return result, model
+
+
+def outputs(model: ScriptedModel) -> dict[str, str]:
+    """What the model read back, by call id, in the request after its tool calls."""
+    last = model.calls[-1].input
+    return {
+        item["call_id"]: item["output"]
+        for item in last
+        if item.get("type") == "function_call_output"
+    }
+
+
+def test_our_schema_is_already_strict_so_the_sdk_leaves_it_unchanged() -> None:
+    ours = parameters()
+    assert ensure_strict_json_schema(copy.deepcopy(ours)) == ours
+    tool = todo_write_function_tool(allow_parallel_in_progress=False, owner="me")
+    assert tool.params_json_schema == json.loads((SNAPSHOTS / "parameters.json").read_text())
+    assert tool.strict_json_schema is True
+    assert (tool.name, tool.description) == ("todo_write", contract.DESCRIPTION_SINGLE)
+    parallel = todo_write_function_tool(allow_parallel_in_progress=True, owner="me")
+    assert parallel.description == contract.DESCRIPTION_PARALLEL
+
+
+def test_a_run_records_the_plan_and_the_model_reads_our_texts_as_is() -> None:
+    owners = OwnerRegistry()
+    tool = todo_write_function_tool(allow_parallel_in_progress=False, owner="me", owners=owners)
+    expected_refusal = todo_write_tool(allow_parallel_in_progress=False).call(
+        {**PLAN, "merge": True}, OwnerRegistry().session("x")
+    )
+    result, model = run(
+        tool,
+        [function_call("todo_write", {**PLAN, "merge": True}, call_id="bad")],
+        [function_call("todo_write", PLAN, call_id="good")],
+    )
+    assert result.final_output == "done"
+    assert outputs(model) == {
+        "bad": expected_refusal,
+        "good": "Updated todo list: 0 pending, 1 in progress, 0 completed.",
+    }
+    (offered,) = model.calls[0].tools
+    assert offered.params_json_schema == parameters()
+    events = owners.session("me").events  # type: ignore[attr-defined]
+    assert [event["data"] for event in events] == [PLAN]
+
+
+def test_tool_calls_of_one_response_are_serialised_in_call_order() -> None:
+    owners = OwnerRegistry()
+    tool = todo_write_function_tool(allow_parallel_in_progress=False, owner="me", owners=owners)
+    plans = [{"todos": [{"content": f"Step {n}", "status": "pending"}]} for n in range(8)]
+    calls = [function_call("todo_write", p, call_id=f"c{n}") for n, p in enumerate(plans)]
+    _, model = run(tool, calls)
+    assert set(outputs(model).values()) == {
+        "Updated todo list: 1 pending, 0 in progress, 0 completed."
+    }
+    events = owners.session("me").events  # type: ignore[attr-defined]
+    assert [event["data"] for event in events] == plans  # the last call's list wins
+
+
+def test_the_run_context_picks_the_owner() -> None:
+    owners = OwnerRegistry()
+    tool = todo_write_function_tool(
+        allow_parallel_in_progress=False, owner=lambda ctx: ctx.context["user"], owners=owners
+    )
+    run(tool, [function_call("todo_write", PLAN, call_id="a")], context={"user": "ada"})
+    run(tool, [function_call("todo_write", DONE, call_id="b")], context={"user": "bob"})
+    assert owners.session("ada").latest(["todo/write"])["data"] == PLAN  # type: ignore[index]
+    assert owners.session("bob").latest(["todo/write"])["data"] == DONE  # type: ignore[index]
+
+
+def test_a_failure_to_record_reads_not_recorded_and_logs_the_cause(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    owners = OwnerRegistry(tmp_path)
+    owners.session("me").close()  # every append now fails
+    tool = todo_write_function_tool(allow_parallel_in_progress=False, owner="me", owners=owners)
+    with caplog.at_level(logging.ERROR, logger="dsh_tool_todo"):
+        _, model = run(tool, [function_call("todo_write", PLAN, call_id="c")])
+    assert outputs(model) == {"c": contract.NOT_RECORDED}
+    (record,) = [r for r in caplog.records if r.name == "dsh_tool_todo"]
+    assert "todo_write for owner 'me' was not recorded" in record.getMessage()
+    assert "the session log is closed" in record.getMessage()
+
+
+def test_raw_json_reaches_our_validation_untouched() -> None:
+    tool = todo_write_function_tool(allow_parallel_in_progress=False, owner="me")
+    raw = '{"todos": [{"content": "A", "status": "pending"}], "todos": []}'  # duplicate key
+    context = ToolContext(
+        context=None, tool_name="todo_write", tool_call_id="1", tool_arguments=raw
+    )
+    direct = todo_write_tool(allow_parallel_in_progress=False).call(
+        raw, OwnerRegistry().session("x")
+    )
+    assert asyncio.run(tool.on_invoke_tool(context, raw)) == direct
+    bad = '{"todos": "not a list"'
+    assert asyncio.run(tool.on_invoke_tool(context, bad)) == todo_write_tool(
+        allow_parallel_in_progress=False
+    ).call(bad, OwnerRegistry().session("x"))
