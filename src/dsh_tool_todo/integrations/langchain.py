@@ -1,0 +1,193 @@
+"""LangChain v1: ``TodoWriteMiddleware``, ``todo_write`` for ``langchain.agents.create_agent``.
+
+A drop-in replacement for LangChain's ``TodoListMiddleware``: the same place in
+``create_agent(model, middleware=[...])``, the plan in the graph state's
+``todos``, but the model is offered this library's ``todo_write`` (its
+description and the bytes of its parameter schema) and every call goes through
+this library's validation. The session log is the graph state itself: the
+recorded events live under ``todo_events``, so whatever checkpointer the graph
+runs with persists and resumes them with the messages, in the same checkpoint.
+
+Why not LangChain's own tool machinery: a tool's function would see the
+arguments after LangChain parsed them against a schema, and two calls in one
+model turn would write the same state key twice in one step, which LangGraph
+refuses. Here ``wrap_tool_call`` sees the arguments exactly as the model sent
+them, and the state keys carry reducers, so several calls in one turn are
+recorded in call order and the last one is the plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Annotated, Any
+
+from ..contract import EVENT_TYPE, TOOL_NAME, TURN_START
+from ..errors import UsageError
+from ..model import TodoItem
+from ..protocols import Event
+from ..tool import todo_write_tool
+from ._extras import missing_extra
+
+try:
+    from langchain.agents.middleware.types import (
+        AgentMiddleware,
+        AgentState,
+        OmitFromInput,
+    )
+    from langchain_core.messages import ToolMessage
+    from langchain_core.tools import StructuredTool
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.runtime import Runtime
+    from langgraph.types import Command
+except ImportError as _error:  # pragma: no cover - exercised with the extra missing
+    raise missing_extra(
+        "dsh_tool_todo.integrations.langchain", "langchain", _error, module="langchain"
+    ) from _error
+
+# Below the guard on purpose: these import the framework too.
+from typing_extensions import NotRequired
+
+__all__ = ["TodoWriteMiddleware", "TodoWriteState"]
+
+Plan = list[TodoItem] | None
+
+
+def _last_write(_previous: Plan, new: Plan) -> Plan:
+    """The ``todos`` reducer: several writes in one step are applied in call order."""
+    return new
+
+
+def _record(recorded: list[Event], new: list[Event]) -> list[Event]:
+    """The ``todo_events`` reducer: append, numbering each event as it is recorded.
+
+    LangGraph applies the writes of one step in the order of its tasks, which for
+    the tool calls of one model turn is their order in the model's message.
+    """
+    start = len(recorded)
+    numbered = [
+        {"seq": start + offset, "type": event["type"], "data": event["data"]}
+        for offset, event in enumerate(new)
+    ]
+    return [*recorded, *numbered]
+
+
+class TodoWriteState(AgentState[Any]):
+    """The graph state ``TodoWriteMiddleware`` adds to an agent.
+
+    ``todos`` is the current plan, as the ``todos`` projection defines it
+    (``None`` until the first write of a turn, and again after a new turn
+    starts); ``todo_events`` is the session log of this library's events,
+    ``{seq, type, data}``, so ``dsh_tool_todo.replay(state["todo_events"])``
+    equals ``state["todos"]``. Neither is part of the agent's input.
+    """
+
+    todos: Annotated[NotRequired[Plan], OmitFromInput, _last_write]
+    todo_events: Annotated[NotRequired[list[Event]], OmitFromInput, _record]
+
+
+class _Capture:
+    """The session of one call: it keeps the event the tool appends, for the state update."""
+
+    __slots__ = ("data",)
+
+    def __init__(self) -> None:
+        self.data: Mapping[str, Any] | None = None
+
+    def append(self, type: str, data: Mapping[str, Any], /) -> None:
+        self.data = data
+
+
+def _outside_the_agent(**_: Any) -> str:
+    raise UsageError(
+        "todo_write runs inside TodoWriteMiddleware's wrap_tool_call: "
+        "pass the middleware to create_agent(..., middleware=[...]) instead of the tool"
+    )
+
+
+class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
+    """``todo_write`` for a LangChain agent; use it in place of ``TodoListMiddleware``.
+
+    ``allow_parallel_in_progress`` is the composition's choice (no default).
+    ``clear_on_new_turn`` (default ``True``) appends ``turn/start`` when each
+    agent run starts, which clears the plan as the turn contract defines;
+    ``False`` keeps the plan across runs, as ``TodoListMiddleware`` does, and
+    appends no ``turn/start``.
+
+    Unlike ``TodoListMiddleware`` it adds no system prompt: the tool's own
+    description carries the guidance, so the model pays for it once.
+    """
+
+    state_schema = TodoWriteState
+
+    def __init__(self, *, allow_parallel_in_progress: bool, clear_on_new_turn: bool = True) -> None:
+        super().__init__()
+        if not isinstance(clear_on_new_turn, bool):
+            raise UsageError(
+                f"clear_on_new_turn must be a bool, not {type(clear_on_new_turn).__qualname__}"
+            )
+        self._tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+        self.clear_on_new_turn = clear_on_new_turn
+        # The schema is our dict, handed over as is: LangChain gives the model
+        # exactly these parameters, and never validates against them itself.
+        self.tools = [
+            StructuredTool(
+                name=TOOL_NAME,
+                description=self._tool.description,
+                args_schema=dict(self._tool.parameters),
+                func=_outside_the_agent,
+            )
+        ]
+
+    @property
+    def allow_parallel_in_progress(self) -> bool:
+        return self._tool.options.allow_parallel_in_progress
+
+    def before_agent(self, state: TodoWriteState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """A new run is a new user turn: record ``turn/start``, which clears the plan."""
+        if not self.clear_on_new_turn:
+            return None
+        return {"todo_events": [{"type": TURN_START, "data": {}}], "todos": None}
+
+    async def abefore_agent(
+        self, state: TodoWriteState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        return self.before_agent(state, runtime)
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Answer ``todo_write`` calls; every other tool call passes through untouched."""
+        if request.tool_call["name"] != TOOL_NAME:
+            return handler(request)
+        return self._answer(request.tool_call)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        if request.tool_call["name"] != TOOL_NAME:
+            return await handler(request)
+        return self._answer(request.tool_call)
+
+    def _answer(self, call: Mapping[str, Any]) -> ToolMessage | Command[Any]:
+        call_id = call["id"]
+        capture = _Capture()  # its append cannot fail, so neither can the call
+        text = self._tool.call(call["args"], capture)
+        if capture.data is None:  # refused: nothing recorded, the text says why
+            return _message(text, call_id, "error")
+        todos: list[TodoItem] = capture.data["todos"]
+        return Command(
+            update={
+                "todo_events": [{"type": EVENT_TYPE, "data": {"todos": todos}}],
+                # The state's plan is a copy: a reader cannot rewrite the recorded event.
+                "todos": [{"content": i["content"], "status": i["status"]} for i in todos],
+                "messages": [_message(text, call_id, "success")],
+            }
+        )
+
+
+def _message(text: str, call_id: str | None, status: str) -> ToolMessage:
+    return ToolMessage(content=text, tool_call_id=call_id, name=TOOL_NAME, status=status)

@@ -1,0 +1,205 @@
+"""pydantic-ai: ``todo_write_toolset``, a ``FunctionToolset`` for ``Agent(toolsets=[...])``.
+
+The tool is built with ``Tool.from_schema``: the model is offered this
+library's description and parameter schema as they are, and pydantic-ai skips
+its own argument validation, so the arguments reach this library's checks as
+the model sent them (an unknown argument is refused with the tool's own text,
+not dropped). The tool is ``sequential``: the calls of one model turn run one
+after the other in the order the model made them, so the last one is the plan.
+
+Who owns the plan: by default the run's dependencies (``deps.session``, or the
+deps themselves when they are a session); or pass ``session=`` a function of
+the ``RunContext``, e.g. one that looks the session up in an owner registry.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from ..contract import NOT_RECORDED, TOOL_NAME
+from ..errors import ToolCallRejected, ToolFailure, UsageError
+from ..model import TodoResult
+from ..protocols import Session
+from ..stores.owners import OwnerRegistry
+from ..tool import TodoWriteTool, render_result, todo_write_tool
+from ._extras import missing_extra
+
+try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.exceptions import ModelRetry, ToolFailed
+    from pydantic_ai.tools import Tool
+    from pydantic_ai.toolsets import FunctionToolset
+except ImportError as _error:  # pragma: no cover - exercised with the extra missing
+    raise missing_extra(
+        "dsh_tool_todo.integrations.pydantic_ai", "pydantic-ai", _error, module="pydantic_ai"
+    ) from _error
+
+__all__ = ["ErrorChannel", "OwnerOf", "SessionOf", "todo_write_toolset"]
+
+logger = logging.getLogger("dsh_tool_todo")
+
+ErrorChannel = Literal["failed", "retry", "text"]
+"""How a refused call reaches the model (see :func:`todo_write_toolset`)."""
+
+SessionOf = Callable[[RunContext[Any]], Session | Awaitable[Session | None] | None]
+"""Finds the session that owns a call from the run's context; ``None``: no owner."""
+
+OwnerOf = Callable[[RunContext[Any]], str | None]
+"""Finds the owner key of a call from the run's context; ``None``: no owner."""
+
+_CHANNELS = ("failed", "retry", "text")
+
+
+def todo_write_toolset(
+    *,
+    allow_parallel_in_progress: bool,
+    session: SessionOf | None = None,
+    owners: OwnerRegistry | None = None,
+    owner: OwnerOf | None = None,
+    errors: ErrorChannel = "failed",
+    max_retries: int = 1,
+) -> FunctionToolset[Any]:
+    """A toolset holding ``todo_write``, for ``Agent(model, toolsets=[...])``.
+
+    ``allow_parallel_in_progress`` is the composition's choice (no default).
+    Who owns the plan, one of:
+
+    - the run's dependencies (the default): ``ctx.deps.session``, or
+      ``ctx.deps`` when it is itself a session (has ``append``);
+    - ``session``: a function of the ``RunContext`` returning the session
+      (or an awaitable of it);
+    - ``owners``, an :class:`~dsh_tool_todo.stores.owners.OwnerRegistry`, for
+      hosts with no sessions of their own: ``owner(ctx)`` is the owner key
+      (default: ``ctx.deps`` when it is a string); the registry opens the
+      owner's session on first use and runs one call per owner at a time,
+      also across concurrent runs.
+
+    A call with no owner (``None``) gets the tool's "requires an owning agent
+    session" text.
+
+    ``errors`` chooses the channel of a refused call:
+
+    - ``"failed"`` (default): ``ToolFailed`` — the model reads exactly the
+      tool's text, marked as a failed call (Anthropic's ``is_error``), and no
+      retry budget is spent, so a model that keeps sending bad lists never
+      ends the run with "exceeded maximum retries";
+    - ``"retry"``: ``ModelRetry`` — pydantic-ai adds its "Fix the errors and
+      try again." and counts the refusal against ``max_retries``;
+    - ``"text"``: the text as an ordinary result, as the seeds' tool returns it.
+
+    A valid call that could not be recorded (``ToolFailure``) is answered with
+    the short not-recorded text through ``ToolFailed`` (as plain text with
+    ``"text"``), never as a retry, and its cause is logged (logger
+    ``dsh_tool_todo``).
+    """
+    if errors not in _CHANNELS:
+        raise UsageError(f"errors must be one of {', '.join(_CHANNELS)}, not {errors!r}")
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise UsageError(f"max_retries must be an int of at least 0, not {max_retries!r}")
+    if owners is not None and session is not None:
+        raise UsageError("pass either session= or owners=, not both")
+    if owner is not None and owners is None:
+        raise UsageError("owner= names a key in an owner registry: pass owners= too")
+    tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+    if owners is not None:
+        call: _Call = _RegistryCall(
+            tool, errors, owners, _key_from_deps if owner is None else owner
+        )
+    else:
+        call = _SessionCall(tool, errors, _from_deps if session is None else session)
+    function_tool: Tool[Any] = Tool.from_schema(
+        call,
+        name=TOOL_NAME,
+        description=tool.description,
+        json_schema=dict(tool.parameters),
+        takes_ctx=True,
+        sequential=True,
+    )
+    return FunctionToolset([function_tool], max_retries=max_retries)
+
+
+class _Call:
+    """The tool's function: run the core call for the owner, map the outcome to a channel."""
+
+    def __init__(self, tool: TodoWriteTool, errors: ErrorChannel) -> None:
+        self.tool = tool
+        self.errors = errors
+
+    async def __call__(self, ctx: RunContext[Any], **args: Any) -> str:
+        try:
+            result = await self.execute(ctx, args)
+        except ToolCallRejected as rejected:  # nothing was recorded; the text says why
+            return self._refused(rejected.model_text)
+        except ToolFailure:
+            logger.exception("todo_write: the call could not be recorded")
+            if self.errors == "text":
+                return NOT_RECORDED
+            raise ToolFailed(NOT_RECORDED) from None
+        return render_result(result)
+
+    async def execute(self, ctx: RunContext[Any], args: dict[str, Any]) -> TodoResult:
+        raise NotImplementedError
+
+    def _refused(self, text: str) -> str:
+        if self.errors == "failed":
+            raise ToolFailed(text)
+        if self.errors == "retry":
+            raise ModelRetry(text)
+        return text
+
+
+class _SessionCall(_Call):
+    def __init__(self, tool: TodoWriteTool, errors: ErrorChannel, find: SessionOf) -> None:
+        super().__init__(tool, errors)
+        self.find = find
+
+    async def execute(self, ctx: RunContext[Any], args: dict[str, Any]) -> TodoResult:
+        found = self.find(ctx)
+        session = await found if inspect.isawaitable(found) else found
+        return await self.tool.aexecute(args, None if session is None else _Owned(session))
+
+
+class _RegistryCall(_Call):
+    def __init__(
+        self, tool: TodoWriteTool, errors: ErrorChannel, owners: OwnerRegistry, key: OwnerOf
+    ) -> None:
+        super().__init__(tool, errors)
+        self.owners = owners
+        self.key = key
+
+    async def execute(self, ctx: RunContext[Any], args: dict[str, Any]) -> TodoResult:
+        key = self.key(ctx)
+        if key is None:
+            return await self.tool.aexecute(args, None)  # refused: no owner
+        async with self.owners.alocked(key) as session:
+            return await self.tool.aexecute(args, _Owned(session))
+
+
+class _Owned:
+    """The exec context of a call owned by one session (the session is its own agent)."""
+
+    __slots__ = ("session",)
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    @property
+    def agent(self) -> _Owned:
+        return self
+
+
+def _key_from_deps(ctx: RunContext[Any]) -> str | None:
+    return ctx.deps if isinstance(ctx.deps, str) else None
+
+
+def _from_deps(ctx: RunContext[Any]) -> Session | None:
+    deps = ctx.deps
+    owner = getattr(deps, "session", None)
+    if owner is not None:
+        return owner  # type: ignore[no-any-return]
+    if hasattr(deps, "append"):
+        return deps  # type: ignore[no-any-return]
+    return None
