@@ -1,0 +1,113 @@
+"""What the core imports, what a missing or shadowed framework says, and the version."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+import dsh_tool_todo
+from dsh_tool_todo.integrations import MissingExtra
+
+ROOT = Path(__file__).resolve().parents[2]
+FRAMEWORKS = ("mcp", "agents", "langchain", "langchain_core", "pydantic_ai", "psycopg", "starlette")
+ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
+    "dsh_tool_todo.integrations.mcp": ("mcp", "mcp"),
+    "dsh_tool_todo.integrations.openai_agents": ("agents", "openai-agents"),
+}
+
+
+def python(code: str, *, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def test_importing_the_package_loads_no_framework() -> None:
+    code = (
+        "import sys, dsh_tool_todo, dsh_tool_todo.integrations, dsh_tool_todo.stores.owners\n"
+        f"print(sorted(n for n in {FRAMEWORKS!r} if n in sys.modules))"
+    )
+    run = python(code)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("adapter", sorted(ADAPTERS))
+@pytest.mark.parametrize("shadow", ["module", "package"])
+def test_a_users_module_shadowing_the_framework_gives_missing_extra(
+    adapter: str, shadow: str, tmp_path: Path
+) -> None:
+    framework, extra = ADAPTERS[adapter]
+    if shadow == "module":
+        (tmp_path / f"{framework}.py").write_text("# the user's own script\n")
+    else:
+        (tmp_path / framework).mkdir()
+        (tmp_path / framework / "__init__.py").write_text("")
+    code = (
+        "from dsh_tool_todo.integrations import MissingExtra\n"
+        f"try:\n    import {adapter}\n"
+        "except MissingExtra as error:\n    print(error)\n"
+        "else:\n    print('imported')\n"
+    )
+    run = python(code, cwd=tmp_path)  # the script's directory comes first on sys.path
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(
+        f"{adapter} needs the {extra!r} extra: install dsh-tool-todo[{extra}] "
+        f"(from this repository: pip install '.[{extra}]'); if it is installed, "
+        f"your own {framework!r} may be hiding it ("
+    )
+
+
+@pytest.mark.parametrize("adapter", sorted(ADAPTERS))
+def test_a_missing_framework_names_the_extra_to_install(adapter: str) -> None:
+    framework, extra = ADAPTERS[adapter]
+    code = (
+        "import sys\n"
+        "class NotInstalled:  # as if the framework were not installed\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        if name.split('.')[0] == {framework!r}:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, NotInstalled())\n"
+        "from dsh_tool_todo.integrations import MissingExtra\n"
+        f"try:\n    import {adapter}\n"
+        "except ImportError as error:\n"
+        "    print(type(error).__name__, isinstance(error, MissingExtra), error)\n"
+    )
+    run = python(code)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == (
+        f"MissingExtra True {adapter} needs the {extra!r} extra: install dsh-tool-todo[{extra}] "
+        f"(from this repository: pip install '.[{extra}]') "
+        f"(No module named {framework!r})"
+    )
+
+
+def test_missing_extra_is_an_import_error_and_a_usage_error() -> None:
+    assert issubclass(MissingExtra, ImportError)
+    assert issubclass(MissingExtra, dsh_tool_todo.UsageError)
+
+
+def test_the_version_is_pyprojects_and_the_cli_prints_it() -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    declared = re.search(r'^version = "([^"]+)"$', pyproject, re.M)
+    assert declared is not None
+    assert dsh_tool_todo.__version__ == declared.group(1)
+    run = subprocess.run(
+        [sys.executable, "-m", "dsh_tool_todo", "--version"], capture_output=True, text=True
+    )
+    assert (run.returncode, run.stdout) == (0, f"dsh-todo {declared.group(1)}\n")
+
+
+@pytest.mark.parametrize(("extra", "package"), [("mcp", "mcp"), ("openai-agents", "openai-agents")])
+def test_the_installed_framework_is_within_the_extras_range(extra: str, package: str) -> None:
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    declared = re.search(rf'^{extra} = \["{package}>=([\d.]+),<(\d+)"\]$', pyproject, re.M)
+    assert declared is not None, f"extra {extra} not found"
+    floor, ceiling = declared.groups()
+    installed = tuple(int(part) for part in version(package).split(".")[:3])
+    assert tuple(int(part) for part in floor.split(".")) <= installed < (int(ceiling),)
