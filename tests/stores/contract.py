@@ -1,0 +1,282 @@
+"""The session-store contract: one test suite that every store runs.
+
+A store's test module subclasses :class:`SessionContract` (every store) or
+:class:`DurableContract` (stores whose log outlives the session object) and
+supplies the fixtures marked abstract; pytest collects the inherited tests
+for each subclass. Writing the promises once keeps the stores from drifting
+apart: a store that breaks one fails here, under its own name.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pytest
+
+import dsh_tool_todo
+from dsh_tool_todo.errors import InvalidLog, TodoError, UsageError
+from dsh_tool_todo.host import Host
+from dsh_tool_todo.protocols import StoreSession
+
+Event = dict[str, Any]
+Opener = Callable[[], StoreSession]
+
+RESUME = ("todo/write", "turn/start")
+PLAN = [
+    {"content": "Read the report command", "status": "completed"},
+    {"content": "Add the --json flag", "status": "in_progress"},
+]
+# What the tool accepts and a store must keep: NUL, lone surrogates, line and
+# paragraph separators, bidi and C1 controls, astral characters, and key order.
+HOSTILE_CONTENT = 'nul\x00 lone\ud800 low\udfff sep\u2028\u2029 nel\x85 csi\x9b rlo\u202e 🙂 \\ "'
+HOSTILE_DATA = {
+    "todos": [
+        {"status": "pending", "content": HOSTILE_CONTENT},
+        {"content": "z-first key order", "status": "completed"},
+    ]
+}
+FOREIGN_DATA = {"zeta": 1, "alpha": {"\x00": "\udfff", "b": [None, True, 1.5]}, "mid": ""}
+
+
+def new_host() -> Host:
+    return Host([dsh_tool_todo], {"dsh-tool-todo": {"allowParallelInProgress": False}})
+
+
+def todo_call(host: Host, agent: Any, plan: list[dict[str, str]]) -> str:
+    text: str = host.call_tool("todo_write", {"todos": plan}, agent=agent)
+    return text
+
+
+class SessionContract(abc.ABC):
+    """What every store's session promises (the memory store included)."""
+
+    @abc.abstractmethod
+    @pytest.fixture
+    def open_session(self) -> Opener:
+        """Open a session on this test's log, which starts empty."""
+
+    def test_a_fresh_log_is_empty(self, open_session: Opener) -> None:
+        with open_session() as session:
+            assert session.latest(RESUME) is None
+            assert session.append("turn/start", {})["seq"] == 0
+
+    def test_append_returns_the_event_with_seqs_from_zero_without_gaps(
+        self, open_session: Opener
+    ) -> None:
+        with open_session() as session:
+            events = [session.append("note", {"n": n}) for n in range(5)]
+        assert [event["seq"] for event in events] == [0, 1, 2, 3, 4]
+        assert events[3] == {"seq": 3, "type": "note", "data": {"n": 3}}
+
+    def test_concurrent_appends_get_unique_seqs_heard_in_log_order(
+        self, open_session: Opener
+    ) -> None:
+        heard: list[int] = []
+        with open_session() as session:
+            session.subscribe(lambda event: heard.append(event["seq"]))
+            results: list[int] = []
+
+            def work(worker: int) -> None:
+                for n in range(20):
+                    results.append(session.append("note", {"w": worker, "n": n})["seq"])
+
+            threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        assert sorted(results) == list(range(80))
+        assert heard == list(range(80))
+
+    def test_listeners_run_in_order_in_the_appending_thread(self, open_session: Opener) -> None:
+        calls: list[tuple[str, int, int]] = []
+        with open_session() as session:
+            session.subscribe(lambda e: calls.append(("a", e["seq"], threading.get_ident())))
+            session.subscribe(lambda e: calls.append(("b", e["seq"], threading.get_ident())))
+            session.append("note", {})
+            session.append("note", {})
+        me = threading.get_ident()
+        assert calls == [("a", 0, me), ("b", 0, me), ("a", 1, me), ("b", 1, me)]
+
+    def test_a_raising_listener_is_logged_and_never_fails_the_append(
+        self, open_session: Opener, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        heard: list[int] = []
+
+        def broken(event: Event) -> None:
+            raise RuntimeError("redraw failed")
+
+        with open_session() as session, caplog.at_level(logging.ERROR, "dsh_tool_todo"):
+            session.subscribe(broken)
+            session.subscribe(lambda event: heard.append(event["seq"]))
+            event = session.append("todo/write", {"todos": PLAN})
+            assert session.latest(RESUME) == event
+        assert heard == [0]
+        assert "redraw failed" in caplog.text
+
+    def test_unsubscribed_listeners_are_not_called(self, open_session: Opener) -> None:
+        heard: list[int] = []
+        with open_session() as session:
+            unsubscribe = session.subscribe(lambda event: heard.append(event["seq"]))
+            session.append("note", {})
+            unsubscribe()
+            session.append("note", {})
+        assert heard == [0]
+
+    def test_latest_is_the_newest_event_of_the_given_types(self, open_session: Opener) -> None:
+        with open_session() as session:
+            session.append("todo/write", {"todos": PLAN})
+            start = session.append("turn/start", {})
+            session.append("note", {})
+            assert session.latest(RESUME) == start
+            assert session.latest(["todo/write"]) == {
+                "seq": 0,
+                "type": "todo/write",
+                "data": {"todos": PLAN},
+            }
+            assert session.latest(["todo/write", "turn/start"]) == start
+            with pytest.raises(UsageError, match="collection of event types"):
+                session.latest("todo/write")
+
+    def test_a_closed_session_refuses_appends(self, open_session: Opener) -> None:
+        with open_session() as session:
+            session.append("note", {})
+        with pytest.raises(UsageError, match="closed"):
+            session.append("note", {})
+
+    def test_hostile_content_round_trips_with_its_key_order(self, open_session: Opener) -> None:
+        with open_session() as session:
+            session.append("todo/write", HOSTILE_DATA)
+            read = session.latest(["todo/write"])
+        assert read is not None
+        assert repr(read["data"]) == repr(HOSTILE_DATA)
+
+    def test_the_host_projects_the_current_plan(self, open_session: Opener) -> None:
+        host = new_host()
+        with open_session() as session:
+            agent = host.new_agent(session=session)
+            assert todo_call(host, agent, PLAN).startswith("Updated todo list")
+            assert host.projection(session, "todos") == PLAN
+            latest = session.latest(RESUME)
+            assert latest is not None
+            assert latest["data"]["todos"] == PLAN
+
+
+class DurableContract(SessionContract):
+    """What a store whose log outlives its session objects adds: resume, one writer, readers."""
+
+    refused_at_open: ClassVar[bool]
+    """Whether a second writer is refused when it opens (else at its first append)."""
+
+    @abc.abstractmethod
+    @pytest.fixture
+    def read_log(self) -> Callable[[], list[Event]]:
+        """Every event of this test's log, read by the store's own reader (which validates)."""
+
+    @abc.abstractmethod
+    @pytest.fixture
+    def write_foreign(self) -> Callable[[int, str, str], None]:
+        """Record ``(seq, type, data as JSON text)`` as another program would, no session open."""
+
+    @abc.abstractmethod
+    @pytest.fixture
+    def log_name(self) -> str:
+        """How errors name this test's log (a path, a session id)."""
+
+    @abc.abstractmethod
+    def where(self, seq: int) -> str:
+        """The regex by which a reader's error names the record holding ``seq``."""
+
+    def test_reopening_continues_the_seq(self, open_session: Opener) -> None:
+        with open_session() as session:
+            session.append("note", {})
+            session.append("note", {})
+        with open_session() as session:
+            assert session.append("note", {})["seq"] == 2
+
+    def test_a_host_resumes_the_plan_of_an_existing_log(self, open_session: Opener) -> None:
+        with open_session() as session:
+            first = new_host()
+            todo_call(first, first.new_agent(session=session), PLAN)
+        with open_session() as session:
+            host = new_host()
+            agent = host.new_agent(session=session)
+            assert host.projection(session, "todos") == PLAN
+            todo_call(host, agent, [{"content": "Next", "status": "pending"}])
+        with open_session() as session:
+            session.append("turn/start", {})
+        with open_session() as session:
+            host = new_host()
+            host.new_agent(session=session)
+            assert host.projection(session, "todos") is None
+
+    def test_resuming_on_a_last_write_that_breaks_the_invariant_raises(
+        self, open_session: Opener, write_foreign: Callable[[int, str, str], None]
+    ) -> None:
+        with open_session() as session:
+            session.append("todo/write", {"todos": PLAN})
+        write_foreign(1, "todo/write", '{"todos":[{"content":"x","status":"done"}]}')
+        with open_session() as session, pytest.raises(InvalidLog, match="status"):
+            new_host().new_agent(session=session)
+
+    @pytest.mark.parametrize(
+        ("kind", "text", "problem"),
+        [
+            ("todo/write", '{"todos":[{"content":"x","status":"done"}]}', "status"),
+            ("todo/write", '{"todos":[{"content":"a","status":"pending"}],"more":1}', "todos"),
+            (
+                "todo/write",
+                '{"todos":[{"content":"a","status":"pending"},{"content":"a","status":"pending"}]}',
+                "duplicate",
+            ),
+            ("note", "[1, 2]", ""),
+            ("note", '"just a string"', ""),
+        ],
+    )
+    def test_foreign_records_that_are_not_events_are_refused_by_the_reader(
+        self,
+        read_log: Callable[[], list[Event]],
+        write_foreign: Callable[[int, str, str], None],
+        kind: str,
+        text: str,
+        problem: str,
+    ) -> None:
+        write_foreign(0, "turn/start", "{}")
+        write_foreign(1, kind, text)
+        with pytest.raises(InvalidLog, match=f"{self.where(1)}.*{problem}"):
+            read_log()
+
+    def test_hostile_data_round_trips_through_the_log(
+        self, open_session: Opener, read_log: Callable[[], list[Event]]
+    ) -> None:
+        with open_session() as session:
+            session.append("todo/write", HOSTILE_DATA)
+            session.append("note", FOREIGN_DATA)
+        events = read_log()
+        assert [event["seq"] for event in events] == [0, 1]
+        assert repr(events[0]["data"]) == repr(HOSTILE_DATA)
+        assert repr(events[1]["data"]) == repr(FOREIGN_DATA)
+        assert json.dumps(events[1]["data"]) == json.dumps(FOREIGN_DATA)
+
+    def test_a_second_writer_is_refused_and_nothing_acknowledged_is_lost(
+        self, open_session: Opener, read_log: Callable[[], list[Event]], log_name: str
+    ) -> None:
+        first = open_session()
+        acknowledged = [first.append("note", {"by": "first"})]
+        if self.refused_at_open:
+            with pytest.raises(TodoError, match=log_name):
+                open_session()
+            acknowledged.append(first.append("note", {"by": "first"}))
+        else:
+            with open_session() as second:  # opened between two appends of the first
+                acknowledged.append(second.append("note", {"by": "second"}))
+            for _ in range(2):  # refused, and never retried under another seq
+                with pytest.raises(TodoError, match=log_name):
+                    first.append("note", {"by": "first, stale"})
+        first.close()
+        assert read_log() == acknowledged
