@@ -1,0 +1,56 @@
+"""`dsh-todo mcp` through a framework's own MCP client: LangChain's MCP adapter, over stdio.
+
+Kept apart from test_mcp.py, which also runs in CI's small mcp 2.x environment
+where LangChain's adapter (it needs mcp 1.x) is not installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from langchain_mcp_adapters.client import MultiServerMCPClient
+from langchain_mcp_adapters.tools import load_mcp_tools
+
+from dsh_tool_todo import contract, todo_write_tool
+from dsh_tool_todo.schema import parameters
+from dsh_tool_todo.stores.jsonl import current_plan
+from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name
+
+DSH_TODO = str(Path(sys.executable).parent / "dsh-todo")
+PLAN = {"todos": [{"content": "Wire the MCP server", "status": "in_progress"}]}
+
+
+def test_langchains_mcp_client_sees_our_tool_and_our_texts(tmp_path: Path) -> None:
+    args = ["mcp", "--log-dir", str(tmp_path), "--owner", "lc"]
+    client = MultiServerMCPClient(
+        {"todo": {"command": DSH_TODO, "args": args, "transport": "stdio"}}
+    )
+
+    async def run() -> tuple[Any, list[Any]]:
+        async with client.session("todo") as session:
+            (tool,) = await load_mcp_tools(session)
+            messages = [
+                await tool.ainvoke(
+                    {"type": "tool_call", "id": str(n), "name": "todo_write", "args": call}
+                )
+                for n, call in enumerate([{**PLAN, "merge": True}, PLAN])
+            ]
+            return tool, messages
+
+    tool, (refused, recorded) = asyncio.run(run())
+    assert tool.name == "todo_write"
+    assert tool.description == contract.DESCRIPTION_SINGLE
+    assert tool.args_schema == parameters()
+    expected = todo_write_tool(allow_parallel_in_progress=False).call(
+        {**PLAN, "merge": True}, OwnerRegistry().session("x")
+    )
+    assert refused.status == "error"
+    assert [block["text"] for block in refused.content] == [expected]
+    assert recorded.status == "success"
+    assert [block["text"] for block in recorded.content] == [
+        "Updated todo list: 0 pending, 1 in progress, 0 completed."
+    ]
+    assert current_plan(tmp_path / owner_file_name("lc")) == PLAN["todos"]
