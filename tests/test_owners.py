@@ -374,3 +374,18 @@ def test_a_second_process_on_the_same_owner_is_refused(tmp_path: Path) -> None:
         assert run.returncode == 1
         assert str(tmp_path / "alice.jsonl") in run.stderr.strip().splitlines()[-1]
     assert len(read_events(tmp_path / "alice.jsonl")) == 1
+
+
+def test_start_turn_clears_the_plan_for_that_owner_only(tmp_path: Path) -> None:
+    with OwnerRegistry(tmp_path) as owners:
+        owners.call("a", TOOL, plan("A"))
+        owners.call("b", TOOL, plan("B"))
+        owners.start_turn("a")
+        asyncio.run(owners.astart_turn("a"))
+    assert current_plan(tmp_path / "a.jsonl") is None
+    assert current_plan(tmp_path / "b.jsonl") == plan("B")["todos"]
+    assert [event["type"] for event in read_events(tmp_path / "a.jsonl")] == [
+        "todo/write",
+        "turn/start",
+        "turn/start",
+    ]

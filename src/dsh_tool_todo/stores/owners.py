@@ -47,6 +47,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from ..contract import TURN_START
 from ..errors import UsageError
 
 if TYPE_CHECKING:
@@ -256,6 +257,20 @@ class OwnerRegistry:
         """:meth:`call` for asyncio callers."""
         async with self.alocked(owner) as session:
             return await tool.acall(args, session)
+
+    def start_turn(self, owner: str) -> None:
+        """Append ``turn/start`` to ``owner``'s session: a new user turn clears the plan.
+
+        Hosts whose framework has turns call it when the user speaks again
+        (the seeds' turn contract); MCP has none, so its server never does.
+        """
+        with self.locked(owner) as session:
+            session.append(TURN_START, {})
+
+    async def astart_turn(self, owner: str) -> None:
+        """:meth:`start_turn` for asyncio callers."""
+        async with self.alocked(owner) as session:
+            session.append(TURN_START, {})
 
     def owners(self) -> list[str]:
         """The owners with an open session, least recently used first."""
