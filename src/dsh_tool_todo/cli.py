@@ -51,7 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     def log_argument(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("log", type=Path, metavar="LOG", help="a JSONL session log")
+        sub.add_argument(
+            "log",
+            type=_log_source,
+            metavar="LOG",
+            help="a JSONL session log, or a postgresql:// URL with --session",
+        )
+        sub.add_argument("--session", metavar="ID", help="the session, in a database URL's LOG")
 
     def ascii_flag(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--ascii", action="store_true", help="draw the checklist in plain ASCII")
@@ -114,6 +120,26 @@ def build_parser() -> argparse.ArgumentParser:
         default="json",
         help="plain, OpenAI function tool, or Anthropic tool (default: json)",
     )
+    sessions = command(
+        "sessions",
+        "list the sessions of a PostgreSQL database, or delete one",
+        "List the session logs kept in a PostgreSQL database, with their event counts and "
+        "last activity, most recent first; --delete removes one session's rows (extra: "
+        "postgres).",
+    )
+    sessions.add_argument("dsn", metavar="DSN", help="a postgresql:// URL or libpq conninfo")
+    sessions.add_argument("--delete", metavar="ID", help="delete every event of session ID")
+    db = command(
+        "db",
+        "set up a PostgreSQL database for session logs",
+        "Database administration (extra: postgres). `db init DSN` creates or upgrades the "
+        "session-log table and its indexes; it is safe to run again.",
+    )
+    db_commands = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    db_init = db_commands.add_parser(
+        "init", help="create or upgrade the table and indexes", formatter_class=formatter
+    )
+    db_init.add_argument("dsn", metavar="DSN", help="a postgresql:// URL or libpq conninfo")
     mcp = command(
         "mcp",
         "serve todo_write to one MCP client over stdio",
@@ -153,6 +179,10 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
+    if _on_database(args):
+        from .stores import postgres_cli
+
+        return postgres_cli.show(args, out, _drawer(out, args.ascii))
     plan = current_plan(_existing(args.log))
     if args.format == "json":
         print(canonical_json(plan), file=out)
@@ -164,6 +194,11 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _watch(args: argparse.Namespace, out: TextIO) -> int:
+    if _on_database(args):
+        from .stores import postgres_cli
+
+        clear = "\x1b[H\x1b[2J" if out.isatty() else ""
+        return postgres_cli.watch(args, out, _drawer(out, args.ascii), clear)
     draw = _drawer(out, args.ascii)
     clear = "\x1b[H\x1b[2J" if out.isatty() else ""
     for plan in follow_plan(_existing(args.log), interval=args.interval, sleep=time.sleep):
@@ -176,6 +211,31 @@ def _schema(args: argparse.Namespace, out: TextIO) -> int:
     tool = Host(discover_plugins(), options, projections=False).tools["todo_write"]
     print(canonical_json(tool_definition(tool, args.format)), file=out)
     return 0
+
+
+def _sessions(args: argparse.Namespace, out: TextIO) -> int:
+    from .stores import postgres_cli
+
+    return postgres_cli.sessions(args, out)
+
+
+def _db(args: argparse.Namespace, out: TextIO) -> int:
+    from .stores import postgres_cli
+
+    return postgres_cli.db_init(args, out)
+
+
+def _log_source(text: str) -> Path | str:
+    """A database URL stays a string (a URL is not a path); anything else is a path."""
+    return text if text.startswith(("postgresql://", "postgres://")) else Path(text)
+
+
+def _on_database(args: argparse.Namespace) -> bool:
+    if isinstance(args.log, str):
+        return True
+    if args.session is not None:
+        raise UsageError("--session goes with a postgresql:// URL, not a file")
+    return False
 
 
 def _mcp(args: argparse.Namespace, out: TextIO) -> int:
@@ -198,6 +258,8 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "mcp": _mcp,
+    "sessions": _sessions,
+    "db": _db,
     "demo": _demo,
     "show": _show,
     "watch": _watch,

@@ -274,7 +274,7 @@ def _parse_payload(payload: str) -> tuple[str, int] | None:
     return (session_id, int(seq)) if seq.isdigit() else None
 
 
-def _server(conninfo: str) -> str:
+def server_name(conninfo: str) -> str:
     """Where a conninfo points, without its password: for messages."""
     try:
         params = psycopg.conninfo.conninfo_to_dict(conninfo)
@@ -445,7 +445,7 @@ def setup(conninfo_or_pool: Source) -> int:
     runs in one transaction of its own and never uses ``CREATE INDEX
     CONCURRENTLY``. Returns the schema version now recorded.
     """
-    where = _server(_conninfo_of(conninfo_or_pool))
+    where = server_name(_conninfo_of(conninfo_or_pool))
     try:
         with _connect(conninfo_or_pool) as conn, conn.transaction():
             conn.execute(_SETUP_LOCK)
@@ -471,7 +471,7 @@ def setup(conninfo_or_pool: Source) -> int:
 
 def list_sessions(conninfo_or_pool: Source) -> list[SessionInfo]:
     """Every session with rows, most recently active first (scans the table: an operator's view)."""
-    where = _server(_conninfo_of(conninfo_or_pool))
+    where = server_name(_conninfo_of(conninfo_or_pool))
     try:
         with _connect(conninfo_or_pool) as conn:
             rows = conn.execute(_LIST).fetchall()
@@ -491,7 +491,7 @@ def read_tail(
     """The newest ``limit`` events before ``before_seq`` (default: the end), in log order."""
     check_session_id(session_id)
     before, limit = _tail_bounds(before_seq, limit)
-    where = _server(_conninfo_of(conninfo_or_pool))
+    where = server_name(_conninfo_of(conninfo_or_pool))
     try:
         with _connect(conninfo_or_pool) as conn:
             rows = conn.execute(_READ_BEFORE, (session_id, before, limit)).fetchall()
@@ -506,7 +506,7 @@ def latest_event(conninfo_or_pool: Source, session_id: str, types: Collection[st
     check_session_id(session_id)
     if not _check_types(types):
         return None
-    where = _server(_conninfo_of(conninfo_or_pool))
+    where = server_name(_conninfo_of(conninfo_or_pool))
     try:
         with _connect(conninfo_or_pool) as conn:
             row = conn.execute(_latest_query(types), (session_id,)).fetchone()
@@ -529,7 +529,7 @@ def delete_session(conninfo_or_pool: Source, session_id: str) -> int:
     writers first.
     """
     check_session_id(session_id)
-    where = _server(_conninfo_of(conninfo_or_pool))
+    where = server_name(_conninfo_of(conninfo_or_pool))
     try:
         with _connect(conninfo_or_pool) as conn:
             count = conn.execute(_DELETE, (session_id,)).rowcount
@@ -541,7 +541,7 @@ def delete_session(conninfo_or_pool: Source, session_id: str) -> int:
 
 async def alist_sessions(conninfo_or_pool: ASource) -> list[SessionInfo]:
     """:func:`list_sessions` for asyncio."""
-    where = _server(_conninfo_of(conninfo_or_pool))
+    where = server_name(_conninfo_of(conninfo_or_pool))
     try:
         async with _aconnect(conninfo_or_pool) as conn:
             rows = await (await conn.execute(_LIST)).fetchall()
@@ -561,7 +561,7 @@ async def aread_tail(
     """:func:`read_tail` for asyncio."""
     check_session_id(session_id)
     before, limit = _tail_bounds(before_seq, limit)
-    where = _server(_conninfo_of(conninfo_or_pool))
+    where = server_name(_conninfo_of(conninfo_or_pool))
     try:
         async with _aconnect(conninfo_or_pool) as conn:
             cursor = await conn.execute(_READ_BEFORE, (session_id, before, limit))
@@ -579,7 +579,7 @@ async def alatest_event(
     check_session_id(session_id)
     if not _check_types(types):
         return None
-    where = _server(_conninfo_of(conninfo_or_pool))
+    where = server_name(_conninfo_of(conninfo_or_pool))
     try:
         async with _aconnect(conninfo_or_pool) as conn:
             row = await (await conn.execute(_latest_query(types), (session_id,))).fetchone()
@@ -718,7 +718,7 @@ class PostgresSession(_SessionCore):
                 "PostgresSession takes a conninfo string or a psycopg_pool.ConnectionPool, "
                 f"not {type(conninfo_or_pool).__name__}"
             )
-        super().__init__(_server(_conninfo_of(conninfo_or_pool)), session_id)
+        super().__init__(server_name(_conninfo_of(conninfo_or_pool)), session_id)
         self._lock = threading.Lock()
         try:
             with self._pool.connection() as conn:
@@ -816,7 +816,7 @@ class AsyncPostgresSession(_SessionCore):
                 "AsyncPostgresSession takes a conninfo string or a "
                 f"psycopg_pool.AsyncConnectionPool, not {type(conninfo_or_pool).__name__}"
             )
-        super().__init__(_server(_conninfo_of(conninfo_or_pool)), session_id)
+        super().__init__(server_name(_conninfo_of(conninfo_or_pool)), session_id)
         self._source = conninfo_or_pool
         self._apool: APool | None = None
         self._alock: asyncio.Lock | None = None
@@ -1002,7 +1002,7 @@ class _Hub:
     def __init__(self, conninfo: str, kwargs: Mapping[str, Any], delay: float) -> None:
         self.conninfo = conninfo
         self.kwargs = {**kwargs, "autocommit": True}
-        self.where = _server(conninfo)
+        self.where = server_name(conninfo)
         self.delay = delay
         self.wakers: dict[str, set[asyncio.Event]] = {}
         self.users = 0
