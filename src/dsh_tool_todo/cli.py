@@ -151,6 +151,28 @@ def build_parser() -> argparse.ArgumentParser:
     parallel_flag(mcp, "allow several todos in_progress at once (allowParallelInProgress)")
     mcp.add_argument("--log-dir", type=Path, metavar="DIR", help="keep the session log in DIR")
     mcp.add_argument("--owner", metavar="NAME", help="whose log in DIR (needs --log-dir)")
+    serve = command(
+        "serve",
+        "serve a read-only live view of session logs in the browser",
+        "Serve a read-only web view of session logs (extra: web): a session list, and per "
+        "session the plan bar and the todo_write calls of the current turn, updated live. "
+        "SOURCE is a directory of *.jsonl logs or a postgresql:// URL.",
+    )
+    serve.add_argument("source", metavar="SOURCE", help="a directory of JSONL logs, or a URL")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port to bind (default: 8765)")
+    serve.add_argument(
+        "--expose",
+        action="store_true",
+        help="allow a --host other machines can reach (a token printed at start is then required)",
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another name the server is reached by, checked against the Host header",
+    )
     return parser
 
 
@@ -256,6 +278,21 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace, out: TextIO) -> int:
+    from .web.server import serve
+
+    serve(
+        args.source,
+        host=args.host,
+        port=args.port,
+        expose=args.expose,
+        allow_hosts=args.allow_host,
+        out=out,
+        err=sys.stderr,
+    )
+    return 0
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "mcp": _mcp,
     "sessions": _sessions,
@@ -264,6 +301,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "show": _show,
     "watch": _watch,
     "schema": _schema,
+    "serve": _serve,
 }
 
 

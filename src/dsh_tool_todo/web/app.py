@@ -1,0 +1,389 @@
+"""The read-only web view: session pages, the history tail page and the projection push stream.
+
+:func:`create_app` builds a Starlette app over a :class:`~.sources.PlanSource`.
+It only answers ``GET`` (and ``HEAD``): nothing it serves can change a log.
+The wire format is this library's own, documented in ``docs/web.md``:
+
+- ``GET /api/sessions`` — the session list (name, last activity, progress);
+- ``GET /api/sessions/{name}/events?before=SEQ&limit=N`` — the history tail page,
+  read from the end of the log;
+- ``GET /api/sessions/{name}/projection`` — the ``todos`` projection now;
+- ``GET /api/sessions/{name}/stream`` — Server-Sent Events, one ``projection``
+  frame per change of the plan, the seq as the event id, resumable with
+  ``Last-Event-ID``.
+
+Every request must name the served address in its ``Host`` header (a DNS
+rebinding page cannot), and, when a token is set, carry it. Pages load no
+inline script, under a strict Content-Security-Policy; model-written text is
+only ever set as text by the page script.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..contract import EVENT_TYPE
+from ..errors import InvalidLog
+from ..projection import TodosProjection
+from .sources import (
+    PLAN_EVENTS,
+    Event,
+    LogReplaced,
+    PlanSource,
+    SessionNotFound,
+    Snapshot,
+    SourceUnavailable,
+    checked_deciding,
+    open_source,
+)
+
+STATIC = Path(__file__).parent / "static"
+TOKEN_COOKIE = "dsh_todo_token"
+MAX_PAGE = 500  # events per tail page
+MAX_SESSIONS = 1000  # rows per session list
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+]
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def served_hosts(host: str, port: int, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The ``Host`` header values a request may carry when the app is served at ``host:port``.
+
+    A loopback address also answers to the other loopback names; ``extra``
+    adds names (without the port) a proxy or a LAN address reaches it by.
+
+    >>> sorted(served_hosts("127.0.0.1", 8765))
+    ['127.0.0.1:8765', '[::1]:8765', 'localhost:8765']
+    """
+    bracketed = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    names = {bracketed.lower(), *(name.lower() for name in extra)}
+    if is_loopback(host):
+        names.update(LOOPBACK_NAMES)
+    return frozenset(f"{name}:{port}" for name in names)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is an address (or ``localhost``) only this machine can reach."""
+    import ipaddress
+
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def new_token() -> str:
+    """A token for a server bound beyond loopback: printed at start, required on every request."""
+    return secrets.token_urlsafe(24)
+
+
+class _Guard:
+    """ASGI middleware: refuse foreign ``Host`` headers and missing tokens; add security headers."""
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str], token: str | None) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        host = headers.get(b"host", b"").decode("latin-1").lower()
+        if host not in self.hosts:
+            await _plain(403, "refused: the Host header does not name this server")(
+                scope, receive, send
+            )
+            return
+        if self.token is not None:
+            verdict = self._check_token(scope, headers)
+            if verdict is not None:
+                await verdict(scope, receive, send)
+                return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+    def _check_token(self, scope: Scope, headers: dict[bytes, bytes]) -> ASGIApp | None:
+        """``None`` when the request carries the token; else the response to give."""
+        assert self.token is not None
+        expected = self.token.encode()
+        authorization = headers.get(b"authorization", b"")
+        if authorization.startswith(b"Bearer ") and secrets.compare_digest(
+            authorization[7:], expected
+        ):
+            return None
+        cookie: SimpleCookie = SimpleCookie()
+        with contextlib.suppress(Exception):
+            cookie.load(headers.get(b"cookie", b"").decode("latin-1"))
+        morsel = cookie.get(TOKEN_COOKIE)
+        if morsel is not None and secrets.compare_digest(morsel.value.encode(), expected):
+            return None
+        query = parse_qsl(scope.get("query_string", b"").decode("latin-1"))
+        given = [value for key, value in query if key == "token"]
+        if given and secrets.compare_digest(given[0].encode(), expected):
+            # Trade the token in the address for a cookie, so it leaves the address bar.
+            rest = urlencode([(key, value) for key, value in query if key != "token"])
+            target = scope["path"] + (f"?{rest}" if rest else "")
+            response = RedirectResponse(target, status_code=303)
+            response.set_cookie(
+                TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/"
+            )
+            return response
+        return _plain(401, "refused: this server needs the token it printed at start")
+
+
+def _plain(status: int, text: str) -> Response:
+    return Response(text + "\n", status_code=status, media_type="text/plain")
+
+
+def _json(payload: object, status: int = 200) -> Response:
+    # ensure_ascii: model-written text may hold lone surrogates, which UTF-8 cannot carry.
+    body = json.dumps(payload, ensure_ascii=True, separators=(",", ":"))
+    return Response(
+        body,
+        status_code=status,
+        media_type="application/json",
+        headers={"cache-control": "no-store"},
+    )
+
+
+def _error(status: int, message: str) -> Response:
+    return _json({"error": message}, status)
+
+
+def _int_param(request: Request, key: str, default: int | None, low: int, high: int) -> int | None:
+    raw = request.query_params.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise _BadRequest(f"`{key}` must be an integer (got {raw[:40]!r})") from None
+    if not low <= value <= high:
+        raise _BadRequest(f"`{key}` must be from {low} to {high} (got {value})")
+    return value
+
+
+class _BadRequest(ValueError):
+    pass
+
+
+def projection_frame(snapshot_or_event: Snapshot | Event) -> dict[str, Any]:
+    """The ``todos`` projection as a push frame: its state version, the seq it reflects, the plan.
+
+    >>> projection_frame({"seq": 4, "type": "turn/start", "data": {}})
+    {'key': 'todos', 'stateVersion': 2, 'seq': 4, 'cause': 'turn/start', 'plan': None}
+    """
+    if isinstance(snapshot_or_event, Snapshot):
+        deciding = snapshot_or_event.deciding
+        plan = None
+        if deciding is not None and deciding["type"] == EVENT_TYPE:
+            plan = deciding["data"]["todos"]
+        return {
+            "key": "todos",
+            "stateVersion": TodosProjection.state_version,
+            "seq": snapshot_or_event.last_seq,
+            "cause": "snapshot",
+            "plan": plan,
+            "decidedBy": None
+            if deciding is None
+            else {
+                "seq": deciding["seq"],
+                "type": deciding["type"],
+            },
+        }
+    event = snapshot_or_event
+    return {
+        "key": "todos",
+        "stateVersion": TodosProjection.state_version,
+        "seq": event["seq"],
+        "cause": event["type"],
+        "plan": event["data"]["todos"] if event["type"] == EVENT_TYPE else None,
+    }
+
+
+def _sse(frame: dict[str, Any]) -> ServerSentEvent:
+    return ServerSentEvent(
+        json.dumps(frame, ensure_ascii=True, separators=(",", ":")),
+        event="projection",
+        id=str(frame["seq"]),
+    )
+
+
+def create_app(
+    source: PlanSource | str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    extra_hosts: Collection[str] = (),
+    token: str | None = None,
+    ping: float = 15.0,
+    retry_ms: int = 1000,
+    send_timeout: float = 30.0,
+) -> Starlette:
+    """The web view of ``source`` (a :class:`PlanSource`, a directory, or a ``postgresql://`` URL).
+
+    ``host`` and ``port`` are the address it is served at: requests naming
+    any other in their ``Host`` header are refused. With ``token``, every
+    request must carry it (``Authorization: Bearer``, the cookie the page
+    gets, or ``?token=`` once). ``ping`` is the keep-alive period of streams
+    in seconds, ``retry_ms`` the reconnect delay they advise.
+    """
+    plans = open_source(source) if isinstance(source, (str, Path)) else source
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await plans.aclose()
+
+    def page(request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"cache-control": "no-cache"})
+
+    async def sessions(request: Request) -> Response:
+        query = request.query_params.get("q", "")[:200]
+        limit = _int_param(request, "limit", 200, 1, MAX_SESSIONS)
+        assert limit is not None
+        rows, total = await plans.sessions(query, limit)
+        return _json(
+            {
+                "sessions": [
+                    {
+                        "name": row.name,
+                        "lastActivity": row.last_activity,
+                        "progress": None
+                        if row.progress is None
+                        else {
+                            "completed": row.progress.completed,
+                            "total": row.progress.total,
+                            "inProgress": row.progress.in_progress,
+                            "cleared": row.progress.cleared,
+                        },
+                    }
+                    for row in rows
+                ],
+                "total": total,
+                "limit": limit,
+            }
+        )
+
+    async def events(request: Request) -> Response:
+        name = request.path_params["name"]
+        before = _int_param(request, "before", None, 0, 2**62)
+        limit = _int_param(request, "limit", 100, 1, MAX_PAGE)
+        assert limit is not None
+        raw_types = request.query_params.get("types")
+        types = None if raw_types is None else frozenset(raw_types.split(","))
+        page = await plans.tail(name, before=before, limit=limit, types=types)
+        return _json({"session": name, "events": page.events, "more": page.more})
+
+    async def projection(request: Request) -> Response:
+        return _json(projection_frame(await plans.snapshot(request.path_params["name"])))
+
+    async def stream(request: Request) -> Response:
+        name = request.path_params["name"]
+        resume = request.headers.get("last-event-id") or request.query_params.get("after")
+        after: int | None = None
+        if resume:
+            try:
+                after = int(resume)
+            except ValueError:
+                raise _BadRequest(f"`Last-Event-ID` must be a seq (got {resume[:40]!r})") from None
+            if after < -1:
+                raise _BadRequest(f"`Last-Event-ID` must be a seq (got {after})")
+        first = await plans.snapshot(name) if after is None else None  # 404 before streaming
+
+        async def frames() -> AsyncIterator[ServerSentEvent]:
+            yield ServerSentEvent(comment="dsh-todo projection stream", retry=retry_ms)
+            snapshot, position = first, after
+            try:
+                while True:
+                    if snapshot is not None:
+                        yield _sse(projection_frame(snapshot))
+                        position = snapshot.last_seq
+                    assert position is not None
+                    try:
+                        async for event in plans.follow(name, after=position):
+                            if event["type"] in PLAN_EVENTS:
+                                where = f"session {name!r}, seq {event['seq']}"
+                                yield _sse(projection_frame(checked_deciding(event, where)))
+                    except LogReplaced:
+                        snapshot = await plans.snapshot(name)
+            except (InvalidLog, SessionNotFound, OSError) as error:
+                message = (
+                    f"session {name!r}: {error}"
+                    if isinstance(error, SessionNotFound)
+                    else str(error)
+                )
+                yield ServerSentEvent(json.dumps({"error": message}), event="fatal")
+
+        return EventSourceResponse(frames(), ping=ping, send_timeout=send_timeout)
+
+    async def not_found(request: Request, error: Exception) -> Response:
+        return _error(404, f"no session {error.args[0]!r} is served")
+
+    async def bad_request(request: Request, error: Exception) -> Response:
+        return _error(400, str(error))
+
+    async def invalid_log(request: Request, error: Exception) -> Response:
+        return _error(422, str(error))
+
+    async def unavailable(request: Request, error: Exception) -> Response:
+        return _error(503, f"the store cannot be reached: {error}")
+
+    routes = [
+        Route("/", page, methods=["GET"]),
+        Route("/s/{name}", page, methods=["GET"]),
+        Route("/api/sessions", sessions, methods=["GET"]),
+        Route("/api/sessions/{name}/events", events, methods=["GET"]),
+        Route("/api/sessions/{name}/projection", projection, methods=["GET"]),
+        Route("/api/sessions/{name}/stream", stream, methods=["GET"]),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+    handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+        SessionNotFound: not_found,
+        _BadRequest: bad_request,
+        InvalidLog: invalid_log,
+        SourceUnavailable: unavailable,
+    }
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
+    app.add_middleware(_Guard, hosts=served_hosts(host, port, extra_hosts), token=token)
+    return app
+
+
+__all__ = ["create_app", "is_loopback", "new_token", "projection_frame", "served_hosts"]

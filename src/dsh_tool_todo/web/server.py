@@ -1,0 +1,76 @@
+"""``dsh-todo serve``: run the web view under uvicorn, safe by default.
+
+It binds to loopback unless told otherwise. Binding to an address other
+machines can reach needs ``expose=True``, prints a warning, and requires a
+token printed at start, because session logs hold whatever the model wrote.
+Open streams never hold up Ctrl-C: uvicorn gives connections a fraction of a
+second to close, and the streams end when the server begins to stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TextIO
+
+from ..errors import UsageError
+
+SHUTDOWN_GRACE = 0.5  # seconds open connections get on Ctrl-C
+
+
+class WebUnavailable(UsageError, ImportError):
+    """The ``web`` extra is not installed."""
+
+
+def serve(
+    source: str,
+    *,
+    host: str,
+    port: int,
+    expose: bool,
+    allow_hosts: Sequence[str],
+    out: TextIO,
+    err: TextIO,
+) -> None:
+    """Serve ``source`` at ``host:port`` until interrupted."""
+    try:
+        import uvicorn
+
+        from .app import create_app, is_loopback, new_token
+    except ImportError as error:
+        raise WebUnavailable(
+            f"the web view needs the web extra ({error.name} is missing): "
+            "pip install 'dsh-tool-todo[web]'"
+        ) from None
+    if not 0 < port < 65536:
+        raise UsageError(f"--port must be from 1 to 65535 (got {port})")
+    token = None
+    if not is_loopback(host):
+        if not expose:
+            raise UsageError(
+                f"--host {host} is reachable from other machines; pass --expose to allow it "
+                "(a token will then be required)"
+            )
+        token = new_token()
+        print(
+            f"dsh-todo: warning: serving on {host}, beyond this machine: anyone who can reach "
+            "it and holds the token below can read every served session log",
+            file=err,
+            flush=True,
+        )
+    app = create_app(source, host=host, port=port, extra_hosts=allow_hosts, token=token)
+    shown = f"[{host}]" if ":" in host else host
+    address = f"http://{shown}:{port}/"
+    print(f"Serving {source} (read-only) at {address}", file=out, flush=True)
+    if token is not None:
+        print(f"Token: {token}\nOpen {address}?token={token}", file=out, flush=True)
+    print("Press Ctrl-C to stop.", file=out, flush=True)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,  # type: ignore[arg-type]  # a float works
+        server_header=False,
+    )
+    uvicorn.Server(config).run()

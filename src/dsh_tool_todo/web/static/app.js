@@ -1,0 +1,316 @@
+// The live plan view: the session list, and per session the plan bar and the tool row.
+// Model-written text is only ever set with textContent (never innerHTML), with controls and
+// bidi overrides shown as escapes, so it reads as the literal characters the model sent.
+
+const GLYPHS = { pending: "☐", in_progress: "►", completed: "☑" };
+const STATUS_WORDS = { pending: "pending", in_progress: "in progress", completed: "completed" };
+const MAX_CALLS = 50;
+const LIST_REFRESH_MS = 1500;
+const PLAN_EVENTS = "todo/write,turn/start";
+// C0 and C1 controls, DEL, bidi embeddings, overrides, isolates and marks, the BOM.
+const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
+const SHORT = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+const main = document.getElementById("main");
+const where = document.getElementById("where");
+const connection = document.getElementById("connection");
+
+export function visible(text) {
+  return String(text).replace(
+    INVISIBLE,
+    (char) => SHORT[char] ?? `\\u${char.codePointAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+function el(tag, options = {}, children = []) {
+  const node = document.createElement(tag);
+  if (options.className) node.className = options.className;
+  if (options.text !== undefined) node.textContent = options.text;
+  for (const [key, value] of Object.entries(options.attrs ?? {})) node.setAttribute(key, value);
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+function counts(todos) {
+  const result = { pending: 0, in_progress: 0, completed: 0 };
+  for (const todo of todos ?? []) result[todo.status] = (result[todo.status] ?? 0) + 1;
+  return result;
+}
+
+function countsText(todos) {
+  const c = counts(todos);
+  return `${c.pending} pending · ${c.in_progress} in progress · ${c.completed} completed`;
+}
+
+function ago(epochSeconds) {
+  const seconds = Math.max(0, Date.now() / 1000 - epochSeconds);
+  if (seconds < 60) return `${Math.round(seconds)} s ago`;
+  if (seconds < 3600) return `${Math.round(seconds / 60)} min ago`;
+  if (seconds < 86400) return `${Math.round(seconds / 3600)} h ago`;
+  return new Date(epochSeconds * 1000).toLocaleString();
+}
+
+async function getJSON(url) {
+  const response = await fetch(url, { headers: { accept: "application/json" } });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error ?? `${response.status}`);
+  return body;
+}
+
+function setConnection(state, text) {
+  connection.dataset.state = state;
+  connection.textContent = text;
+}
+
+// --- the session list -------------------------------------------------------------
+
+function sessionList() {
+  document.title = "Sessions · dsh-todo";
+  where.textContent = "sessions";
+  const filter = el("input", {
+    attrs: { type: "search", placeholder: "Filter by name", "aria-label": "Filter sessions by name" },
+  });
+  const count = el("span", { className: "count" });
+  const list = el("ul", { className: "session-list", attrs: { id: "session-list" } });
+  main.replaceChildren(
+    el("section", { className: "sessions" }, [
+      el("div", { className: "toolbar" }, [filter, count]),
+      list,
+    ]),
+  );
+  let timer = 0;
+  let generation = 0;
+  async function refresh() {
+    clearTimeout(timer);
+    const mine = ++generation;
+    try {
+      const query = new URLSearchParams({ q: filter.value, limit: "200" });
+      const page = await getJSON(`/api/sessions?${query}`);
+      if (mine !== generation) return;
+      list.replaceChildren(...page.sessions.map(sessionRow));
+      count.textContent =
+        page.total > page.sessions.length
+          ? `${page.sessions.length} of ${page.total} sessions (newest first; filter to find others)`
+          : `${page.total} session${page.total === 1 ? "" : "s"}`;
+      if (page.total === 0) {
+        list.replaceChildren(
+          el("li", { className: "empty", text: filter.value ? "No session matches." : "No sessions yet." }),
+        );
+      }
+      setConnection("live", "");
+    } catch (error) {
+      setConnection("down", `cannot reach the server (${error.message})`);
+    }
+    timer = setTimeout(refresh, LIST_REFRESH_MS);
+  }
+  filter.addEventListener("input", refresh);
+  refresh();
+}
+
+function sessionRow(row) {
+  const link = el("a", { className: "name", text: visible(row.name), attrs: { href: `/s/${encodeURIComponent(row.name)}` } });
+  const when = el("span", { className: "when", text: ago(row.lastActivity) });
+  when.title = new Date(row.lastActivity * 1000).toLocaleString();
+  const progress = row.progress;
+  let figures;
+  let bar = null;
+  if (progress === null) figures = "unreadable log";
+  else if (progress.cleared) figures = "no plan";
+  else {
+    figures = `${progress.completed}/${progress.total}` + (progress.inProgress ? ` · ${progress.inProgress} active` : "");
+    bar = el("progress", { attrs: { max: String(Math.max(progress.total, 1)), value: String(progress.completed) } });
+  }
+  return el("li", { className: "session", attrs: { "data-name": row.name } }, [
+    link,
+    when,
+    el("span", { className: "progress" }, [bar, el("span", { className: "figures", text: figures })]),
+  ]);
+}
+
+// --- one session ------------------------------------------------------------------
+
+function sessionPage(name) {
+  document.title = `${visible(name)} · dsh-todo`;
+  where.textContent = visible(name);
+  const base = `/api/sessions/${encodeURIComponent(name)}`;
+  const view = {
+    bar: el("progress", { attrs: { id: "plan-progress", max: "1", value: "0" } }),
+    figures: el("span", { className: "figures", attrs: { id: "plan-figures" } }),
+    now: el("div", { className: "now", attrs: { id: "plan-now" } }),
+    items: el("ol", { className: "items", attrs: { id: "plan-items" } }),
+    empty: el("p", { className: "empty", attrs: { id: "plan-empty" } }),
+    calls: el("ol", { className: "calls", attrs: { id: "calls" } }),
+  };
+  main.replaceChildren(
+    el("section", { className: "plan", attrs: { "aria-labelledby": "plan-heading" } }, [
+      el("h2", { text: "Plan", attrs: { id: "plan-heading" } }),
+      el("div", { className: "bar" }, [view.bar, view.figures]),
+      view.now,
+      view.empty,
+      view.items,
+    ]),
+    el("section", { className: "tool-row", attrs: { "aria-labelledby": "calls-heading" } }, [
+      el("h2", { text: "todo_write calls this turn", attrs: { id: "calls-heading" } }),
+      el("p", {
+        className: "help",
+        text:
+          `The calls recorded since the turn started, newest first (at most ${MAX_CALLS}), ` +
+          "each with what it changed. A refused call appends nothing to the log, so it is not shown.",
+      }),
+      view.calls,
+    ]),
+  );
+
+  const state = { plan: null, cause: null, calls: new Map(), generation: 0, lastId: null, frames: [] };
+
+  function render() {
+    const plan = state.plan;
+    const c = counts(plan);
+    const total = plan ? plan.length : 0;
+    view.bar.max = Math.max(total, 1);
+    view.bar.value = c.completed;
+    view.figures.textContent = plan ? `${c.completed}/${total} completed` : "";
+    view.now.replaceChildren(
+      ...(plan ?? [])
+        .filter((todo) => todo.status === "in_progress")
+        .map((todo) => el("p", { className: "active" }, [
+          el("span", { className: "label", text: "Now: " }),
+          el("span", { className: "content", text: visible(todo.content) }),
+        ])),
+    );
+    view.items.replaceChildren(
+      ...(plan ?? []).map((todo) =>
+        el("li", { className: `item ${todo.status}`, attrs: { "data-status": todo.status } }, [
+          el("span", { className: "glyph", text: GLYPHS[todo.status] ?? "?", attrs: { "aria-label": STATUS_WORDS[todo.status] ?? "" } }),
+          el("span", { className: "content", text: visible(todo.content) }),
+        ])),
+    );
+    view.empty.textContent =
+      plan === null
+        ? state.cause === "turn/start"
+          ? "The plan was cleared: a new turn started and has written no plan yet."
+          : "No plan has been recorded in this session yet."
+        : plan.length === 0
+          ? "The plan is empty (the last call wrote no todos)."
+          : "";
+    view.empty.hidden = view.empty.textContent === "";
+    const calls = [...state.calls.values()].sort((a, b) => b.seq - a.seq).slice(0, MAX_CALLS);
+    view.calls.replaceChildren(...calls.map(callRow));
+    if (calls.length === 0) {
+      view.calls.append(el("li", { className: "empty", text: "No todo_write call in this turn yet." }));
+    }
+    main.dataset.frames = state.frames.join(" ");
+  }
+
+  function addCall(seq, todos, previous) {
+    state.calls.set(seq, { seq, todos, previous: previous ?? [] });
+    if (state.calls.size > MAX_CALLS) {
+      const oldest = Math.min(...state.calls.keys());
+      state.calls.delete(oldest);
+    }
+  }
+
+  async function loadTurn(upTo) {
+    const mine = state.generation;
+    const query = new URLSearchParams({ before: String(upTo + 1), limit: String(MAX_CALLS + 1), types: PLAN_EVENTS });
+    const page = await getJSON(`${base}/events?${query}`);
+    if (mine !== state.generation) return; // a newer snapshot or a turn start came first
+    let start = 0;
+    for (let i = page.events.length - 1; i >= 0; i--) {
+      if (page.events[i].type === "turn/start") { start = i + 1; break; }
+    }
+    let previous = null;
+    if (start === 0 && page.more && page.events.length > 0) {
+      previous = page.events[0].data.todos; // only the list the oldest shown call replaced
+      start = 1;
+    }
+    for (const event of page.events.slice(start)) {
+      addCall(event.seq, event.data.todos, previous);
+      previous = event.data.todos;
+    }
+    render();
+  }
+
+  function onFrame(message) {
+    const frame = JSON.parse(message.data);
+    state.lastId = frame.seq;
+    state.frames.push(message.lastEventId);
+    if (state.frames.length > 500) state.frames.shift();
+    if (frame.cause === "snapshot") {
+      state.generation++;
+      state.plan = frame.plan;
+      state.cause = frame.decidedBy ? frame.decidedBy.type : null;
+      state.calls.clear();
+      loadTurn(frame.seq).catch((error) => setConnection("down", `history: ${error.message}`));
+    } else if (frame.cause === "turn/start") {
+      state.generation++;
+      state.plan = null;
+      state.cause = "turn/start";
+      state.calls.clear();
+    } else {
+      addCall(frame.seq, frame.plan, state.plan);
+      state.plan = frame.plan;
+      state.cause = frame.cause;
+    }
+    render();
+  }
+
+  let source = null;
+  function open() {
+    const query = state.lastId === null ? "" : `?after=${state.lastId}`;
+    source = new EventSource(`${base}/stream${query}`);
+    source.addEventListener("projection", onFrame);
+    source.addEventListener("open", () => setConnection("live", "live"));
+    source.addEventListener("fatal", (message) => {
+      source.close();
+      setConnection("down", JSON.parse(message.data).error);
+    });
+    source.addEventListener("error", () => {
+      if (source.readyState === EventSource.CLOSED) {
+        setConnection("down", "disconnected; retrying…");
+        setTimeout(open, 1000); // the browser gave up: reopen, resuming after the last frame
+      } else {
+        setConnection("down", "reconnecting…");
+      }
+    });
+  }
+  render();
+  open();
+}
+
+function callRow(call) {
+  const before = new Map(call.previous.map((todo) => [todo.content, todo.status]));
+  const after = new Map(call.todos.map((todo) => [todo.content, todo.status]));
+  const changes = [];
+  for (const todo of call.todos) {
+    if (!before.has(todo.content)) {
+      changes.push(change("added", "+", todo.content, STATUS_WORDS[todo.status]));
+    } else if (before.get(todo.content) !== todo.status) {
+      const was = STATUS_WORDS[before.get(todo.content)];
+      changes.push(change("status", GLYPHS[todo.status], todo.content, `${was} → ${STATUS_WORDS[todo.status]}`));
+    }
+  }
+  for (const todo of call.previous) {
+    if (!after.has(todo.content)) changes.push(change("removed", "−", todo.content, "removed"));
+  }
+  if (changes.length === 0) changes.push(el("li", { className: "same", text: "no change to the list" }));
+  return el("li", { className: "call", attrs: { "data-seq": String(call.seq) } }, [
+    el("div", { className: "call-head" }, [
+      el("span", { className: "seq", text: `#${call.seq}` }),
+      el("span", { className: "counts", text: countsText(call.todos) }),
+    ]),
+    el("ul", { className: "changes" }, changes),
+  ]);
+}
+
+function change(kind, mark, content, note) {
+  return el("li", { className: `change ${kind}` }, [
+    el("span", { className: "mark", text: mark, attrs: { "aria-hidden": "true" } }),
+    el("span", { className: "content", text: visible(content) }),
+    el("span", { className: "note", text: note }),
+  ]);
+}
+
+const path = location.pathname;
+if (path.startsWith("/s/")) sessionPage(decodeURIComponent(path.slice(3)));
+else sessionList();
