@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 PAGES = [
     page
-    for page in sorted([ROOT / "README.md", ROOT / "README.zh.md", *(ROOT / "docs").glob("*.md")])
+    for page in sorted([ROOT / "README.md", ROOT / "README.zh.md", *(ROOT / "docs").rglob("*.md")])
     if PYTHON_BLOCK.search(page.read_text(encoding="utf-8"))
 ]
 
