@@ -9,7 +9,7 @@ from bench_calls import peer_tool
 from report import Row, skipped
 from workloads import SIZES, new_host, raw_args
 
-from dsh_tool_todo.definition import tool_definition
+from dsh_tool_todo.definition import FLAVORS, Flavor, definition_json
 from dsh_tool_todo.schema import canonical_json
 
 DEFINITION_TARGET = 300
@@ -23,9 +23,9 @@ def _counter() -> Callable[[str], int] | None:
     return lambda text: len(ds_token.encode(text, add_special_tokens=False))
 
 
-def definition(parallel: bool) -> str:
-    """The definition exactly as ``dsh-todo schema`` prints it."""
-    return canonical_json(tool_definition(new_host(parallel=parallel).tools["todo_write"]))
+def definition(parallel: bool, flavor: Flavor = "json") -> str:
+    """The definition exactly as ``dsh-todo schema --format <flavor>`` prints it."""
+    return definition_json(new_host(parallel=parallel).tools["todo_write"], flavor)
 
 
 def _peer_definition() -> str | None:
@@ -62,19 +62,21 @@ def rows() -> list[Row]:
     peer_tokens = None if peer_definition is None else count(peer_definition)
     result: list[Row] = []
     for parallel in (False, True):
-        tokens = count(definition(parallel))
-        result.append(
-            Row(
-                "5 tokens: definition",
-                f"allowParallelInProgress={str(parallel).lower()}",
-                f"{tokens} tokens",
-                "LangChain write_todos " + (f"{peer_tokens} tokens" if peer_tokens else "absent"),
-                None if peer_tokens is None else tokens / peer_tokens,
-                f"≤{DEFINITION_TARGET} tokens",
-                tokens <= DEFINITION_TARGET,
-                numbers={"tokens": tokens, "langchain_tokens": peer_tokens},
+        for flavor in FLAVORS:
+            tokens = count(definition(parallel, flavor))
+            result.append(
+                Row(
+                    "5 tokens: definition",
+                    f"--format {flavor}, allowParallelInProgress={str(parallel).lower()}",
+                    f"{tokens} tokens",
+                    "LangChain write_todos "
+                    + (f"{peer_tokens} tokens" if peer_tokens else "absent"),
+                    None if peer_tokens is None else tokens / peer_tokens,
+                    f"≤{DEFINITION_TARGET} tokens",
+                    tokens <= DEFINITION_TARGET,
+                    numbers={"tokens": tokens, "langchain_tokens": peer_tokens},
+                )
             )
-        )
     host = new_host()
     agent = host.new_agent()
     texts = {size: host.call_tool("todo_write", raw_args(size), agent=agent) for size in SIZES}

