@@ -18,6 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # the sibling modules, also when run from elsewhere
 
+import bench_adapters  # noqa: E402
 import bench_calls  # noqa: E402
 import bench_durable  # noqa: E402
 import bench_import  # noqa: E402
@@ -53,6 +54,7 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("tokens", bench_tokens.rows),
         ("memory", bench_memory.rows),
         ("import time", lambda: bench_import.rows(21 if budget is FULL else 7)),
+        ("adapters", lambda: bench_adapters.rows(budget.per_pair, quick=budget is QUICK)),
     ]
 
 

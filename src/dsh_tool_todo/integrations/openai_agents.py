@@ -75,12 +75,11 @@ def todo_write_function_tool(
 
     async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
         key = owner_of(ctx)
-        async with registry.alocked(key) as session:
-            try:
-                return await tool.acall(arguments, session)
-            except ToolFailure as failure:
-                log.error("todo_write for owner %r was not recorded: %s", key, failure)
-                return NOT_RECORDED
+        try:
+            return await registry.acall(key, tool, arguments)
+        except ToolFailure as failure:
+            log.error("todo_write for owner %r was not recorded: %s", key, failure)
+            return NOT_RECORDED
 
     return FunctionTool(
         name=tool.name,

@@ -134,6 +134,16 @@ def owner_key(file_stem: str) -> str:
     return key
 
 
+async def _acquire_polling(lock: threading.Lock) -> None:
+    """Wait for a lock a thread caller holds, without blocking the loop.
+
+    Polling rather than a worker thread: a cancelled wait then never leaves a
+    thread behind that takes the lock later and holds it forever.
+    """
+    while not lock.acquire(blocking=False):
+        await asyncio.sleep(0.001)
+
+
 def _escape(char: str) -> str:
     return "".join(f"%{byte:02x}" for byte in char.encode("utf-8", "surrogatepass"))
 
@@ -235,8 +245,8 @@ class OwnerRegistry:
         entry = self._acquire(owner)
         try:
             async with entry.alock:  # FIFO among this loop's callers
-                while not entry.lock.acquire(blocking=False):  # held by a thread caller
-                    await asyncio.sleep(0.001)
+                if not entry.lock.acquire(blocking=False):
+                    await _acquire_polling(entry.lock)
                 try:
                     yield entry.session
                 finally:
@@ -255,8 +265,17 @@ class OwnerRegistry:
 
     async def acall(self, owner: str, tool: TodoWriteTool, args: Any) -> str:
         """:meth:`call` for asyncio callers."""
-        async with self.alocked(owner) as session:
-            return await tool.acall(args, session)
+        entry = self._acquire(owner)  # what alocked does, without its generator per call
+        try:
+            async with entry.alock:
+                if not entry.lock.acquire(blocking=False):
+                    await _acquire_polling(entry.lock)
+                try:
+                    return await tool.acall(args, entry.session)
+                finally:
+                    entry.lock.release()
+        finally:
+            self._release(entry)
 
     def start_turn(self, owner: str) -> None:
         """Append ``turn/start`` to ``owner``'s session: a new user turn clears the plan.
