@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
 from http.cookies import SimpleCookie
@@ -69,22 +70,28 @@ SECURITY_HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+_WITH_PORT = re.compile(r"(\[[^\]]+\]|[^:\[\]]+):[0-9]{1,5}")
 
 
 def served_hosts(host: str, port: int, extra: Iterable[str] = ()) -> frozenset[str]:
     """The ``Host`` header values a request may carry when the app is served at ``host:port``.
 
     A loopback address also answers to the other loopback names; ``extra``
-    adds names (without the port) a proxy or a LAN address reaches it by.
+    adds names a proxy or a LAN address reaches it by (``name`` for the served
+    port, or ``name:port`` for a proxy's).
 
-    >>> sorted(served_hosts("127.0.0.1", 8765))
-    ['127.0.0.1:8765', '[::1]:8765', 'localhost:8765']
+    >>> sorted(served_hosts("127.0.0.1", 8765, ["viewer.lan", "proxy:80"]))
+    ['127.0.0.1:8765', '[::1]:8765', 'localhost:8765', 'proxy:80', 'viewer.lan:8765']
     """
     bracketed = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    names = {bracketed.lower(), *(name.lower() for name in extra)}
+    names = {bracketed.lower()}
     if is_loopback(host):
         names.update(LOOPBACK_NAMES)
-    return frozenset(f"{name}:{port}" for name in names)
+    hosts = {f"{name}:{port}" for name in names}
+    for name in extra:
+        has_port = _WITH_PORT.fullmatch(name) is not None
+        hosts.add(name.lower() if has_port else f"{name.lower()}:{port}")
+    return frozenset(hosts)
 
 
 def is_loopback(host: str) -> bool:
@@ -326,7 +333,8 @@ def create_app(
                 raise _BadRequest(f"`Last-Event-ID` must be a seq (got {resume[:40]!r})") from None
             if after < -1:
                 raise _BadRequest(f"`Last-Event-ID` must be a seq (got {after})")
-        first = await plans.snapshot(name) if after is None else None  # 404 before streaming
+        now = await plans.snapshot(name)  # an unknown session is a 404, before streaming
+        first = now if after is None or after > now.last_seq else None
 
         async def frames() -> AsyncIterator[ServerSentEvent]:
             yield ServerSentEvent(comment="dsh-todo projection stream", retry=retry_ms)

@@ -1,5 +1,5 @@
 // The live plan view: the session list, and per session the plan bar and the tool row.
-// Model-written text is only ever set with textContent (never innerHTML), with controls and
+// Model-written text is only ever set with textContent (never parsed as HTML), with controls and
 // bidi overrides shown as escapes, so it reads as the literal characters the model sent.
 
 const GLYPHS = { pending: "☐", in_progress: "►", completed: "☑" };

@@ -1,0 +1,87 @@
+"""``dsh-todo serve`` as a process: safe defaults, the token beyond loopback, Ctrl-C with streams."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .conftest import ServeProcess, SseStream, plan_write, todo, write_log
+
+Starter = Callable[..., ServeProcess]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dsh_tool_todo", *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def test_ctrl_c_stops_the_server_within_a_second_with_streams_open(
+    tmp_path: Path, serve_process: Starter, sse: Callable[..., SseStream]
+) -> None:
+    write_log(tmp_path / "s.jsonl", [plan_write(todo("A"))])
+    child = serve_process(tmp_path)
+    streams = [sse(f"{child.url}/api/sessions/s/stream") for _ in range(3)]
+    for stream in streams:
+        stream.projection()
+
+    took = child.interrupt()
+
+    assert child.process.returncode == 0
+    assert took < 1.0, f"stopping took {took:.2f} s"
+
+
+def test_binding_beyond_loopback_needs_the_explicit_flag(tmp_path: Path) -> None:
+    result = run_cli("serve", str(tmp_path), "--host", "0.0.0.0", "--port", "8799")
+
+    assert result.returncode == 2
+    assert result.stderr == (
+        "dsh-todo: error: --host 0.0.0.0 is reachable from other machines; pass --expose to "
+        "allow it (a token will then be required)\n"
+    )
+
+
+def test_an_exposed_server_warns_and_requires_the_token_it_prints(
+    tmp_path: Path, serve_process: Starter
+) -> None:
+    write_log(tmp_path / "s.jsonl", [plan_write(todo("A"))])
+    child = serve_process(
+        tmp_path, "--host", "0.0.0.0", "--expose", "--allow-host", "127.0.0.1", wait_for="Token:"
+    )
+    token = next(line for line in child.first_lines if line.startswith("Token: "))[7:]
+
+    bare = httpx.get(f"{child.url}/api/sessions", timeout=5)
+    with_token = httpx.get(
+        f"{child.url}/api/sessions", headers={"authorization": f"Bearer {token}"}, timeout=5
+    )
+    child.interrupt()
+    assert child.process.stderr is not None
+    warning = child.process.stderr.read()
+
+    assert len(token) >= 32
+    assert bare.status_code == 401
+    assert with_token.status_code == 200
+    assert "warning: serving on 0.0.0.0, beyond this machine" in warning
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["serve", "/nonexistent/dir"], "/nonexistent/dir: not a directory of session logs"),
+        (["serve", ".", "--port", "0"], "--port must be from 1 to 65535 (got 0)"),
+    ],
+)
+def test_bad_arguments_get_one_line_and_exit_2(args: list[str], message: str) -> None:
+    result = run_cli(*args)
+
+    assert result.returncode == 2
+    assert result.stderr == f"dsh-todo: error: {message}\n"

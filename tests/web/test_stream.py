@@ -1,0 +1,166 @@
+"""The push stream over a real server: frames, ids, resume, keep-alives, replaced and torn logs."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from dsh_tool_todo.stores.jsonl import JsonlSession
+
+from .conftest import NOTE, TURN, LiveServer, SseStream, plan_write, todo, write_log
+
+Server = Callable[..., LiveServer]
+Opener = Callable[..., SseStream]
+
+
+def stream_url(server: LiveServer, name: str = "s") -> str:
+    return f"{server.url}/api/sessions/{name}/stream"
+
+
+def test_a_stream_starts_with_a_retry_hint_and_the_current_projection(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    write_log(tmp_path / "s.jsonl", [TURN, plan_write(todo("A", "in_progress")), NOTE])
+    stream = sse(stream_url(live_server(tmp_path)))
+
+    hello = stream.next()
+    first = stream.projection()
+
+    assert stream.response.headers["content-type"].startswith("text/event-stream")
+    assert stream.response.headers["cache-control"] == "no-store"
+    assert hello.retry == 1000
+    assert first.id == "2"
+    assert first.json()["cause"] == "snapshot"
+    assert first.json()["plan"] == [todo("A", "in_progress")]
+    assert first.json()["stateVersion"] == 2
+
+
+def test_each_plan_change_is_one_frame_with_its_seq_as_id(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    path = tmp_path / "s.jsonl"
+    write_log(path, [plan_write(todo("A"))])
+    stream = sse(stream_url(live_server(tmp_path)))
+    stream.projection()
+
+    with JsonlSession(path) as session:
+        session.append(*NOTE)  # seq 1: changes nothing, so no frame
+        session.append(*plan_write(todo("A", "in_progress"), todo("B")))  # seq 2
+        session.append(*TURN)  # seq 3
+        session.append(*plan_write(todo("C", "in_progress"), todo("D", "in_progress")))  # seq 4
+
+    frames = [stream.projection() for _ in range(3)]
+
+    assert [frame.id for frame in frames] == ["2", "3", "4"]
+    assert [frame.json()["cause"] for frame in frames] == ["todo/write", "turn/start", "todo/write"]
+    assert frames[1].json()["plan"] is None
+    assert frames[2].json()["plan"] == [todo("C", "in_progress"), todo("D", "in_progress")]
+    assert [frame.json()["seq"] for frame in frames] == [2, 3, 4]
+
+
+def test_last_event_id_resumes_with_nothing_missed_or_repeated(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    path = tmp_path / "s.jsonl"
+    write_log(path, [plan_write(todo(f"v{n}")) for n in range(6)] + [NOTE])
+    server = live_server(tmp_path)
+
+    resumed = sse(stream_url(server), {"last-event-id": "3"})
+    first_two = [resumed.projection() for _ in range(2)]
+    write_log(path, [plan_write(todo("v7"))])
+    live = resumed.projection()
+    by_query = sse(stream_url(server) + "?after=5")
+    write_log(path, [plan_write(todo("v8"))])
+
+    assert [frame.id for frame in first_two] == ["4", "5"]
+    assert live.id == "7"
+    assert by_query.projection().id == "7"
+    assert by_query.projection().id == "8"
+
+
+def test_a_resume_past_the_end_of_the_log_starts_from_a_snapshot(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    write_log(tmp_path / "s.jsonl", [plan_write(todo("A"))])
+
+    stream = sse(stream_url(live_server(tmp_path)), {"last-event-id": "40"})
+
+    frame = stream.projection()
+    assert (frame.id, frame.json()["cause"]) == ("0", "snapshot")
+
+
+def test_keep_alives_arrive_while_nothing_changes(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    write_log(tmp_path / "s.jsonl", [plan_write(todo("A"))])
+    stream = sse(stream_url(live_server(tmp_path, ping=0.2)))
+    stream.projection()
+
+    pings = [stream.next(within=2) for _ in range(2)]
+
+    assert all(frame.event is None and frame.comments for frame in pings)
+
+
+def test_a_replaced_log_starts_over_from_a_snapshot(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    path = tmp_path / "s.jsonl"
+    write_log(path, [plan_write(todo(f"old {n}")) for n in range(5)])
+    stream = sse(stream_url(live_server(tmp_path)))
+    stream.projection()
+
+    replacement = tmp_path / "next.tmp"
+    write_log(replacement, [plan_write(todo("new"))])
+    os.replace(replacement, path)
+
+    frame = stream.projection()
+    assert (frame.id, frame.json()["cause"], frame.json()["plan"]) == (
+        "0",
+        "snapshot",
+        [todo("new")],
+    )
+
+
+def test_a_torn_line_waits_for_its_newline_and_is_read_once(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    path = tmp_path / "s.jsonl"
+    write_log(path, [plan_write(todo("A"))])
+    stream = sse(stream_url(live_server(tmp_path, ping=0.1)))
+    stream.projection()
+    line = json.dumps({"seq": 1, "type": "todo/write", "data": {"todos": [todo("B")]}}).encode()
+
+    with path.open("ab") as log:
+        log.write(line[:20])
+        log.flush()
+        time.sleep(0.3)  # several polls see the torn bytes
+        log.write(line[20:] + b"\n")
+
+    frames = []
+    deadline = time.monotonic() + 1.5
+    while time.monotonic() < deadline:
+        frame = stream.next(within=1)
+        if frame.event == "projection":
+            frames.append(frame)
+    assert [(frame.id, frame.json()["plan"]) for frame in frames] == [("1", [todo("B")])]
+
+
+def test_a_line_that_is_not_an_event_ends_the_stream_with_an_error(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    path = tmp_path / "s.jsonl"
+    write_log(path, [plan_write(todo("A"))])
+    stream = sse(stream_url(live_server(tmp_path)))
+    stream.projection()
+
+    with path.open("ab") as log:
+        log.write(b"<html>not an event</html>\n")
+
+    frame = stream.next()
+    while frame.event is None:
+        frame = stream.next()
+    assert frame.event == "fatal"
+    assert "not a session event" in frame.json()["error"]
