@@ -1,4 +1,4 @@
-"""``dsh-todo serve`` as a process: safe defaults, the token beyond loopback, Ctrl-C with streams."""
+"""``dsh-todo serve`` as a process: safe defaults, a token beyond loopback, Ctrl-C mid-stream."""
 
 from __future__ import annotations
 
