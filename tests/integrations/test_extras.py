@@ -111,3 +111,29 @@ def test_the_installed_framework_is_within_the_extras_range(extra: str, package:
     floor, ceiling = declared.groups()
     installed = tuple(int(part) for part in version(package).split(".")[:3])
     assert tuple(int(part) for part in floor.split(".")) <= installed < (int(ceiling),)
+
+
+def test_dsh_todo_mcp_without_the_extra_says_what_to_install_in_one_line() -> None:
+    code = (
+        "import sys\n"
+        "class NotInstalled:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'mcp':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, NotInstalled())\n"
+        "from dsh_tool_todo.cli import main\n"
+        "sys.exit(main(['mcp']))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr == (
+        "dsh-todo: error: dsh_tool_todo.integrations.mcp needs the 'mcp' extra: install "
+        "dsh-tool-todo[mcp] (from this repository: pip install '.[mcp]') "
+        "(No module named 'mcp')\n"
+    )
