@@ -8,6 +8,8 @@ naming the extra to install.
 
 - :mod:`.mcp` — an MCP server (extra ``mcp``; ``dsh-todo mcp``)
 - :mod:`.openai_agents` — a ``FunctionTool`` for the OpenAI Agents SDK (extra ``openai-agents``)
+- :mod:`.langchain` — a drop-in for LangChain's ``TodoListMiddleware`` (extra ``langchain``)
+- :mod:`.pydantic_ai` — a toolset for pydantic-ai agents (extra ``pydantic-ai``)
 """
 
 from __future__ import annotations
