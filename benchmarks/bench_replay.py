@@ -314,6 +314,7 @@ def log_rows(sizes_mb: tuple[int, ...]) -> list[Row]:
                 continue
             is_last = mb == sizes_mb[-1] and len(sizes_mb) > 1
             rows.append(_log_row(directory / f"log-{mb}.jsonl", mb, learned, is_last=is_last))
+        rows.append(_after_plan_row(directory / "after-plan.jsonl"))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     return rows
@@ -370,4 +371,52 @@ def _log_row(path: Path, mb: int, learned: _Sizes, *, is_last: bool) -> Row:
             "replay_s": full,
             "tail_vs_smallest": flat,
         },
+    )
+
+
+def _other_event(index: int) -> dict[str, Any]:
+    """An event a host logs between plans: a model message, newlines and accents escaped."""
+    text = f"Step {index}: reading the parser.\nIt handles the café's menu – 3 cases.\n" * 6
+    return {"role": "assistant", "text": text}
+
+
+def _after_plan_row(path: Path, megabytes: int = 1) -> Row:
+    """``current_plan`` when the latest plan has ``megabytes`` of other events after it.
+
+    Every line after the plan must still be checked, as a full replay would; the
+    reference parses each of them with ``json.loads`` and does nothing else.
+    """
+    from dsh_tool_todo.sessionlog import JsonlSession, current_plan
+
+    with JsonlSession(path) as session:
+        session.append("todo/write", {"todos": [{"content": "Plan", "status": "in_progress"}]})
+        index = 0
+        while path.stat().st_size < megabytes * 2**20:
+            session.append("message", _other_event(index))
+            index += 1
+    lines = path.read_bytes().splitlines()[1:]
+    assert current_plan(path) == [{"content": "Plan", "status": "in_progress"}]
+
+    def bare() -> object:
+        return [json.loads(line) for line in lines]
+
+    result = interleaved(
+        {"ours": batched(lambda: current_plan(path)), "bare": batched(bare)},
+        reference="bare",
+        seconds=2.0,
+        batch_ns=20_000_000,
+        min_rounds=9,
+    )
+    ns = result.per_call_ns
+    ratio = result.ratio("ours", "bare")
+    path.unlink()
+    return Row(
+        "4 tail read, plan far back",
+        f"{megabytes} MiB ({index:,} events) after the plan",
+        f"current_plan {fmt_ns(ns['ours'])}",
+        f"json.loads of those lines {fmt_ns(ns['bare'])}",
+        ratio.median,
+        "info",
+        note=f"middle half {ratio.text()}; every line after the plan is checked",
+        numbers=result.numbers("ours", "bare"),
     )
