@@ -6,6 +6,7 @@ import asyncio
 import importlib
 import json
 import sqlite3
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -295,3 +296,18 @@ def test_a_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) ->
         importlib.import_module("dsh_tool_todo.integrations.langchain")
     assert isinstance(raised.value, ImportError)
     assert "pip install '.[langchain]'" in str(raised.value)
+
+
+def test_a_users_own_langchain_module_is_named_as_hiding_the_framework(tmp_path: Path) -> None:
+    (tmp_path / "langchain.py").write_text("# the user's own script\n", encoding="utf-8")
+    code = (
+        "from dsh_tool_todo.integrations import MissingExtra\n"
+        "try:\n    import dsh_tool_todo.integrations.langchain\n"
+        "except MissingExtra as error:\n    print(error)\n"
+    )
+    run = subprocess.run(  # the current directory comes first on sys.path, as for a script
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("dsh_tool_todo.integrations.langchain needs the 'langchain' extra")
+    assert "your own 'langchain' may be hiding it" in run.stdout

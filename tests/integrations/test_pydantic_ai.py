@@ -6,6 +6,7 @@ import asyncio
 import importlib
 import json
 import logging
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -347,3 +348,20 @@ def test_a_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setitem(sys.modules, "pydantic_ai.toolsets", None)
     with pytest.raises(MissingExtra, match=r"install dsh-tool-todo\[pydantic-ai\]"):
         importlib.import_module("dsh_tool_todo.integrations.pydantic_ai")
+
+
+def test_a_users_own_pydantic_ai_module_is_named_as_hiding_the_framework(tmp_path: Path) -> None:
+    (tmp_path / "pydantic_ai.py").write_text("# the user's own script\n", encoding="utf-8")
+    code = (
+        "from dsh_tool_todo.integrations import MissingExtra\n"
+        "try:\n    import dsh_tool_todo.integrations.pydantic_ai\n"
+        "except MissingExtra as error:\n    print(error)\n"
+    )
+    run = subprocess.run(  # the current directory comes first on sys.path, as for a script
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(
+        "dsh_tool_todo.integrations.pydantic_ai needs the 'pydantic-ai' extra"
+    )
+    assert "your own 'pydantic_ai' may be hiding it" in run.stdout
