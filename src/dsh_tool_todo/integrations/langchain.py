@@ -14,6 +14,10 @@ model turn would write the same state key twice in one step, which LangGraph
 refuses. Here ``wrap_tool_call`` sees the arguments exactly as the model sent
 them, and the state keys carry reducers, so several calls in one turn are
 recorded in call order and the last one is the plan.
+
+A failure to record cannot reach the model as a success: the event and the
+tool's answer are one state update, which LangGraph saves in one checkpoint or,
+when the checkpointer fails, not at all (the run raises).
 """
 
 from __future__ import annotations
@@ -39,13 +43,11 @@ try:
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
     from langgraph.types import Command
+    from typing_extensions import NotRequired  # on 3.12+ it comes with langchain-core
 except ImportError as _error:  # pragma: no cover - exercised with the extra missing
     raise missing_extra(
         "dsh_tool_todo.integrations.langchain", "langchain", _error, module="langchain"
     ) from _error
-
-# Below the guard on purpose: these import the framework too.
-from typing_extensions import NotRequired
 
 __all__ = ["TodoWriteMiddleware", "TodoWriteState"]
 
