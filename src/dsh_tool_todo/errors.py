@@ -30,5 +30,9 @@ class UsageError(TodoError, TypeError):
     """The host used the library wrongly (options, call path, registration)."""
 
 
+class LogBusy(UsageError):
+    """A second writer was refused: another session holds the log (one writer per log)."""
+
+
 class InvalidLog(TodoError, ValueError):
     """A session log breaks the durable ``todo/write`` invariant."""

@@ -1,15 +1,23 @@
 """Reading a JSON Lines session log: whole from the start, or backwards from its end.
 
 A crash can tear only the line being written, so readers drop a torn last
-line (with :class:`TornTailWarning`) and keep every line before it. Any other
-line that is not an event ``{seq, type, data}`` means the file is not such a
-log, and raises :class:`InvalidLog` naming the path and line.
+line (with :class:`TornTailWarning`) and keep every line before it. Bytes
+after the last newline count as torn only if they can be the start of a line
+this library writes (a prefix of ``{"seq":``, then anything) or are all NUL;
+anything else, like any line that is not an event ``{seq, type, data}``, means
+the file is not such a log, and raises :class:`InvalidLog` naming the path and
+line. Lines are split on ``b"\\n"`` only; the text in them is UTF-8.
+
+Every reader opens the path without blocking and refuses what is not a
+regular file (a FIFO, a device, a directory), and judges a torn tail by its
+first bytes, so its memory stays bounded however long the tail is.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import warnings
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -21,6 +29,24 @@ from .projection import check_logged_write
 
 Event = dict[str, Any]
 BLOCK_SIZE = 64 * 1024
+LINE_START = b'{"seq":'
+"""How every line this library writes begins: the only start a torn tail may have."""
+
+# O_NONBLOCK: opening a FIFO must not wait for a writer; it changes nothing for
+# a regular file. O_NOCTTY: a terminal named as a log must not become ours.
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 class TornTailWarning(UserWarning):
@@ -31,19 +57,21 @@ def read_events(path: str | os.PathLike[str]) -> list[Event]:
     """Every whole event of the log at ``path``, in order, read in full into a list."""
     name = os.fspath(path)
     events: list[Event] = []
-    offset = 0
-    with open(name, "rb") as file:
-        for number, line in enumerate(file, 1):
-            if not line.endswith(b"\n"):
-                if not looks_torn(line):
-                    raise invalid_line(name, number)
-                warn_torn(name, offset, "ignored", stacklevel=3)
-                break
-            event = parse_event(line)
+    with open_log(name) as file:
+        end, torn = whole_end(file, name, os.fstat(file.fileno()).st_size)
+        file.seek(0)
+        offset = 0
+        number = 0
+        while offset < end:
+            line = file.readline(end - offset)
+            number += 1
+            event = parse_event(line) if line.endswith(b"\n") else None
             if event is None:
                 raise invalid_line(name, number)
             events.append(event)
             offset += len(line)
+    if torn:
+        warn_torn(name, end, "ignored", stacklevel=3)
     return events
 
 
@@ -55,38 +83,91 @@ def current_plan(path: str | os.PathLike[str]) -> list[TodoItem] | None:
     checked (:func:`read_events` checks them all).
     """
     name = os.fspath(path)
-    with open(name, "rb") as file:
-        end, tail, lines = split_tail(file, name)
-        if tail:
+    with open_log(name) as file:
+        end, torn = whole_end(file, name, os.fstat(file.fileno()).st_size)
+        if torn:
             warn_torn(name, end, "ignored", stacklevel=3)
-        for offset, line in lines:
-            event = parse_event(line)
-            if event is None:
-                raise invalid_line(name, line_number(file, offset))
-            if event["type"] == TURN_START:
-                return None
-            if event["type"] == EVENT_TYPE:
-                try:
-                    check_logged_write(event, event["seq"])
-                except InvalidLog as error:
-                    where = f"{name}, line {line_number(file, offset)}"
-                    raise InvalidLog(f"{where}: {error}") from None
-                todos: list[TodoItem] = event["data"]["todos"]
-                return todos
+        return plan_before(file, name, end)
+
+
+def open_log(path: str) -> BinaryIO:
+    """``path`` opened for reading, at once; :class:`InvalidLog` unless it is a regular file.
+
+    The check is made on the opened descriptor, so the file cannot be swapped
+    between the check and the reads.
+    """
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        check_regular(fd, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def check_regular(fd: int, path: str) -> None:
+    """Raise :class:`InvalidLog` unless ``fd`` is a regular file (``path`` names it)."""
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        raise not_a_file(path, mode)
+
+
+def not_a_file(path: str, mode: int) -> InvalidLog:
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return InvalidLog(f"{path}: is {kind}, not a session log")
+
+
+def plan_before(file: BinaryIO, path: str, end: int) -> list[TodoItem] | None:
+    """The plan of the whole lines before ``end``: the latest write or turn start, backwards."""
+    for offset, line in whole_lines_backwards(file, end):
+        event = parse_event(line)
+        if event is None:
+            raise invalid_line(path, line_number(file, offset))
+        if event["type"] == TURN_START:
+            return None
+        if event["type"] == EVENT_TYPE:
+            checked_write(event, path, file, offset)
+            todos: list[TodoItem] = event["data"]["todos"]
+            return todos
     return None
 
 
-def split_tail(file: BinaryIO, path: str) -> tuple[int, bytes, Iterator[tuple[int, bytes]]]:
-    """The size of the whole lines, the torn bytes after them, and the whole lines backwards.
+def checked_write(event: Event, path: str, file: BinaryIO, offset: int) -> None:
+    """Raise :class:`InvalidLog` naming path and line unless the tool could have written it."""
+    try:
+        check_logged_write(event, event["seq"])
+    except InvalidLog as error:
+        raise InvalidLog(f"{path}, line {line_number(file, offset)}: {error}") from None
+
+
+def whole_end(file: BinaryIO, path: str, size: int) -> tuple[int, bool]:
+    """The end of the whole lines among the first ``size`` bytes, and whether a torn tail follows.
 
     Raises :class:`InvalidLog` if the bytes after the last newline cannot be a
-    torn append, so a foreign file is never mistaken for a damaged log.
+    torn append, so a foreign file is never mistaken for a damaged log. Reads
+    the tail in blocks and keeps none of them: memory stays bounded whatever
+    its length.
     """
-    lines = lines_backwards(file, file.seek(0, os.SEEK_END))
-    end, tail = next(lines)
-    if tail and not looks_torn(tail):
+    end, zeros = _last_newline(file, size)
+    if end == size or zeros:
+        return end, end < size
+    file.seek(end)
+    if not looks_torn(file.read(len(LINE_START))):
         raise invalid_line(path, line_number(file, end))
-    return end, tail, lines
+    return end, True
+
+
+def split_tail(file: BinaryIO, path: str) -> tuple[int, bool, Iterator[tuple[int, bytes]]]:
+    """The size of the whole lines, whether a torn tail follows, and the lines backwards."""
+    end, torn = whole_end(file, path, file.seek(0, os.SEEK_END))
+    return end, torn, whole_lines_backwards(file, end)
+
+
+def whole_lines_backwards(file: BinaryIO, end: int) -> Iterator[tuple[int, bytes]]:
+    """``(offset, line)`` of the whole lines before ``end`` (just after a newline), last first."""
+    lines = lines_backwards(file, end)
+    next(lines)  # the empty piece after the final newline
+    return lines
 
 
 def parse_event(line: bytes) -> Event | None:
@@ -108,18 +189,13 @@ def parse_event(line: bytes) -> Event | None:
 def looks_torn(tail: bytes) -> bool:
     """Whether bytes after the last newline can be an append a crash cut short.
 
-    An append writes ``{...}\\n`` at once, so a crash leaves a prefix of it, or
-    zeros where the file grew before its data reached the disk.
+    An append writes ``{"seq":...}\\n`` at once, so a crash leaves a prefix of
+    it, or zeros where the file grew before its data reached the disk. Only the
+    first bytes decide, so a caller may pass just those.
     """
     if not tail.strip(b"\0"):
         return True
-    if not tail.startswith(b"{"):
-        return False
-    try:
-        json.loads(tail)
-    except (ValueError, RecursionError):
-        return True
-    return parse_event(tail) is not None  # a whole event missing only its newline
+    return tail.startswith(LINE_START) or LINE_START.startswith(tail)
 
 
 def invalid_line(path: str, number: int) -> InvalidLog:
@@ -170,3 +246,26 @@ def line_number(file: BinaryIO, offset: int) -> int:
         number += chunk.count(b"\n")
         remaining -= len(chunk)
     return number
+
+
+def _last_newline(file: BinaryIO, size: int) -> tuple[int, bool]:
+    """The offset just after the last newline before ``size``, and whether all after it is NUL.
+
+    Scans backwards one block at a time and keeps no block, so a tail of any
+    length costs one block of memory.
+    """
+    block_size = BLOCK_SIZE
+    zeros = True
+    pos = size
+    while pos > 0:
+        start = max(0, pos - block_size)
+        file.seek(start)
+        block = file.read(pos - start)
+        newline = block.rfind(b"\n")
+        rest = len(block) - newline - 1
+        if zeros and block.count(0, newline + 1) != rest:
+            zeros = False
+        if newline >= 0:
+            return start + newline + 1, zeros
+        pos = start
+    return 0, zeros

@@ -21,26 +21,36 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Collection, Mapping
 from types import TracebackType
 from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
-from ..errors import UsageError
+from ..errors import LogBusy, UsageError
 from ..listeners import Listener, Listeners
 from ..logread import (
     Event,
     TornTailWarning,
+    check_regular,
     current_plan,
     invalid_line,
     line_number,
+    not_a_file,
     parse_event,
     read_events,
-    split_tail,
     warn_torn,
+    whole_end,
+    whole_lines_backwards,
 )
+
+try:
+    import fcntl
+except ImportError:  # no flock (Windows): such a platform cannot keep the one-writer rule
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["JsonlSession", "TornTailWarning", "current_plan", "read_events"]
 
@@ -48,7 +58,17 @@ __all__ = ["JsonlSession", "TornTailWarning", "current_plan", "read_events"]
 # library's; only text it cannot encode (lone surrogates a model wrote) takes
 # the ASCII-escaping path, so a write never fails on model-written content.
 _ESCAPING_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
-_OPEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0)
+# O_NONBLOCK: a FIFO named as a log is refused at once instead of waiting for a
+# reader; on a regular file it changes nothing. os.open's descriptors are not
+# inherited by child programs, so neither is the lock.
+_OPEN_FLAGS = (
+    os.O_RDWR
+    | os.O_CREAT
+    | os.O_APPEND
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 
 
 class JsonlSession:
@@ -57,19 +77,29 @@ class JsonlSession:
     With ``fsync=True`` each :meth:`append` returns only once its event is on
     disk; by default an event is handed to the OS and survives the process
     dying, but not the machine losing power.
+
+    One writer per log: the session holds an exclusive ``flock`` on the file
+    from its opening to :meth:`close` (or its collection, or the process's
+    death), and a second session on the same file, in this process or
+    another, is refused with :class:`~dsh_tool_todo.errors.LogBusy` before it
+    reads or changes anything.
     """
+
+    _fd = -1  # so that a session whose opening failed is collected quietly
 
     def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
         self.path = os.fspath(path)
         self.fsync = fsync
         self._listeners = Listeners()
         self._lock = threading.Lock()
-        self._fd = os.open(self.path, _OPEN_FLAGS, 0o666)
+        fd = _open_claimed(self.path)
         try:
-            self._seq, self._end = self._recover()
+            # The next seq and the end of the whole lines, replaced together.
+            self._next = self._recover(fd)
         except BaseException:
-            os.close(self._fd)
+            os.close(fd)
             raise
+        self._fd = fd
 
     @property
     def closed(self) -> bool:
@@ -77,18 +107,50 @@ class JsonlSession:
 
     def append(self, type: str, data: Mapping[str, Any], /) -> Event:
         with self._lock:  # one line at a time, and listeners see events in log order
-            if self._fd < 0:
+            fd = self._fd
+            if fd < 0:
                 raise UsageError(f"{self.path}: the session log is closed")
-            event: Event = {"seq": self._seq, "type": type, "data": data}
-            self._write(_encode_line(event))
-            self._seq += 1
+            seq, end = self._next
+            event: Event = {"seq": seq, "type": type, "data": data}
+            line = _encode_line(event)
+            try:
+                _write_all(fd, line)
+                if self.fsync:
+                    os.fsync(fd)
+                self._next = (seq + 1, end + len(line))  # one store: recorded, or not
+            except BaseException:
+                if self._next[0] == seq:  # not recorded: take back what reached the file
+                    self._discard(fd, end, len(line))
+                raise
             self._listeners.notify(event)
         return event
 
     def subscribe(self, listener: Listener, /) -> Callable[[], None]:
         return self._listeners.add(listener)
 
+    def latest(self, types: Collection[str], /) -> Event | None:
+        """The newest event whose type is in ``types``, or ``None``: read backwards from the end.
+
+        Raises :class:`~dsh_tool_todo.errors.InvalidLog`, naming the path and
+        line, for a line it reads that is not an event.
+        """
+        if isinstance(types, str):
+            raise UsageError(f"types must be a collection of event types, not the str {types!r}")
+        with self._lock:
+            fd = self._fd
+            if fd < 0:
+                raise UsageError(f"{self.path}: the session log is closed")
+            with open(fd, "rb", closefd=False) as file:  # appends ignore the read offset
+                for offset, line in whole_lines_backwards(file, self._next[1]):
+                    event = parse_event(line)
+                    if event is None:
+                        raise invalid_line(self.path, line_number(file, offset))
+                    if event["type"] in types:
+                        return event
+        return None
+
     def close(self) -> None:
+        """Close the file, which releases the log to the next writer; closing twice is fine."""
         with self._lock:
             fd, self._fd = self._fd, -1
             if fd >= 0:
@@ -105,45 +167,90 @@ class JsonlSession:
     ) -> None:
         self.close()
 
-    def _write(self, line: bytes) -> None:
-        try:
-            written = os.write(self._fd, line)
-            while written < len(line):  # a short write: a full disk, or a signal
-                written += os.write(self._fd, line[written:])
-            if self.fsync:
-                os.fsync(self._fd)
-        except BaseException:
-            self._rollback()
-            raise
-        self._end += len(line)
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        # As Python's own files do: release the descriptor (and so the lock), then warn.
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            _close(fd)
+            message = f"unclosed session log {self.path!r}"
+            warnings.warn(message, ResourceWarning, stacklevel=2, source=self)
 
-    def _rollback(self) -> None:
-        # A failed append must leave no partial line for the next one to be glued onto.
-        try:
-            os.ftruncate(self._fd, self._end)
-        except OSError:
-            fd, self._fd = self._fd, -1  # reopening will cut the torn bytes off
-            os.close(fd)
+    def _discard(self, fd: int, end: int, length: int) -> None:
+        """Cut off what a failed append wrote past ``end``, or close the session.
 
-    def _recover(self) -> tuple[int, int]:
+        Only bytes this session wrote are ever cut: the file's size (not a
+        counter an interrupt may have left behind) says how much reached it,
+        and if that is more than the line, or the file is shorter than the
+        whole lines, another program changed it and the session closes
+        instead. Reopening then keeps every whole line and cuts a torn one.
+        """
+        try:
+            size = os.fstat(fd).st_size
+            if size == end:
+                return
+            if end < size <= end + length:
+                os.ftruncate(fd, end)
+                return
+        except BaseException:  # an interrupt or error here: the session closes
+            pass
+        self._fd = -1
+        os.close(fd)
+
+    def _recover(self, fd: int) -> tuple[int, int]:
         """The next seq and the size of the whole lines, after cutting off a torn tail."""
-        with open(self._fd, "rb", closefd=False) as file:
-            end, tail, lines = split_tail(file, self.path)
-            last = next(lines, None)
+        with open(fd, "rb", closefd=False) as file:
+            end, torn = whole_end(file, self.path, os.fstat(fd).st_size)
             seq = 0
-            if last is not None:
-                event = parse_event(last[1])
+            for offset, last in whole_lines_backwards(file, end):
+                event = parse_event(last)
                 if event is None:
-                    raise invalid_line(self.path, line_number(file, last[0]))
+                    raise invalid_line(self.path, line_number(file, offset))
                 seq = event["seq"] + 1
-        if tail:
-            os.ftruncate(self._fd, end)
+                break
+        if torn:
+            os.ftruncate(fd, end)
             if self.fsync:
-                os.fsync(self._fd)
+                os.fsync(fd)
             warn_torn(self.path, end, "cut off", stacklevel=4)
         elif end == 0 and self.fsync:
             _fsync_directory(self.path)  # a new file is durable only once its name is
         return seq, end
+
+
+def _open_claimed(path: str) -> int:
+    """``path`` opened for appending and locked for this session alone, or an error.
+
+    Refuses what is not a regular file, and a file another session holds,
+    before anything is read or cut off.
+    """
+    if fcntl is None:
+        raise UsageError(f"{path}: cannot lock the log on this platform (no flock): not opened")
+    try:
+        fd = os.open(path, _OPEN_FLAGS, 0o666)
+    except IsADirectoryError:
+        raise not_a_file(path, stat.S_IFDIR) from None
+    try:
+        check_regular(fd, path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LogBusy(
+                f"{path}: another session is writing this log (one writer per log)"
+            ) from None
+        except OSError as error:  # a filesystem without flock: the rule cannot be kept
+            raise UsageError(
+                f"{path}: cannot lock the log ({error.strerror}): not opened"
+            ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _write_all(fd: int, line: bytes) -> None:
+    written = os.write(fd, line)
+    while written < len(line):  # a short write: a full disk, or a signal
+        written += os.write(fd, line[written:])
 
 
 def _encode_line(event: Event) -> bytes:
