@@ -287,7 +287,8 @@ function callRow(call) {
       changes.push(change("added", "+", todo.content, STATUS_WORDS[todo.status]));
     } else if (before.get(todo.content) !== todo.status) {
       const was = STATUS_WORDS[before.get(todo.content)];
-      changes.push(change("status", GLYPHS[todo.status], todo.content, `${was} → ${STATUS_WORDS[todo.status]}`));
+      const note = `${was} → ${STATUS_WORDS[todo.status]}`;
+      changes.push(change(`status to-${todo.status}`, GLYPHS[todo.status], todo.content, note));
     }
   }
   for (const todo of call.previous) {
