@@ -271,6 +271,41 @@ def test_async_sqlite_checkpoints_persist_and_resume(tmp_path: Path) -> None:
     assert [e["type"] for e in second["todo_events"]] == ["turn/start", "todo/write", "turn/start"]
 
 
+class FailingSaver(InMemorySaver):
+    """A checkpointer whose disk fills up when it is asked to save a todo/write."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__()
+        self.where = where
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        events = checkpoint["channel_values"].get("todo_events", [])
+        if self.where == "put" and any(e["type"] == "todo/write" for e in events):
+            raise OSError(28, "No space left on device")
+        return super().put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        if self.where == "put_writes" and any(channel == "todo_events" for channel, _ in writes):
+            raise OSError(28, "No space left on device")
+        super().put_writes(config, writes, task_id, task_path)
+
+
+@pytest.mark.parametrize("where", ["put", "put_writes"])
+def test_a_failing_checkpointer_fails_the_run_and_never_splits_answer_from_event(
+    where: str,
+) -> None:
+    _, agent = agent_with(
+        [tool_calls(write(PLAN_A)), AIMessage("planned")], checkpointer=FailingSaver(where)
+    )
+    with pytest.raises(OSError, match="No space left on device"):
+        sync_run(agent, "fix it", THREAD)
+    saved = agent.get_state(THREAD).values
+    answered = [m for m in saved["messages"] if isinstance(m, ToolMessage)]
+    recorded = [e for e in saved.get("todo_events", []) if e["type"] == "todo/write"]
+    assert len(answered) == len(recorded)  # both or neither, whatever was saved
+    assert saved.get("todos") == (PLAN_A if recorded else None)
+
+
 def test_the_tool_alone_refuses_to_run_outside_the_agent() -> None:
     (tool_object,) = TodoWriteMiddleware(allow_parallel_in_progress=False).tools
     with pytest.raises(UsageError, match=r"runs inside TodoWriteMiddleware's wrap_tool_call"):

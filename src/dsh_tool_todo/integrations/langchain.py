@@ -15,9 +15,9 @@ refuses. Here ``wrap_tool_call`` sees the arguments exactly as the model sent
 them, and the state keys carry reducers, so several calls in one turn are
 recorded in call order and the last one is the plan.
 
-A failure to record cannot reach the model as a success: the event and the
-tool's answer are one state update, which LangGraph saves in one checkpoint or,
-when the checkpointer fails, not at all (the run raises).
+Recording cannot fail apart from answering: the event and the tool's answer
+are one state update, so whatever the checkpointer saves holds both or neither,
+and a checkpointer error fails the run, as for any other state.
 """
 
 from __future__ import annotations
