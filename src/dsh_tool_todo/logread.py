@@ -248,6 +248,11 @@ def line_number(file: BinaryIO, offset: int) -> int:
     return number
 
 
+def line_start(file: BinaryIO, end: int) -> int:
+    """Where the line that ends just before ``end`` (a newline at ``end - 1``) starts."""
+    return _last_newline(file, end - 1)[0] if end > 0 else 0
+
+
 def _last_newline(file: BinaryIO, size: int) -> tuple[int, bool]:
     """The offset just after the last newline before ``size``, and whether all after it is NUL.
 
