@@ -59,16 +59,34 @@ SUCCESS = template_regex(
 )
 
 
+# A text that names several problems: a head, then clauses (contract.py's combining rule).
+CLAUSES = {
+    name: template_regex(getattr(contract, name), {"where": ".*"})
+    for name in (*contract.SCHEMA_CLAUSES, *contract.LIST_CLAUSES, "UNEXPECTED_VALUE")
+}
+HEADS = re.compile(
+    r"Error: invalid todos: |Error: invalid todo at index \d+: |Error: invalid todo: "
+)
+
+
 def documented_error(text: str) -> str | None:
-    return next((name for name, regex in ERRORS.items() if regex.fullmatch(text)), None)
+    """The name of the whole template ``text`` is, or of the first clause after its head."""
+    whole = next((name for name, regex in ERRORS.items() if regex.fullmatch(text)), None)
+    head = HEADS.match(text)
+    if whole is not None or head is None:
+        return whole
+    rest = text[head.end() :]
+    return next((name for name, regex in CLAUSES.items() if regex.match(rest)), None)
 
 
 def test_the_regexes_cover_every_error_template() -> None:
-    assert {"NOT_JSON", "DUPLICATE_CONTENT", "BAD_STATUS", "NO_OWNER"} <= set(ERRORS)
-    assert documented_error(contract.BAD_STATUS.format(index=3, got='"done"')) == "BAD_STATUS"
+    assert {"NOT_JSON", "DUPLICATE_CONTENT", "TOO_MANY_IN_PROGRESS", "NO_OWNER"} <= set(ERRORS)
+    bad_status = contract.BAD_STATUS.format(values='"done": use completed')
+    assert documented_error(contract.CALL_HEAD + bad_status) == "BAD_STATUS"
+    assert documented_error(contract.ITEM_HEAD.format(index=3) + bad_status) == "BAD_STATUS"
     assert documented_error(contract.TOO_MANY_IN_PROGRESS.format(count=2)) is not None
     assert documented_error("Error: invalid todos: at most one task may be in_progress") is None
-    assert documented_error(contract.BAD_STATUS.format(index="x", got="number")) is None
+    assert documented_error("Error: invalid todo at index x: " + bad_status) is None
     assert (
         documented_error(contract.SUCCESS_TEXT.format(pending=1, inProgress=0, completed=0)) is None
     )
@@ -348,8 +366,9 @@ def test_every_error_text_can_be_sent_as_utf8() -> None:
     ("args", "expected"),
     [
         ('{"todos": [{"content": "\ud800", "status": "pending"}]}', "NOT_JSON"),
-        ({"todos": [], "\ud800": 1}, "UNKNOWN_ARGUMENT"),
-        ({"todos": [{"content": "a", "status": "pending", "\ud800": 1}]}, "UNKNOWN_ITEM_KEY"),
+        ({"todos": [], "\ud800": 1}, "UNKNOWN_ARGUMENTS"),
+        ({"todos": [{"content": "a", "status": "pending", "\ud800": 1}]}, "UNKNOWN_ITEM_KEYS"),
+        ({"todos": [{"content": "a", "status": "pending\ud800"}]}, "BAD_STATUS"),
     ],
 )
 def test_a_lone_surrogate_gets_the_error_that_names_it(args: Any, expected: str) -> None:

@@ -34,7 +34,8 @@ def test_a_valid_call_appends_one_snapshot_and_returns_the_counts(
     todos = [todo("Read spec", "completed"), todo("Write code", "in_progress"), todo("Ship")]
     text = call(host, agent, {"todos": todos})
     assert text == "Updated todo list: 1 pending, 1 in progress, 1 completed."
-    assert agent.session.events == [{"type": "todo/write", "data": {"todos": todos}}]
+    events = [(event["type"], event["data"]) for event in agent.session.events]
+    assert events == [("todo/write", {"todos": todos})]
     (event,) = agent.session.events
     assert all(type(item) is dict for item in event["data"]["todos"])
 
@@ -107,20 +108,62 @@ def test_parallel_mode_allows_any_number_in_progress(make_host: HostFactory) -> 
     )
 
 
-def test_item_rules_come_before_list_rules(host: Host, agent: HostAgent) -> None:
+def test_item_rules_come_before_list_rules_and_the_text_names_them_all(
+    host: Host, agent: HostAgent
+) -> None:
     todos = [todo("a", "in_progress"), todo("a", "in_progress"), todo("")]
+    assert rejected(host, agent, {"todos": todos}) == (
+        "Error: invalid todo: `content` must be a non-empty string; "
+        'duplicate content "a"; at most one task may be in_progress (got 2)'
+    )
+    todos = [todo("a", "in_progress"), todo("a", "in_progress")]
+    assert rejected(host, agent, {"todos": todos}) == (
+        'Error: invalid todos: duplicate content "a"; at most one task may be in_progress (got 2)'
+    )
+    todos = [todo("a"), todo("b"), todo("a"), todo("b"), todo("c")]
+    assert rejected(host, agent, {"todos": todos}) == (
+        'Error: invalid todos: duplicate content "a"; duplicate content "b"'
+    )
+
+
+def test_the_seed_texts_are_byte_exact_when_theirs_is_the_only_problem(
+    make_host: HostFactory,
+) -> None:
+    host = make_host(parallel=False)
+    agent = host.new_agent()
+    todos = [todo(""), todo("b"), todo("  ")]
     assert rejected(host, agent, {"todos": todos}) == (
         "Error: invalid todo: `content` must be a non-empty string"
     )
-    todos = [todo("a", "in_progress"), todo("a", "in_progress")]
-    assert rejected(host, agent, {"todos": todos}).startswith(
-        "Error: invalid todos: duplicate content"
+    todos = [todo("a"), todo("b"), todo("a")]
+    assert rejected(host, agent, {"todos": todos}) == 'Error: invalid todos: duplicate content "a"'
+    todos = [todo("a", "in_progress"), todo("b", "in_progress")]
+    assert rejected(host, agent, {"todos": todos}) == (
+        "Error: invalid todos: at most one task may be in_progress (got 2)"
     )
 
 
-def test_schema_rules_come_before_item_rules(host: Host, agent: HostAgent) -> None:
-    todos = [todo(""), {"content": "b", "status": "done"}]
-    assert "`status` must be" in rejected(host, agent, {"todos": todos})
+def test_schema_rules_come_before_item_rules_which_the_text_adds(
+    host: Host, agent: HostAgent
+) -> None:
+    todos: list[dict[str, Any]] = [todo(""), {"content": "b", "status": "done"}]
+    assert rejected(host, agent, {"todos": todos}) == (
+        "Error: invalid todos: `status` must be one of pending, in_progress, completed "
+        '(got "done": use completed); `content` must be a non-empty string at index 0'
+    )
+    todos = [
+        {"content": "a", "status": "in_progress", "id": 1},
+        {"content": "a", "status": "In Progress", "id": 2},
+    ]
+    assert rejected(host, agent, {"todos": todos}) == (
+        "Error: invalid todos: unknown key `id` in every item; `status` must be one of "
+        'pending, in_progress, completed (got "In Progress": use in_progress); '
+        'duplicate content "a"; at most one task may be in_progress (got 2); '
+        "each todo is {content, status}, with no other keys"
+    )
+
+
+ITEM_SHAPE = "each todo is {content, status}, with no other keys"
 
 
 @pytest.mark.parametrize(
@@ -128,11 +171,22 @@ def test_schema_rules_come_before_item_rules(host: Host, agent: HostAgent) -> No
     [
         (
             {"todos": [{"content": "a", "status": "done"}]},
-            f'Error: invalid todo at index 0: `status` must be {ALLOWED} (got "done")',
+            f"Error: invalid todo at index 0: `status` must be {ALLOWED} "
+            '(got "done": use completed)',
         ),
         (
             {"todos": [todo("a"), {"content": "b", "status": "PENDING"}]},
-            f'Error: invalid todo at index 1: `status` must be {ALLOWED} (got "PENDING")',
+            f"Error: invalid todo at index 1: `status` must be {ALLOWED} "
+            '(got "PENDING": use pending)',
+        ),
+        (
+            {"todos": [{"content": "a", "status": "ready"}]},
+            f'Error: invalid todo at index 0: `status` must be {ALLOWED} (got "ready")',
+        ),
+        (
+            {"todos": [{"content": "a", "status": "cancelled"}]},
+            f'Error: invalid todo at index 0: `status` must be {ALLOWED} (got "cancelled": '
+            "drop the item, or keep it pending and say why in its content)",
         ),
         (
             {"todos": [{"content": "a", "status": 1}]},
@@ -152,22 +206,23 @@ def test_schema_rules_come_before_item_rules(host: Host, agent: HostAgent) -> No
         ),
         (
             {"todos": [{"content": "a", "status": "pending", "id": "1"}]},
-            "Error: invalid todo at index 0: unknown key `id`; "
-            "each todo is {content, status}, with no other keys",
+            f"Error: invalid todo at index 0: unknown key `id`; {ITEM_SHAPE}",
         ),
         (
             {"todos": [{"content": "a", "status": "pending", "activeForm": "Doing a"}]},
-            "Error: invalid todo at index 0: unknown key `activeForm`; "
-            "each todo is {content, status}, with no other keys",
+            f"Error: invalid todo at index 0: unknown key `activeForm`; {ITEM_SHAPE}",
         ),
         (
             {"todos": [todo("a"), {"content": "b", "status": "pending", "priority": "high"}]},
-            "Error: invalid todo at index 1: unknown key `priority`; "
-            "each todo is {content, status}, with no other keys",
+            f"Error: invalid todo at index 1: unknown key `priority`; {ITEM_SHAPE}",
         ),
         (
             {"todos": [{"status": "pending"}]},
             "Error: invalid todo at index 0: missing `content` (a short imperative line)",
+        ),
+        (
+            {"todos": [{"title": "Ship", "status": "pending"}]},
+            "Error: invalid todo at index 0: missing `content`: rename `title` to `content`",
         ),
         (
             {"todos": [{"content": "a"}]},
@@ -175,25 +230,33 @@ def test_schema_rules_come_before_item_rules(host: Host, agent: HostAgent) -> No
         ),
         (
             {"todos": ["a"]},
-            "Error: invalid todo at index 0: expected an object (each todo is {content, status})",
+            f"Error: invalid todo at index 0: expected an object (got string); {ITEM_SHAPE}",
         ),
         (
             {"todos": [{"content": "a", "status": "pending", "subtasks": [todo("b")]}]},
-            "Error: invalid todo at index 0: unknown key `subtasks`; "
-            "each todo is {content, status}, with no other keys",
+            f"Error: invalid todo at index 0: unknown key `subtasks`; {ITEM_SHAPE}",
         ),
         (
             {},
-            "Error: invalid todos: missing `todos`, the array of every todo "
-            "(each todo is {content, status})",
+            f"Error: invalid todos: missing `todos`, the array of every todo; {ITEM_SHAPE}",
         ),
         (
             {"todos": {"content": "a", "status": "pending"}},
-            "Error: invalid todos: `todos` must be an array (each todo is {content, status})",
+            f"Error: invalid todos: `todos` must be an array (got object); {ITEM_SHAPE}",
         ),
         (
             {"todos": [], "merge": True},
             "Error: invalid todos: unknown argument `merge`; todo_write takes only `todos`",
+        ),
+        (
+            {"todos": '[{"content": "a", "status": "pending"}]'},
+            f"Error: invalid todos: `todos` is a JSON string; send the array itself; {ITEM_SHAPE}",
+        ),
+        (
+            {"plan": [{"step": "a", "status": "pending"}], "explanation": "why"},
+            "Error: invalid todos: unknown argument `explanation`; missing `todos`: send the "
+            "array `plan` as `todos`, each todo {content, status}; missing `content` at "
+            "index 0: rename `step` to `content`",
         ),
         ([], "Error: invalid todos: the arguments must be an object {todos: [...]}"),
         (None, "Error: invalid todos: the arguments must be an object {todos: [...]}"),
@@ -246,4 +309,42 @@ def test_json_text_is_judged_by_what_python_decodes_it_to(host: Host, agent: Hos
     )
     assert rejected(host, agent, "[" * 100_000).startswith(
         "Error: invalid todos: the arguments are not valid JSON (recursion limit exceeded"
+    )
+
+
+# --- hardening: what an error echoes, and what refusing costs ------------------------------
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["a", "Write the parser", "x" * 200, 'quotes " and \\ backslashes', "naïve ✓ 中文 \u3000 end"],
+)
+def test_the_duplicate_text_is_the_seed_byte_for_byte_for_ordinary_content(content: str) -> None:
+    with pytest.raises(ToolCallRejected) as caught:
+        validate_call({"todos": [todo(content), todo(content)]}, allow_parallel=False)
+    assert caught.value.model_text == f'Error: invalid todos: duplicate content "{content}"'
+
+
+def test_a_long_duplicate_is_cut_and_control_characters_are_escaped() -> None:
+    huge = "\x1b[2J\x07" + "y" * 2_000_000 + "\n"
+    with pytest.raises(ToolCallRejected, match="duplicate content") as caught:
+        validate_call({"todos": [todo(huge), todo(huge)]}, allow_parallel=False)
+    text = caught.value.model_text
+    assert text == 'Error: invalid todos: duplicate content "\\u001b[2J\\u0007' + "y" * 185 + '…"'
+    assert len(text) <= 400
+    for content in ("x" * 201, "a\nb\rc\x7f\x85\x9b\u2028\u2029\ud800"):
+        with pytest.raises(ToolCallRejected) as caught:
+            validate_call({"todos": [todo(content), todo(content)]}, allow_parallel=False)
+        shown = caught.value.model_text
+        assert len(shown.splitlines()) == 1
+        assert not any(ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0 for char in shown)
+        shown.encode("utf-8")
+    assert shown.endswith('"a\\u000ab\\u000dc\\u007f\\u0085\\u009b\\u2028\\u2029\\ud800"')
+
+
+def test_a_lone_surrogate_in_a_status_value_gets_the_status_error() -> None:
+    with pytest.raises(ToolCallRejected) as caught:
+        validate_call({"todos": [todo("a", "pending\ud800")]}, allow_parallel=False)
+    assert caught.value.model_text == (
+        f'Error: invalid todo at index 0: `status` must be {ALLOWED} (got "pending\\ud800")'
     )

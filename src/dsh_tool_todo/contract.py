@@ -1,6 +1,7 @@
 """Every string the model sees. Each one is a contract, tested byte for byte.
 
 A changed byte here changes the model's prompt and breaks its prefix cache.
+docs/model-contract.md is generated from this module (scripts/model_contract.py).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ SUCCESS_TEXT = (
     "Updated todo list: {pending} pending, {inProgress} in progress, {completed} completed."
 )
 
+# The seed's four failure texts. EMPTY_CONTENT is "Error: invalid todo: " + EMPTY_CONTENT_AT
+# at no place; the other two are CALL_HEAD + DUPLICATE and CALL_HEAD + TOO_MANY.
 NO_OWNER = "Error: todo_write requires an owning agent session"
 EMPTY_CONTENT = "Error: invalid todo: `content` must be a non-empty string"
 DUPLICATE_CONTENT = 'Error: invalid todos: duplicate content "{content}"'
@@ -54,27 +57,112 @@ TOO_MANY_IN_PROGRESS = "Error: invalid todos: at most one task may be in_progres
 # cause (a full disk, a refused writer, a store outage) is logged for the host.
 NOT_RECORDED = "Error: todo_write could not record the plan; it is unchanged. Try again."
 
-# The texts below name what the seeds leave open (the schema's own checks).
-# Each names the index, the key and what to send instead. All are str.format templates.
-_ITEM_SHAPE = "each todo is {{content, status}}"  # a template: braces doubled
-_STATUS_CHOICES = "one of pending, in_progress, completed"
+# --- Refusals: a head, then clauses ------------------------------------------------------
+# A refused call gets ONE line that names every distinct problem the checks can see, so one
+# retry can repair the call. Its shape (rejections.py builds it; docs/model-contract.md is
+# generated from these constants):
+#   * ownership, not JSON, not an object: the whole text below, alone;
+#   * schema problems: CALL_HEAD (or ITEM_HEAD when they all lie in one item), then one
+#     clause per distinct problem in the order of SCHEMA_CLAUSES, then the item and list
+#     problems already visible (LIST_CLAUSES), then the hints, joined by CLAUSE_SEPARATOR;
+#   * item and list problems only: the seed's text of the first failing check, then a
+#     clause for each other problem;
+#   * at most MAX_ERROR_CHARS characters: whole clauses while they fit, then MORE_PROBLEMS.
+# Fields: {where} is "" under ITEM_HEAD, else one of the WHERE_ texts; {names} and {values}
+# are echoed keys and values, cut and escaped; {s} makes a noun plural. A bad status value
+# that is a string names itself, so BAD_STATUS gives places only for values of other types.
 NOT_JSON = "Error: invalid todos: the arguments are not valid JSON ({reason})"
 ARGS_NOT_OBJECT = "Error: invalid todos: the arguments must be an object {{todos: [...]}}"
-MISSING_TODOS = f"Error: invalid todos: missing `todos`, the array of every todo ({_ITEM_SHAPE})"
-UNKNOWN_ARGUMENT = "Error: invalid todos: unknown argument {key}; todo_write takes only `todos`"
-TODOS_NOT_ARRAY = f"Error: invalid todos: `todos` must be an array ({_ITEM_SHAPE})"
-ITEM_NOT_OBJECT = f"Error: invalid todo at index {{index}}: expected an object ({_ITEM_SHAPE})"
-UNKNOWN_ITEM_KEY = (
-    "Error: invalid todo at index {index}: unknown key {key}; "
-    f"{_ITEM_SHAPE}, with no other keys"
+CALL_HEAD = "Error: invalid todos: "
+ITEM_HEAD = "Error: invalid todo at index {index}: "
+CLAUSE_SEPARATOR = "; "
+MAX_ERROR_CHARS = 400
+MORE_PROBLEMS = "and {count} more problems"
+MORE_NAMES = " and {count} more"
+
+WHERE_EVERY = " in every item"
+WHERE_INDEXES = " at index {indexes}"
+WHERE_COUNT = " at {count} indexes"
+
+_STATUS_CHOICES = "one of pending, in_progress, completed"
+UNKNOWN_ARGUMENTS = "unknown argument{s} {names}"
+MISSING_TODOS = "missing `todos`, the array of every todo"
+SEND_AS_TODOS = "missing `todos`: send the array {name} as `todos`, each todo {{content, status}}"
+SEND_PARSED_AS_TODOS = (
+    "missing `todos`: {name} is a JSON string; send its array as `todos`, "
+    "each todo {{content, status}}"
 )
-MISSING_FIELD = "Error: invalid todo at index {index}: missing `{field}` ({expected})"
-CONTENT_NOT_STRING = "Error: invalid todo at index {index}: `content` must be a string (got {got})"
-BAD_STATUS = (
-    f"Error: invalid todo at index {{index}}: `status` must be {_STATUS_CHOICES} (got {{got}})"
+TODOS_IS_STRING = "`todos` is a JSON string; send the array itself"
+TODOS_NOT_ARRAY = "`todos` must be an array (got {got})"
+ITEM_NOT_OBJECT = "expected an object{where} (got {got})"
+UNKNOWN_ITEM_KEYS = "unknown key{s} {names}{where}"
+MISSING_FIELD = "missing `{field}`{where} ({expected})"
+RENAME_FIELD = "missing `{field}`{where}: rename {name} to `{field}`"
+CONTENT_NOT_STRING = "`content` must be a string{where} (got {got})"
+BAD_STATUS = f"`status` must be {_STATUS_CHOICES} (got {{values}})"
+STATUS_USE = "{values}: use {status}"
+STATUS_DROP = "{values}: drop the item, or keep it pending and say why in its content"
+STATUS_GROUP_SEPARATOR = "; "
+NAME_SEPARATOR = ", "
+
+# Only when pydantic refuses what no clause above explains (a Python type JSON never holds).
+UNEXPECTED_VALUE = "unexpected value at `{path}`"
+
+EMPTY_CONTENT_AT = "`content` must be a non-empty string{where}"
+DUPLICATE = 'duplicate content "{content}"'
+TOO_MANY = "at most one task may be in_progress (got {count})"
+
+ARGUMENTS_HINT = "todo_write takes only `todos`"
+ITEMS_HINT = "each todo is {{content, status}}, with no other keys"
+
+# The clauses in the order a text names them.
+SCHEMA_CLAUSES = (
+    "UNKNOWN_ARGUMENTS",
+    "MISSING_TODOS",
+    "SEND_AS_TODOS",
+    "SEND_PARSED_AS_TODOS",
+    "TODOS_IS_STRING",
+    "TODOS_NOT_ARRAY",
+    "ITEM_NOT_OBJECT",
+    "UNKNOWN_ITEM_KEYS",
+    "RENAME_FIELD",
+    "MISSING_FIELD",
+    "CONTENT_NOT_STRING",
+    "BAD_STATUS",
 )
+LIST_CLAUSES = ("EMPTY_CONTENT_AT", "DUPLICATE", "TOO_MANY")
+HINTS = ("ARGUMENTS_HINT", "ITEMS_HINT")
 
 MISSING_FIELD_EXPECTS = {
     "content": "a short imperative line",
     "status": _STATUS_CHOICES,
+}
+
+# Status values models bring from other harnesses, matched after lower-casing and turning
+# spaces and hyphens into underscores. None: there is no counterpart (STATUS_DROP).
+STATUS_MAPPING: dict[str, str | None] = {
+    "done": "completed",
+    "complete": "completed",
+    "finished": "completed",
+    "todo": "pending",
+    "to_do": "pending",
+    "not_started": "pending",
+    "pending": "pending",
+    "open": "pending",
+    "in_progress": "in_progress",
+    "inprogress": "in_progress",
+    "doing": "in_progress",
+    "active": "in_progress",
+    "completed": "completed",
+    "cancelled": None,
+    "canceled": None,
+    "failed": None,
+    "blocked": None,
+    "skipped": None,
+}
+
+# Keys an item carries instead of a missing field, in order of preference.
+FIELD_ALIASES = {
+    "content": ("title", "task", "step", "description", "text", "name", "todo", "summary"),
+    "status": ("state",),
 }

@@ -27,7 +27,9 @@ class TodoItem(TypedDict):
 
 class TodoWriteArgs(TypedDict):
     __pydantic_config__ = _STRICT  # type: ignore[misc]
-    todos: Annotated[list[TodoItem], Field(description=TODOS_DESCRIPTION)]
+    # fail_fast: a refused list stops at its first bad item, so a huge bad call costs
+    # pydantic one error, not one per item; rejections.py then names every problem.
+    todos: Annotated[list[TodoItem], Field(description=TODOS_DESCRIPTION, fail_fast=True)]
 
 
 class TodoCounts(TypedDict):

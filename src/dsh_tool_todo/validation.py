@@ -1,22 +1,24 @@
 """The pure core: turn a model's arguments into the canonical result, or reject them.
 
 Checks run in the order the contract fixes: the schema, then each item, then the
-whole list. Ownership is checked by the tool before this runs.
+whole list; the first failing check decides the text, which then names every other
+problem it can see (rejections.py). Ownership is checked by the tool before this runs.
+The accepted path is one pydantic validation and one pass over the items.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails, from_json
 
-from .contract import DUPLICATE_CONTENT, EMPTY_CONTENT, TOO_MANY_IN_PROGRESS
 from .errors import ToolCallRejected
 from .model import TodoItem, TodoResult, TodoWriteArgs
-from .rejections import printable, rejection_for
+from .rejections import list_refusal, not_json, refusal
 
 
 @cache
@@ -24,8 +26,13 @@ def args_adapter() -> TypeAdapter[TodoWriteArgs]:
     return TypeAdapter(TodoWriteArgs)
 
 
-def parse_todos(args: object) -> list[TodoItem]:
-    """Validate the arguments' shape: a JSON text, or an already decoded mapping."""
+def parse_todos(args: object, *, allow_parallel: bool = True) -> list[TodoItem]:
+    """Validate the arguments' shape: a JSON text, or an already decoded mapping.
+
+    pydantic alone decides; only once it has refused does :func:`.rejections.refusal` walk
+    the decoded arguments to name every problem (``allow_parallel`` lets that text also
+    name too many ``in_progress`` items).
+    """
     # The core validator itself: TypeAdapter's own methods add a Python layer per call.
     validator = args_adapter().validator
     try:
@@ -36,21 +43,42 @@ def parse_todos(args: object) -> list[TodoItem]:
         return validator.validate_python(args)["todos"]  # type: ignore[no-any-return]
     except ValidationError as error:
         if isinstance(args, (str, bytes, bytearray)):
-            return _parse_decoded(args, error)
-        raise rejection_for(error, raw_json=False) from None
+            return _parse_decoded(args, error, allow_parallel=allow_parallel)
+        raise ToolCallRejected(refusal(args, allow_parallel=allow_parallel, error=error)) from None
 
 
-def _parse_decoded(text: str | bytes | bytearray, error: ValidationError) -> list[TodoItem]:
-    """Python's parser reads some texts pydantic's refuses (escaped lone surrogates,
-    NaN): judge those by what they decode to."""
-    if error.errors()[0]["type"] == "json_invalid":
+def _parse_decoded(
+    raw: str | bytes | bytearray, error: ValidationError, *, allow_parallel: bool
+) -> list[TodoItem]:
+    """Python's parser reads some texts pydantic's refuses (escaped lone surrogates, NaN):
+    judge those by what they decode to. Any other refusal is explained from the value
+    pydantic's own parser reads."""
+    first = _sole_error(error)
+    if first is not None and first["type"] == "json_invalid":
         try:
-            decoded = json.loads(text)
+            decoded = json.loads(raw)
         except (ValueError, RecursionError):
-            pass
-        else:
-            return parse_todos(decoded)
-    raise rejection_for(error, raw_json=True) from None
+            reason = first.get("ctx", {}).get("error", "malformed")
+            raise ToolCallRejected(not_json(str(reason))) from None
+        return parse_todos(decoded, allow_parallel=allow_parallel)
+    if first is not None and first["type"] == "string_unicode" and not first["loc"]:
+        raise ToolCallRejected(not_json(_LONE_SURROGATE)) from None
+    try:
+        decoded = from_json(raw)  # the parser that read it: the same value pydantic judged
+    except ValueError:
+        raise ToolCallRejected(not_json(_LONE_SURROGATE)) from None
+    raise ToolCallRejected(refusal(decoded, allow_parallel=allow_parallel, error=error)) from None
+
+
+_LONE_SURROGATE = "it holds a lone surrogate, which is not text"
+
+
+def _sole_error(error: ValidationError) -> ErrorDetails | None:
+    """pydantic's error when it is the only one (a text that does not parse has exactly
+    one); never materialise a long error list."""
+    if error.error_count() != 1:
+        return None
+    return error.errors(include_url=False)[0]
 
 
 def check_todos(todos: list[TodoItem], *, allow_parallel: bool) -> TodoResult:
@@ -60,32 +88,22 @@ def check_todos(todos: list[TodoItem], *, allow_parallel: bool) -> TodoResult:
     for item in todos:  # one pass: this is the per-call hot path
         content = item["content"]
         if not content or content.isspace():
-            raise ToolCallRejected(EMPTY_CONTENT)
+            raise ToolCallRejected(list_refusal(todos, allow_parallel=allow_parallel))
         contents.add(content)
         status = item["status"]
         if status == "pending":
             pending += 1
         elif status == "in_progress":
             in_progress += 1
-    if len(contents) != len(todos):  # list rules only once every item has passed
-        repeated = _first_repeat(item["content"] for item in todos)
-        raise ToolCallRejected(DUPLICATE_CONTENT.format(content=printable(repeated)))
-    if in_progress > 1 and not allow_parallel:
-        raise ToolCallRejected(TOO_MANY_IN_PROGRESS.format(count=in_progress))
+    if len(contents) != len(todos) or (in_progress > 1 and not allow_parallel):
+        raise ToolCallRejected(list_refusal(todos, allow_parallel=allow_parallel))
     completed = len(todos) - pending - in_progress
     counts = {"pending": pending, "inProgress": in_progress, "completed": completed}
     return {"todos": todos, "counts": counts}  # type: ignore[typeddict-item]
 
 
-def _first_repeat(contents: Iterable[str]) -> str:
-    seen: set[str] = set()
-    for content in contents:
-        if content in seen:
-            return content
-        seen.add(content)
-    raise AssertionError("no repeated content")
-
-
 def validate_call(args: Any, *, allow_parallel: bool) -> TodoResult:
     """The whole validation of one call, from raw arguments to the canonical result."""
-    return check_todos(parse_todos(args), allow_parallel=allow_parallel)
+    return check_todos(
+        parse_todos(args, allow_parallel=allow_parallel), allow_parallel=allow_parallel
+    )
