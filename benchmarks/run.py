@@ -26,6 +26,7 @@ import bench_langchain  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_replay  # noqa: E402
 import bench_tokens  # noqa: E402
+import bench_web  # noqa: E402
 from report import Row, markdown_table, text_table, write_json  # noqa: E402
 
 DEFAULT_JSON = HERE / "results" / "latest.json"
@@ -57,6 +58,7 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("import time", lambda: bench_import.rows(21 if budget is FULL else 7)),
         ("adapters", lambda: bench_adapters.rows(budget.per_pair, quick=budget is QUICK)),
         ("langchain middleware", lambda: bench_langchain.rows(budget.per_pair)),
+        ("web view", lambda: bench_web.rows(quick=budget is QUICK)),
     ]
 
 
