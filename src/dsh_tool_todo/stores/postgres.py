@@ -63,7 +63,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from pydantic_core import PydanticSerializationError, to_json
 
 from ..contract import EVENT_TYPE, TURN_START
-from ..errors import InvalidLog, TodoError, UsageError
+from ..errors import InvalidLog, LogBusy, TodoError, UsageError
 from ..listeners import Event, Listener, Listeners
 from ..projection import check_logged_write
 
@@ -147,7 +147,7 @@ class CommitUnknown(StoreUnavailable):
     """
 
 
-class WriterConflict(PostgresStoreError):
+class WriterConflict(PostgresStoreError, LogBusy):
     """Another writer recorded this seq first: one writer per session, this one is stale."""
 
 
@@ -765,11 +765,13 @@ class PostgresSession(_SessionCore):
                 conn.execute(_INSERT, self._params(pending.event, pending.text))
                 _finish(conn)
             return
+        except PoolTimeout as error:  # (an OperationalError) no connection: nothing was sent
+            raise self._failed(error) from None
         except psycopg.OperationalError as error:
             if isinstance(error, psycopg.errors.QueryCanceled):
                 raise self._failed(error) from None  # the statement's transaction rolled back
             broken: BaseException = error
-        except (psycopg.Error, PoolTimeout) as error:
+        except psycopg.Error as error:
             raise self._failed(error) from None
         # The outcome is unknown: ask on a fresh connection before answering.
         self._pool.check()
@@ -782,13 +784,21 @@ class PostgresSession(_SessionCore):
         self._write(pending, retry=False)  # absent: the same event, at the same seq
 
     def _read_back(self, pending: _Pending, broken: BaseException) -> bool:
-        try:
-            with self._pool.connection() as conn:
-                row = conn.execute(_READ_ONE, (self.session_id, pending.event["seq"])).fetchone()
-                _finish(conn)
-        except (psycopg.Error, PoolTimeout) as error:
-            raise self._unknown(pending, error) from broken
-        return self._judge(pending, row)
+        for attempt in (1, 2):  # an idle pooled connection may be as dead as the first one
+            try:
+                with self._pool.connection() as conn:
+                    row = conn.execute(
+                        _READ_ONE, (self.session_id, pending.event["seq"])
+                    ).fetchone()
+                    _finish(conn)
+                return self._judge(pending, row)
+            except PoolTimeout as error:
+                raise self._unknown(pending, error) from broken
+            except psycopg.Error as error:
+                if attempt == 2 or not isinstance(error, psycopg.OperationalError):
+                    raise self._unknown(pending, error) from broken
+                self._pool.check()
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _settle_pending(self) -> None:
         pending = self._pending
@@ -921,11 +931,13 @@ class AsyncPostgresSession(_SessionCore):
                 await conn.execute(_INSERT, self._params(pending.event, pending.text))
                 await _afinish(conn)
             return
+        except PoolTimeout as error:  # (an OperationalError) no connection: nothing was sent
+            raise self._failed(error) from None
         except psycopg.OperationalError as error:
             if isinstance(error, psycopg.errors.QueryCanceled):
                 raise self._failed(error) from None
             broken: BaseException = error
-        except (psycopg.Error, PoolTimeout) as error:
+        except psycopg.Error as error:
             raise self._failed(error) from None
         await pool.check()
         if await self._read_back(pending, broken):
@@ -938,14 +950,20 @@ class AsyncPostgresSession(_SessionCore):
 
     async def _read_back(self, pending: _Pending, broken: BaseException) -> bool:
         pool = await self._pool()
-        try:
-            async with pool.connection() as conn:
-                cursor = await conn.execute(_READ_ONE, (self.session_id, pending.event["seq"]))
-                row = await cursor.fetchone()
-                await _afinish(conn)
-        except (psycopg.Error, PoolTimeout) as error:
-            raise self._unknown(pending, error) from broken
-        return self._judge(pending, row)
+        for attempt in (1, 2):
+            try:
+                async with pool.connection() as conn:
+                    cursor = await conn.execute(_READ_ONE, (self.session_id, pending.event["seq"]))
+                    row = await cursor.fetchone()
+                    await _afinish(conn)
+                return self._judge(pending, row)
+            except PoolTimeout as error:
+                raise self._unknown(pending, error) from broken
+            except psycopg.Error as error:
+                if attempt == 2 or not isinstance(error, psycopg.OperationalError):
+                    raise self._unknown(pending, error) from broken
+                await pool.check()
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _settle_pending(self) -> None:
         pending = self._pending

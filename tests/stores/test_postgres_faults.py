@@ -1,0 +1,390 @@
+"""The PostgreSQL store under faults: a server restart, killed connections, timeouts, a full pool.
+
+Whatever breaks, three things hold: an acknowledged event is in the log
+exactly once, the seqs stay gapless, and a call that failed says so (a
+``ToolFailure`` through the tool) without leaving anything half-written. The
+restart runs on a throwaway cluster of its own (``initdb`` in a temporary
+directory, on a free port); the other faults run in a fresh database of the
+shared server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg_pool import ConnectionPool
+
+from dsh_tool_todo.errors import ToolFailure
+from dsh_tool_todo.stores import postgres
+from dsh_tool_todo.stores.postgres import CommitUnknown, PostgresSession
+
+from .contract import Event, new_host
+from .test_postgres import insert_row
+
+SESSION = "agent-1"
+
+
+def plan(n: int) -> list[dict[str, str]]:
+    return [{"content": f"Step {n}", "status": "in_progress"}]
+
+
+def rows(dsn: str, session_id: str = SESSION) -> list[Event]:
+    return postgres.read_tail(dsn, session_id, limit=100_000)
+
+
+# --- a throwaway cluster --------------------------------------------------------------
+
+
+def _bindir() -> Path:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        pytest.fail("initdb not found under /usr/lib/postgresql/*/bin", pytrace=False)
+    return Path(found[-1]).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Cluster:
+    """A PostgreSQL cluster of the test's own, run as the ``postgres`` user when we are root."""
+
+    def __init__(self) -> None:
+        self.bindir = _bindir()
+        self.root = Path(tempfile.mkdtemp(prefix="dsh-todo-pg-"))
+        self.data = self.root / "data"
+        self.port = _free_port()
+        self.as_owner: list[str] = []
+        if os.geteuid() == 0:
+            shutil.chown(self.root, "postgres", "postgres")
+            self.as_owner = ["runuser", "-u", "postgres", "--"]
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+
+    def dsn(self, dbname: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1"
+        log = str(self.root / "server.log")
+        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", log, "-w", "start")
+
+    def stop(self, mode: str = "immediate") -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")
+
+    def remove(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self.stop("fast")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def _run(self, program: str, *args: str) -> None:
+        command = [*self.as_owner, str(self.bindir / program), *args]
+        subprocess.run(command, check=True, capture_output=True, cwd=self.root, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    server = Cluster()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def cluster_dsn(cluster: Cluster) -> Iterator[str]:
+    name = f"test_{os.urandom(8).hex()}"
+    with psycopg.Connection.connect(cluster.dsn(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    dsn = cluster.dsn(name)
+    postgres.setup(dsn)
+    yield dsn
+    postgres.close_shared_pools()
+    with psycopg.Connection.connect(cluster.dsn(), autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+class FollowerThread:
+    """A follower on an event loop of its own, collecting what it yields."""
+
+    def __init__(self, dsn: str, session_id: str) -> None:
+        self.events: list[Event] = []
+        self.errors: list[BaseException] = []
+        self._loop = asyncio.new_event_loop()
+        self._follower = postgres.PostgresFollower(dsn, session_id, reconnect_delay=0.2)
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._task = asyncio.run_coroutine_threadsafe(self._collect(), self._loop)
+
+    async def _collect(self) -> None:
+        try:
+            async for event in self._follower:
+                self.events.append(event)
+        except BaseException as error:
+            self.errors.append(error)
+            raise
+
+    def wait_for(self, count: int, seconds: float = 30.0) -> None:
+        deadline = time.monotonic() + seconds
+        while len(self.events) < count and time.monotonic() < deadline and not self.errors:
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(BaseException):
+            self._task.result(5)
+        asyncio.run_coroutine_threadsafe(self._follower.aclose(), self._loop).result(5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+        self._loop.close()
+
+
+def until_recorded(call: Callable[[], str], seconds: float = 30.0) -> str:
+    """Retry a tool call that fails with ToolFailure, as a host would, until it records."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return call()
+        except ToolFailure:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+# --- the server restarts --------------------------------------------------------------
+
+
+def test_a_server_restart_loses_nothing_acknowledged_and_everything_recovers(
+    cluster: Cluster, cluster_dsn: str
+) -> None:
+    pool: ConnectionPool[Any] = ConnectionPool(
+        cluster_dsn, min_size=2, max_size=4, timeout=1.0, kwargs={"autocommit": True}, open=False
+    )
+    pool.open(wait=True)
+    follower = FollowerThread(cluster_dsn, SESSION)
+    try:
+        session = PostgresSession(pool, SESSION)
+        heard: list[int] = []
+        session.subscribe(lambda event: heard.append(event["seq"]))
+        host = new_host()
+        agent = host.new_agent(session=session)
+
+        def call(n: int) -> str:
+            return host.call_tool("todo_write", {"todos": plan(n)}, agent=agent)
+
+        acknowledged = [n for n in range(20) if call(n)]
+        follower.wait_for(20)
+        cluster.stop("immediate")  # a crash, as far as clients can tell
+        for n in range(100, 103):
+            with pytest.raises(ToolFailure, match="could not be appended"):
+                call(n)
+        assert host.projection(session, "todos") == plan(19)
+        cluster.start()
+        until_recorded(lambda: call(20))
+        acknowledged.append(20)
+        acknowledged += [n for n in range(21, 40) if call(n)]
+
+        recorded = rows(cluster_dsn)
+        assert [event["seq"] for event in recorded] == list(range(len(recorded)))
+        contents = [event["data"]["todos"][0]["content"] for event in recorded]
+        assert contents == [f"Step {n}" for n in acknowledged]  # none lost, none invented
+        assert heard == list(range(len(recorded)))
+        assert host.projection(session, "todos") == plan(39)
+        follower.wait_for(len(recorded))
+        assert follower.errors == []
+        assert follower.events == recorded
+    finally:
+        follower.close()
+        pool.close()
+
+
+# --- connections killed, statements cancelled, the pool exhausted -----------------------
+
+
+def test_connections_killed_under_a_writer_lose_and_duplicate_nothing(pg_dsn: str) -> None:
+    pool: ConnectionPool[Any] = ConnectionPool(
+        pg_dsn, min_size=2, max_size=4, timeout=5.0, kwargs={"autocommit": True}, open=False
+    )
+    pool.open(wait=True)
+    stop = threading.Event()
+
+    def killer() -> None:
+        with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
+            while not stop.is_set():
+                conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+                time.sleep(0.003)
+
+    session = PostgresSession(pool, SESSION)
+    heard: list[Event] = []
+    session.subscribe(heard.append)
+    acknowledged: list[int] = []
+    unknown: list[int] = []
+    messages: list[str] = []
+    failed = 0
+    thread = threading.Thread(target=killer)
+    thread.start()
+    try:
+        for n in range(300):
+            try:
+                session.append("note", {"n": n})
+                acknowledged.append(n)
+            except CommitUnknown:
+                unknown.append(n)
+            except postgres.StoreUnavailable as error:
+                messages.append(str(error))
+                failed += 1
+    finally:
+        stop.set()
+        thread.join()
+    session.append("note", {"n": "last"})  # settles an outcome still unknown
+    pool.close()
+    recorded = rows(pg_dsn)
+    numbers = [event["data"]["n"] for event in recorded]
+    assert [event["seq"] for event in recorded] == list(range(len(recorded)))
+    assert numbers[-1] == "last"
+    assert set(acknowledged) <= set(numbers[:-1]) <= set(acknowledged) | set(unknown)
+    assert len(numbers) == len(set(numbers))
+    assert heard == recorded
+    assert failed + len(unknown) > 0, "the killer never hit an append: the test proved nothing"
+    assert all(f"session '{SESSION}'" in message for message in messages)
+
+
+def test_a_statement_timeout_fails_the_append_and_records_nothing(pg_dsn: str) -> None:
+    timed = psycopg.conninfo.make_conninfo(pg_dsn, options="-c statement_timeout=200")
+    with ConnectionPool(timed, min_size=1, max_size=2, kwargs={"autocommit": True}) as pool:
+        session = PostgresSession(pool, SESSION)
+        session.append("note", {"n": 0})
+        host = new_host()
+        agent = host.new_agent(session=session)
+        with psycopg.Connection.connect(pg_dsn) as blocker:
+            blocker.execute(f"LOCK TABLE {postgres.TABLE} IN EXCLUSIVE MODE")
+            with pytest.raises(ToolFailure, match=r"statement cancelled.*not recorded"):
+                host.call_tool("todo_write", {"todos": plan(1)}, agent=agent)
+            blocker.rollback()
+        host.call_tool("todo_write", {"todos": plan(2)}, agent=agent)
+    recorded = rows(pg_dsn)
+    assert [event["seq"] for event in recorded] == [0, 1]
+    assert recorded[1]["data"] == {"todos": plan(2)}
+
+
+def test_an_exhausted_pool_fails_the_append_clearly_and_records_nothing(pg_dsn: str) -> None:
+    with ConnectionPool(pg_dsn, min_size=1, max_size=1, timeout=0.3) as pool:
+        session = PostgresSession(pool, SESSION)
+        with (
+            pool.connection(),  # the only connection, held elsewhere
+            pytest.raises(postgres.StoreUnavailable, match=r"no connection.*not recorded"),
+        ):
+            session.append("note", {"n": 0})
+        assert session.append("note", {"n": 1})["seq"] == 0
+    assert [event["data"] for event in rows(pg_dsn)] == [{"n": 1}]
+
+
+# --- the commit whose answer never arrived --------------------------------------------
+
+
+class FlakyConnection(psycopg.Connection[Any]):
+    """Loses the server's answer to chosen statements, as a connection dropped mid-call does."""
+
+    faults: dict[str, list[str]] = {}  # noqa: RUF012 - set per test through the fixture
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        plan = self.faults.get(query if isinstance(query, str) else "", [])
+        fault = plan.pop(0) if plan else "none"
+        if fault == "before":
+            self.close()
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        cursor = super().execute(query, params, **kwargs)
+        if fault == "after":
+            self.close()
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return cursor
+
+
+@pytest.fixture
+def flaky_pool(pg_dsn: str) -> Iterator[ConnectionPool[Any]]:
+    FlakyConnection.faults = {postgres._INSERT: [], postgres._READ_ONE: []}
+    with ConnectionPool(
+        pg_dsn,
+        connection_class=FlakyConnection,
+        min_size=1,
+        max_size=3,
+        timeout=2.0,
+        kwargs={"autocommit": True},
+    ) as pool:
+        yield pool
+
+
+def test_an_append_committed_before_the_connection_broke_is_acknowledged_once(
+    pg_dsn: str, flaky_pool: ConnectionPool[Any]
+) -> None:
+    session = PostgresSession(flaky_pool, SESSION)
+    heard: list[int] = []
+    session.subscribe(lambda event: heard.append(event["seq"]))
+    FlakyConnection.faults[postgres._INSERT] += ["after"]
+    assert session.append("note", {"n": 0})["seq"] == 0
+    assert session.append("note", {"n": 1})["seq"] == 1
+    assert [event["data"]["n"] for event in rows(pg_dsn)] == [0, 1]
+    assert heard == [0, 1]
+
+
+def test_an_append_lost_before_it_reached_the_server_is_sent_again_at_its_seq(
+    pg_dsn: str, flaky_pool: ConnectionPool[Any]
+) -> None:
+    session = PostgresSession(flaky_pool, SESSION)
+    FlakyConnection.faults[postgres._INSERT] += ["before"]
+    assert session.append("note", {"n": 0})["seq"] == 0
+    assert [event["data"]["n"] for event in rows(pg_dsn)] == [0]
+
+
+@pytest.mark.parametrize(("fault", "recorded"), [("after", [0, 1]), ("before", [1])])
+def test_an_outcome_that_cannot_be_checked_is_settled_before_the_next_append(
+    pg_dsn: str, flaky_pool: ConnectionPool[Any], fault: str, recorded: list[int]
+) -> None:
+    session = PostgresSession(flaky_pool, SESSION)
+    heard: list[Event] = []
+    session.subscribe(heard.append)
+    host = new_host()
+    agent = host.new_agent(session=session)
+    FlakyConnection.faults[postgres._INSERT] += [fault]
+    FlakyConnection.faults[postgres._READ_ONE] += ["before", "before"]
+    with pytest.raises(ToolFailure, match=r"seq 0: .*could not be asked.*next append checks"):
+        host.call_tool("todo_write", {"todos": plan(0)}, agent=agent)
+    host.call_tool("todo_write", {"todos": plan(1)}, agent=agent)
+    log = rows(pg_dsn)
+    assert [event["data"]["todos"] for event in log] == [plan(n) for n in recorded]
+    assert heard == log  # the settled event reached the listeners, in order
+    assert host.projection(session, "todos") == plan(1)
+
+
+def test_a_row_found_in_the_place_of_an_unknown_commit_makes_the_writer_stale(
+    pg_dsn: str, flaky_pool: ConnectionPool[Any]
+) -> None:
+    session = PostgresSession(flaky_pool, SESSION)
+    FlakyConnection.faults[postgres._INSERT] += ["before"]
+    FlakyConnection.faults[postgres._READ_ONE] += ["before", "before"]
+    with pytest.raises(CommitUnknown, match="seq 0"):
+        session.append("note", {"n": 0})
+    insert_row(pg_dsn, SESSION, 0, "note", '{"by": "another writer"}')
+    with pytest.raises(postgres.WriterConflict, match=f"session '{SESSION}': seq 0"):
+        session.append("note", {"n": 1})
+    assert [event["data"] for event in rows(pg_dsn)] == [{"by": "another writer"}]
