@@ -14,8 +14,10 @@ from dsh_tool_todo import contract
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.schema import canonical_json, parameters_json
 from tests.conftest import HostFactory, snapshot
+from tests.literal_model import first_errors
 
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = ROOT.parent / "shared" / "seeds"
 
 
 @pytest.mark.parametrize(
@@ -108,3 +110,24 @@ def test_stable_texts_are_the_seeds() -> None:
     assert contract.SUCCESS_TEXT.format(pending=1, inProgress=2, completed=3) == (
         "Updated todo list: 1 pending, 2 in progress, 3 completed."
     )
+
+
+def test_the_contract_page_is_generated_from_the_contract() -> None:
+    """Each clause template and the combining rule: run scripts/model_contract.py to refresh."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import model_contract
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    page = (ROOT / "docs" / "model-contract.md").read_text(encoding="utf-8")
+    assert page == model_contract.updated(page), "run: python scripts/model_contract.py"
+    for name in (*contract.SCHEMA_CLAUSES, *contract.LIST_CLAUSES, "UNEXPECTED_VALUE"):
+        assert f"| `{name}` |" in page
+    assert f"\n{first_errors()['OpenHands']}\n" in page  # the page's worked example
+
+
+def test_the_seed_texts_are_a_head_and_a_clause() -> None:
+    """The seed's texts are what the combining rule gives for one problem alone."""
+    assert contract.CALL_HEAD + contract.DUPLICATE == contract.DUPLICATE_CONTENT
+    assert contract.CALL_HEAD + contract.TOO_MANY == contract.TOO_MANY_IN_PROGRESS
+    assert contract.EMPTY_CONTENT.endswith(contract.EMPTY_CONTENT_AT.format(where=""))

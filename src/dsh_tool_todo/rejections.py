@@ -28,7 +28,7 @@ from .errors import ToolCallRejected
 SHOWN = 40  # characters of an echoed key or value
 CONTENT_SHOWN = 200  # characters of an echoed duplicate content (real ones: p99 126)
 _DISTINCT = 16  # distinct problems of one kind kept in detail; further ones are counted
-_INDEXES = 4  # indexes listed per problem
+INDEXES_SHOWN = 4  # indexes listed per problem
 _CLAUSE_BUDGET = 220  # characters one clause may take with its names
 _JSON_TYPES = {str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
 _ITEM_KEYS = ("content", "status")
@@ -107,7 +107,7 @@ class _Where:
 
     def add(self, index: int) -> None:
         self.count += 1
-        if len(self.first) < _INDEXES:
+        if len(self.first) < INDEXES_SHOWN:
             self.first.append(index)
 
     def key(self) -> tuple[int, tuple[int, ...]]:
@@ -118,8 +118,8 @@ class _Where:
             return ""
         if self.count == total and total > 1:
             return text.WHERE_EVERY
-        if self.count <= _INDEXES:
-            return text.WHERE_INDEXES.format(indexes=", ".join(map(str, self.first)))
+        if self.count <= INDEXES_SHOWN:
+            return text.WHEREINDEXES_SHOWN.format(indexes=", ".join(map(str, self.first)))
         return text.WHERE_COUNT.format(count=self.count)
 
 
@@ -279,7 +279,7 @@ class Findings:
             where = _Where()
             where.count = count
             start = 0
-            while len(where.first) < _INDEXES and start < len(types):
+            while len(where.first) < INDEXES_SHOWN and start < len(types):
                 try:
                     start = types.index(kind, start) + 1
                 except ValueError:
@@ -291,7 +291,7 @@ class Findings:
                 self.not_object.kept[got] = where
             elif known is not None:  # int and float are both numbers
                 known.count += where.count
-                known.first = sorted(known.first + where.first)[:_INDEXES]
+                known.first = sorted(known.first + where.first)[:INDEXES_SHOWN]
 
     def _content(self, content: object, index: int) -> None:
         if not isinstance(content, str):
