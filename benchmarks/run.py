@@ -24,6 +24,7 @@ import bench_durable  # noqa: E402
 import bench_import  # noqa: E402
 import bench_langchain  # noqa: E402
 import bench_memory  # noqa: E402
+import bench_model  # noqa: E402
 import bench_replay  # noqa: E402
 import bench_tokens  # noqa: E402
 import bench_web  # noqa: E402
@@ -55,6 +56,7 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("tail read vs replay", lambda: bench_replay.log_rows(budget.log_sizes_mb)),
         ("tokens", bench_tokens.rows),
         ("memory", bench_memory.rows),
+        ("model experience and refusal cost", lambda: bench_model.rows(7 if budget is FULL else 3)),
         ("import time", lambda: bench_import.rows(21 if budget is FULL else 7)),
         ("adapters", lambda: bench_adapters.rows(budget.per_pair, quick=budget is QUICK)),
         ("langchain middleware", lambda: bench_langchain.rows(budget.per_pair)),
