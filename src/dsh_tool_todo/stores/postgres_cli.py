@@ -93,14 +93,15 @@ def sessions(args: argparse.Namespace, out: TextIO) -> int:
         count = postgres.delete_session(url, session_id)
         if count == 0:
             raise UsageError(f"{postgres.server_name(url)}: no session {session_id!r}")
-        print(f"deleted session {session_id!r}: {count} events", file=out)
+        print(f"deleted session {session_id!r}: {count} event{'' if count == 1 else 's'}", file=out)
         return 0
     found = postgres.list_sessions(url)
     if not found:
         print(f"no sessions in {postgres.server_name(url)}", file=out)
     for info in found:
         when = info.last_activity.isoformat(timespec="seconds")
-        print(f"{info.session_id}\t{info.events} events\tlast {when}", file=out)
+        count = f"{info.events} event{'' if info.events == 1 else 's'}"
+        print(f"{info.session_id}\t{count}\tlast {when}", file=out)
     return 0
 
 
