@@ -25,7 +25,10 @@ until the client starts a new server or the model replaces it. See
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, cast
 
 from .. import __version__
@@ -150,5 +153,35 @@ async def serve_stdio(
     server = build_server(
         allow_parallel_in_progress=allow_parallel_in_progress, owners=registry, owner=owner
     )
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    if not _DECORATORS:  # 2.x diverts fd 0 and 1 itself while serving, and restores them
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+        return
+    with _claimed_stdio() as (stdin, stdout):
+        async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+@contextmanager
+def _claimed_stdio() -> Iterator[tuple[Any, Any]]:
+    """The wire on copies of fd 0 and 1, as the 2.x SDK does it for 1.x.
+
+    While serving, fd 1 points at stderr, so a stray write to stdout (a print
+    in a listener, a library's warning) cannot corrupt the protocol; and the
+    1.x transport's own wrapper would close ``sys.stdout`` when collected.
+    """
+    import anyio
+
+    sys.stdout.flush()
+    wire_in = open(os.dup(0), encoding="utf-8", errors="replace")  # noqa: SIM115
+    wire_out = open(os.dup(1), "w", encoding="utf-8")  # noqa: SIM115
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield anyio.wrap_file(wire_in), anyio.wrap_file(wire_out)
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        wire_out.close()
+        wire_in.close()
