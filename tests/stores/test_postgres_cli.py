@@ -93,7 +93,7 @@ def test_sessions_lists_counts_and_deletes(db: str, pg_dsn: str) -> None:
     lines = dsh_todo("sessions", db).stdout.splitlines()
     assert [line.split("\t")[:2] for line in lines] == [
         ["other", "2 events"],
-        [SESSION, "1 events"],
+        [SESSION, "1 event"],
     ]
     assert lines[0].split("\t")[2].startswith("last 20")
     assert dsh_todo("sessions", db, "--delete", "other").stdout == (
