@@ -204,30 +204,30 @@ def test_a_restarted_registry_resumes_each_owners_plan(tmp_path: Path) -> None:
 
 def test_the_least_recently_used_idle_owner_is_closed_when_full(tmp_path: Path) -> None:
     opened: list[str] = []
-    owners = OwnerRegistry(tmp_path, max_owners=2, on_open=lambda key, s: opened.append(key))
-    first = owners.session("a")
-    owners.session("b")
-    owners.session("a")  # now b is the least recently used
-    owners.session("c")
-    assert owners.owners() == ["a", "c"]
-    assert first.closed is False  # type: ignore[attr-defined]
-    evicted = owners.session("d")  # evicts a
-    assert first.closed is True  # type: ignore[attr-defined]
-    assert "a" not in owners
-    assert evicted is owners.session("d")
-    owners.call("a", TOOL, plan("again"))  # reopened, on the same file
-    assert opened == ["a", "b", "c", "d", "a"]
-    assert len(read_events(tmp_path / "a.jsonl")) == 1
+    with OwnerRegistry(tmp_path, max_owners=2, on_open=lambda key, s: opened.append(key)) as owners:
+        first = owners.session("a")
+        owners.session("b")
+        owners.session("a")  # now b is the least recently used
+        owners.session("c")
+        assert owners.owners() == ["a", "c"]
+        assert first.closed is False  # type: ignore[attr-defined]
+        evicted = owners.session("d")  # evicts a
+        assert first.closed is True  # type: ignore[attr-defined]
+        assert "a" not in owners
+        assert evicted is owners.session("d")
+        owners.call("a", TOOL, plan("again"))  # reopened, on the same file
+        assert opened == ["a", "b", "c", "d", "a"]
+        assert len(read_events(tmp_path / "a.jsonl")) == 1
 
 
 def test_an_evicted_durable_session_releases_its_file(tmp_path: Path) -> None:
-    owners = OwnerRegistry(tmp_path, max_owners=1)
-    owners.call("a", TOOL, plan("A"))
-    owners.session("b")  # evicts a
-    with JsonlSession(tmp_path / "a.jsonl") as other:  # another writer may now take it
-        other.append("todo/write", plan("B"))
-    owners.call("a", TOOL, plan("C"))
-    assert [event["seq"] for event in read_events(tmp_path / "a.jsonl")] == [0, 1, 2]
+    with OwnerRegistry(tmp_path, max_owners=1) as owners:
+        owners.call("a", TOOL, plan("A"))
+        owners.session("b")  # evicts a
+        with JsonlSession(tmp_path / "a.jsonl") as other:  # another writer may now take it
+            other.append("todo/write", plan("B"))
+        owners.call("a", TOOL, plan("C"))
+        assert [event["seq"] for event in read_events(tmp_path / "a.jsonl")] == [0, 1, 2]
 
 
 def test_idle_owners_are_closed_after_idle_seconds() -> None:
@@ -389,3 +389,13 @@ def test_start_turn_clears_the_plan_for_that_owner_only(tmp_path: Path) -> None:
         "turn/start",
         "turn/start",
     ]
+
+
+def test_a_second_registry_in_the_same_process_is_refused_too(tmp_path: Path) -> None:
+    with OwnerRegistry(tmp_path) as first, OwnerRegistry(tmp_path) as second:
+        first.call("alice", TOOL, plan("A"))
+        with pytest.raises(UsageError, match=re.escape(str(tmp_path / "alice.jsonl"))):
+            second.call("alice", TOOL, plan("B"))
+        assert "alice" not in second
+        assert second.call("bob", TOOL, plan("B")).startswith("Updated")
+    assert len(read_events(tmp_path / "alice.jsonl")) == 1
