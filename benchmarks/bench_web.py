@@ -141,7 +141,8 @@ def push_latency(sessions: int, seconds: float) -> dict[str, Any]:
         assert server.stdout is not None
         while "Ctrl-C" not in server.stdout.readline():
             if server.poll() is not None:
-                raise RuntimeError("dsh-todo serve did not start")
+                error = server.stderr.read() if server.stderr else ""
+                raise RuntimeError(f"dsh-todo serve did not start: {error}")
 
         latencies: list[float] = []
 

@@ -133,7 +133,7 @@ class SseStream:
         self.response = self.context.__enter__()
         self.lines = self.response.iter_lines()
 
-    def next(self, *, within: float = 5.0) -> Frame:
+    def next(self, *, within: float = 10.0) -> Frame:
         """The next event (comment-only keep-alives included), or fail after ``within`` seconds."""
         frame = Frame()
         seen = False
@@ -174,7 +174,7 @@ class SseStream:
             raise TimeoutError(f"no event within {within} s")
         return result[0]
 
-    def projection(self, *, within: float = 5.0) -> Frame:
+    def projection(self, *, within: float = 10.0) -> Frame:
         """The next ``projection`` frame, skipping keep-alives."""
         deadline = time.monotonic() + within
         while True:

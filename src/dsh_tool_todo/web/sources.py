@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import stat
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,13 +22,13 @@ from typing import Any, BinaryIO, Protocol
 
 from ..contract import EVENT_TYPE, TURN_START
 from ..errors import InvalidLog, UsageError
-from ..logread import lines_backwards, looks_torn, parse_event
+from ..logread import open_log, parse_event, whole_end, whole_lines_backwards
 from ..projection import check_logged_write
 
 Event = dict[str, Any]
 PLAN_EVENTS = (EVENT_TYPE, TURN_START)
 SUFFIX = ".jsonl"
-POLL_INTERVAL = 0.05  # seconds: a new line is seen within two of these
+POLL_INTERVAL = 0.025  # seconds between looks at a followed log (one stat call each)
 READ_CHUNK = 1 << 20  # bytes a follower reads at once
 
 
@@ -257,20 +256,16 @@ class JsonlDirectorySource:
 
 
 def _open_regular(path: Path) -> BinaryIO:
-    file = open(path, "rb")  # noqa: SIM115 - handed to the caller, who closes it
-    if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-        file.close()
-        raise InvalidLog(f"{path}: not a regular file")
-    return file
+    return open_log(str(path))  # refuses FIFOs, devices and directories on the descriptor
 
 
 def _whole_lines_backwards(file: BinaryIO, path: Path) -> tuple[int, Iterator[tuple[int, bytes]]]:
-    """The end of the last whole line, and the whole lines from there back to the start."""
-    lines = lines_backwards(file, file.seek(0, os.SEEK_END))
-    end, tail = next(lines)
-    if tail and not looks_torn(tail):
-        raise InvalidLog(f"{path}: the last line is not a session event {{seq, type, data}}")
-    return end, lines
+    """The end of the last whole line, and the whole lines from there back to the start.
+
+    A torn tail (an append cut short) is skipped, in bounded memory whatever its length.
+    """
+    end, _ = whole_end(file, str(path), file.seek(0, os.SEEK_END))
+    return end, whole_lines_backwards(file, end)
 
 
 def _event_at(path: Path, offset: int, line: bytes) -> Event:
