@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import io
+import math
+import os
 import sys
 import tempfile
 import time
@@ -10,11 +13,11 @@ import warnings
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO, cast
 
 from . import __version__
 from .acp_plan import plan_update
-from .checklist import render_checklist, stream_style
+from .checklist import escape_content, glyphs_encodable, render_checklist, stream_style
 from .definition import FLAVORS, definition_json
 from .errors import TodoError, UsageError
 from .host import Host
@@ -25,6 +28,9 @@ from .sessionlog import current_plan
 from .watch import follow_plan
 
 EXIT_USAGE = 2
+EXIT_CLOSED_PIPE = 141  # as a shell reports a command that SIGPIPE ended: `| head` closed it
+MIN_INTERVAL = 0.05
+REDRAW_SEPARATOR = "----"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--session", metavar="ID", help="the session, in a database URL's LOG")
 
     def ascii_flag(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--ascii", action="store_true", help="draw the checklist in plain ASCII")
+        sub.add_argument(
+            "--ascii", action="store_true", help="print ASCII only (the checklist as [x] [>] [ ])"
+        )
 
     def parallel_flag(sub: argparse.ArgumentParser, effect: str) -> None:
         sub.add_argument("--parallel", action="store_true", help=effect)
@@ -103,7 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     log_argument(watch)
     watch.add_argument(
-        "--interval", type=float, default=0.2, help="seconds between looks (default: 0.2)"
+        "--interval",
+        type=_interval,
+        default=0.2,
+        help=f"seconds between looks, at least {MIN_INTERVAL} (default: 0.2)",
     )
     ascii_flag(watch)
 
@@ -179,10 +190,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     command: Callable[[argparse.Namespace, TextIO], int] = _COMMANDS[args.command]
+    out = sys.stdout
+    if out is None:  # started with its standard output closed (`>&-`)
+        print("dsh-todo: error: standard output is closed", file=sys.stderr)
+        return EXIT_USAGE
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _warn_in_one_line
-            return command(args, sys.stdout)
+            status = command(args, out)
+            out.flush()  # a closed pipe is met here, not at exit
+            return status
+    except BrokenPipeError:
+        return _reader_gone(out)
     except (OSError, TodoError) as error:
         print(f"dsh-todo: error: {_reason(error)}", file=sys.stderr)
         return EXIT_USAGE
@@ -196,7 +215,8 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
     log = args.log or Path(tempfile.mkdtemp(prefix="dsh-todo-")) / "session.jsonl"
     if log.exists():
         raise FileExistsError(f"{log} already exists: the demo writes a new log, pick another")
-    run_demo(log, out, parallel=args.parallel, draw=_drawer(out, args.ascii))
+    text = _text_out(out, args.ascii)
+    run_demo(log, text, parallel=args.parallel, draw=_drawer(text, args.ascii))
     return 0
 
 
@@ -207,11 +227,12 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
         return postgres_cli.show(args, out, _drawer(out, args.ascii))
     plan = current_plan(_existing(args.log))
     if args.format == "json":
-        print(canonical_json(plan), file=out)
+        _print_utf8(out, canonical_json(plan))
     elif args.format == "acp":
-        print(canonical_json(plan_update(plan or [])), file=out)
+        _print_utf8(out, canonical_json(plan_update(plan or [])))
     else:
-        print(_drawer(out, args.ascii)(plan or []), file=out)
+        text = _text_out(out, args.ascii)
+        print(_drawer(text, args.ascii)(plan or []), file=text)
     return 0
 
 
@@ -219,19 +240,23 @@ def _watch(args: argparse.Namespace, out: TextIO) -> int:
     if _on_database(args):
         from .stores import postgres_cli
 
-        clear = "\x1b[H\x1b[2J" if out.isatty() else ""
+        clear = _clear_screen(out)
         return postgres_cli.watch(args, out, _drawer(out, args.ascii), clear)
-    draw = _drawer(out, args.ascii)
-    clear = "\x1b[H\x1b[2J" if out.isatty() else ""
+    text = _text_out(out, args.ascii)
+    draw = _drawer(text, args.ascii)
+    clear = _clear_screen(out)
+    header = escape_content(str(args.log), encoding=text.encoding)
+    lead = clear
     for plan in follow_plan(_existing(args.log), interval=args.interval, sleep=time.sleep):
-        print(f"{clear}{args.log}\n{draw(plan or [])}", file=out, flush=True)
+        print(f"{lead}{header}\n{draw(plan or [])}", file=text, flush=True)
+        lead = clear or f"{REDRAW_SEPARATOR}\n"  # piped or TERM=dumb: redraws one after another
     return 0
 
 
 def _schema(args: argparse.Namespace, out: TextIO) -> int:
     options = {PLUGIN_NAME: {"allowParallelInProgress": args.parallel}}
     tool = Host(discover_plugins(), options, projections=False).tools["todo_write"]
-    print(definition_json(tool, args.format), file=out)
+    _print_utf8(out, definition_json(tool, args.format))
     return 0
 
 
@@ -307,15 +332,101 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
 
 def _drawer(out: TextIO, ascii_only: bool) -> Callable[[Any], str]:
     style = stream_style(out)
-    encoding = getattr(out, "encoding", None)
+    encoding = "ascii" if ascii_only else getattr(out, "encoding", None)
     ascii_glyphs = True if ascii_only else style["ascii"]
     return partial(render_checklist, ascii=ascii_glyphs, color=style["color"], encoding=encoding)
 
 
 def _existing(log: Path) -> Path:
-    if not log.is_file():
-        raise FileNotFoundError(f"{log}: no such session log")
+    """``log`` if something is there; the readers refuse what is not a regular file."""
+    try:
+        log.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{log}: no such session log") from None
     return log
+
+
+def _interval(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= MIN_INTERVAL):
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number of seconds, at least {MIN_INTERVAL} (got {text!r})"
+        )
+    return seconds
+
+
+def _print_utf8(out: TextIO, text: str) -> None:
+    """Print a machine format as UTF-8 whatever the locale, lone surrogates as JSON escapes.
+
+    In JSON text a lone surrogate can only stand inside a string, where
+    ``backslashreplace``'s ``\\udXXX`` is the escape that reads it back.
+    """
+    data = (text + "\n").encode("utf-8", "backslashreplace")
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:  # a text-only stream, as tests pass: it takes str
+        out.write(data.decode("utf-8"))
+        return
+    out.flush()
+    buffer.write(data)
+    buffer.flush()
+
+
+def _text_out(out: TextIO, ascii_only: bool) -> TextIO:
+    """``out`` for human text: what its encoding cannot show is escaped, never an error.
+
+    With ``--ascii``, or an encoding without the checklist glyphs, the arrows
+    and dashes become ASCII look-alikes and the rest is escaped.
+    """
+    encoding = getattr(out, "encoding", None)
+    if ascii_only or not glyphs_encodable(encoding):
+        return cast(TextIO, _Transliterated(out, "ascii" if ascii_only else encoding or "ascii"))
+    if isinstance(out, io.TextIOWrapper):
+        out.reconfigure(errors="backslashreplace")
+    return out
+
+
+class _Transliterated:
+    """What ``print`` needs of a text stream, writing to another in a narrower encoding."""
+
+    _FORMS = str.maketrans({"→": "->", "—": "-", "–": "-", "…": "...", "’": "'", "►": ">"})
+
+    def __init__(self, out: TextIO, encoding: str) -> None:
+        self._out = out
+        self.encoding = encoding
+
+    def write(self, text: str) -> int:
+        shown = text.translate(self._FORMS).encode(self.encoding, "backslashreplace")
+        self._out.write(shown.decode(self.encoding))
+        return len(text)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+    def isatty(self) -> bool:
+        return self._out.isatty()
+
+
+def _clear_screen(out: TextIO) -> str:
+    """The sequence that clears a terminal before a redraw; none when piped or TERM=dumb."""
+    return "\x1b[H\x1b[2J" if out.isatty() and os.environ.get("TERM") != "dumb" else ""
+
+
+def _reader_gone(out: TextIO) -> int:
+    """End quietly when the reader closed the pipe (``| head``), with the status of SIGPIPE.
+
+    Python flushes standard output again at exit; pointing it at the null
+    device keeps that flush from failing with a message.
+    """
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, out.fileno())
+        os.close(null)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+    return EXIT_CLOSED_PIPE
 
 
 def _warn_in_one_line(
