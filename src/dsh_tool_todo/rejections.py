@@ -119,7 +119,7 @@ class _Where:
         if self.count == total and total > 1:
             return text.WHERE_EVERY
         if self.count <= INDEXES_SHOWN:
-            return text.WHEREINDEXES_SHOWN.format(indexes=", ".join(map(str, self.first)))
+            return text.WHERE_INDEXES.format(indexes=", ".join(map(str, self.first)))
         return text.WHERE_COUNT.format(count=self.count)
 
 
@@ -560,8 +560,9 @@ def _unexplained(error: ValidationError) -> str:
     """A refusal the walk cannot explain (a type pydantic refuses and JSON never holds):
     name where pydantic's first error lies. Its error list is only read when short."""
     if error.error_count() > _DISTINCT:
-        return text.ARGS_NOT_OBJECT.format()
-    loc = error.errors(include_url=False, include_context=False, include_input=False)[0]["loc"]
+        loc: tuple[int | str, ...] = ("todos",)
+    else:
+        loc = error.errors(include_url=False, include_context=False, include_input=False)[0]["loc"]
     path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
     return text.CALL_HEAD + text.UNEXPECTED_VALUE.format(path=echo(path.lstrip(".") or "."))
 
