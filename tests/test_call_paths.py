@@ -36,7 +36,7 @@ def test_async_path_awaits_a_coroutine_append(host: Host) -> None:
     agent = host.new_agent(session)
     text = asyncio.run(host.acall_tool("todo_write", ARGS, agent=agent))
     assert text == "Updated todo list: 1 pending, 1 in progress, 0 completed."
-    assert session.events == [{"type": "todo/write", "data": ARGS}]
+    assert session.events == [{"seq": 0, "type": "todo/write", "data": ARGS}]
     assert host.projection(session, "todos") == ARGS["todos"]
 
 
@@ -60,7 +60,10 @@ def test_async_path_rejects_like_the_sync_path(host: Host) -> None:
 def test_sync_path_refuses_a_coroutine_append_and_appends_nothing(host: Host) -> None:
     session = AsyncMemorySession()
     agent = host.new_agent(session)
-    with pytest.raises(UsageError, match=r"append is asynchronous: call `await tool.aexecute"):
+    with pytest.raises(
+        UsageError,
+        match=r"append is asynchronous, so nothing was recorded: call `await tool.aexecute",
+    ):
         host.call_tool("todo_write", ARGS, agent=agent)
     assert session.events == []  # and no "coroutine was never awaited" warning
 

@@ -301,7 +301,7 @@ def test_a_call_records_the_whole_list_or_answers_a_documented_error(
         return
     assert contract_allows(args, parallel=parallel), text
     todos = decoded(args)["todos"]
-    assert events == [{"type": contract.EVENT_TYPE, "data": {"todos": todos}}]
+    assert events == [{"seq": 0, "type": contract.EVENT_TYPE, "data": {"todos": todos}}]
     assert host.projection(agent.session, "todos") == todos
     shown = {key: int(count) for key, count in success.groupdict().items()}
     statuses = Counter(item["status"] for item in todos)

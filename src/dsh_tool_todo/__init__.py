@@ -13,7 +13,7 @@ from . import projection_plugin
 from .errors import InvalidLog, TodoError, ToolCallRejected, ToolFailure, UsageError
 from .markers import hookimpl
 from .model import TodoCounts, TodoItem, TodoResult
-from .options import PLUGIN_NAME, TodoOptions
+from .options import PLUGIN_NAME, TodoOptions, check_context
 from .projection import TodosProjection, replay
 from .protocols import PluginContext
 from .tool import TodoWriteTool, install_tool, render_result, todo_write_tool
@@ -47,11 +47,26 @@ __version__ = "0.1.0"
 
 @hookimpl
 def inject(ctx: PluginContext) -> Sequence[object]:
-    """Hand the host the sub-plugin that registers the ``todos`` projection."""
+    """Hand the host the sub-plugin that registers the ``todos`` projection.
+
+    The context and the options are checked here, before any plugin is
+    applied, so a bad composition fails with nothing registered.
+    """
+    check_context(ctx)
     return [projection_plugin]
 
 
-@hookimpl
+@hookimpl(tryfirst=True)
 def apply(ctx: PluginContext) -> None:
-    """Register ``todo_write`` on ``ctx.tools``; fails if the options are not chosen."""
-    install_tool(ctx)
+    """Register ``todo_write`` on ``ctx.tools``; fails if the options are not chosen.
+
+    ``tryfirst``: it runs before the projection sub-plugin's ``apply``, so a
+    tools registry that refuses the tool leaves no projection behind.
+    """
+    check_context(ctx)
+    try:
+        install_tool(ctx)
+    except TodoError:
+        raise
+    except Exception as error:
+        raise UsageError(f"ctx.tools.register raised {type(error).__name__}: {error}") from error

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
@@ -92,10 +93,11 @@ def forward_plans(
 
     Sessions call listeners synchronously, under their lock, from whichever
     thread appends; ``session_update`` is a coroutine on the host's event loop.
-    So the listener converts the plan at once (a snapshot, in log order) and
-    hands the send to ``loop``: directly when it already runs on the loop's
-    thread, through ``call_soon_threadsafe`` from any other. Sends run one after
-    another in log order, so the client's last plan is the session's last.
+    So the listener converts the plan at once (a snapshot) and puts it on a
+    queue, in log order, in the appending thread; one sender task on ``loop``
+    sends the queue in order (woken directly on the loop's thread, through
+    ``call_soon_threadsafe`` from any other). So the client receives every
+    plan in log order, and its last plan is the session's last.
 
     ``loop`` defaults to the running loop: call this from a coroutine, or pass
     the loop. Await :meth:`PlanForwarder.drain` before answering the prompt so
@@ -114,7 +116,14 @@ def forward_plans(
 
 
 class PlanForwarder:
-    """A subscription made by :func:`forward_plans`; calling it unsubscribes."""
+    """A subscription made by :func:`forward_plans`; calling it unsubscribes.
+
+    Updates wait in one first-in, first-out queue, filled by the listener in
+    the appending thread (so in log order: sessions call listeners under
+    their append lock) and emptied by a single sender task on the loop. So
+    the client receives updates in log order whichever thread appended them,
+    and :meth:`drain` can wait for exactly the updates queued before it.
+    """
 
     def __init__(
         self,
@@ -130,58 +139,89 @@ class PlanForwarder:
         self._model = model
         self._priority = priority
         self._loop = loop
-        self._tail: asyncio.Task[None] | None = None
-        self._errors: list[Exception] = []
         self._lock = threading.Lock()
+        self._queue: deque[AgentPlanUpdate] = deque()
+        self._queued = 0  # updates ever queued (under the lock)
+        self._finished = 0  # updates whose send has ended, sent or failed (loop thread)
+        self._sender: asyncio.Task[None] | None = None  # loop thread only
+        self._waiters: list[asyncio.Future[None]] = []  # loop thread only
+        self._errors: list[Exception] = []
         self._unsubscribe: Callable[[], None] | None = session.subscribe(self._on_event)
 
     def __call__(self) -> None:
-        """Stop forwarding; sends already scheduled still run. Safe to call twice."""
+        """Stop forwarding; updates already queued are still sent. Safe to call twice."""
         with self._lock:
             unsubscribe, self._unsubscribe = self._unsubscribe, None
         if unsubscribe is not None:
             unsubscribe()
 
     async def drain(self) -> None:
-        """Wait for every update scheduled so far; raise the first failure since the last drain.
+        """Wait until every update queued before this call has been sent (or has failed);
+        raise the first failure since the last drain.
 
-        A failed send does not stop later ones: the next plan supersedes it.
+        Await it on the forwarder's loop. A failed send does not stop later
+        ones: the next plan supersedes it.
         """
-        while self._tail is not None and not self._tail.done():
-            await asyncio.wait({self._tail})
+        if _running_loop() is not self._loop:
+            raise UsageError("await drain() on the event loop the forwarder was made for")
+        with self._lock:
+            target = self._queued
+        self._wake()  # updates queued from other threads may still wait for their hand-over
+        while self._finished < target:
+            waiter = self._loop.create_future()
+            self._waiters.append(waiter)
+            await waiter
         with self._lock:
             errors, self._errors = self._errors, []
         if errors:
             raise errors[0]
 
     def _on_event(self, event: Mapping[str, Any]) -> None:
-        # Never raise: the event is already in the log, and an exception here
-        # would reach the tool as if the append had failed.
+        # Never raise: the event is already in the log.
         if event.get("type") != EVENT_TYPE:
             return
         try:
             update = self._model.model_validate(
                 plan_update(event["data"]["todos"], priority=self._priority)
             )
-            if _running_loop() is self._loop:
-                self._schedule(update)
-            else:
-                self._loop.call_soon_threadsafe(self._schedule, update)
         except Exception as error:
             self._record(error)
-
-    def _schedule(self, update: AgentPlanUpdate) -> None:
-        self._tail = self._loop.create_task(self._send_after(self._tail, update))
-
-    async def _send_after(
-        self, previous: asyncio.Task[None] | None, update: AgentPlanUpdate
-    ) -> None:
-        if previous is not None:
-            await asyncio.wait({previous})
+            return
+        with self._lock:
+            self._queue.append(update)
+            self._queued += 1
         try:
-            await self._connection.session_update(session_id=self._session_id, update=update)
-        except Exception as error:
+            if _running_loop() is self._loop:
+                self._wake()
+            else:
+                self._loop.call_soon_threadsafe(self._wake)
+        except Exception as error:  # a closed loop: nothing can be sent any more
             self._record(error)
+
+    def _wake(self) -> None:
+        if self._sender is None or self._sender.done():  # done: cancelled mid-send
+            with self._lock:
+                if not self._queue:
+                    return
+            self._sender = self._loop.create_task(self._send_queued())
+
+    async def _send_queued(self) -> None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._sender = None
+                    return
+                update = self._queue.popleft()
+            try:
+                await self._connection.session_update(session_id=self._session_id, update=update)
+            except Exception as error:
+                self._record(error)
+            finally:
+                self._finished += 1
+                waiters, self._waiters = self._waiters, []
+                for waiter in waiters:
+                    if not waiter.done():
+                        waiter.set_result(None)
 
     def _record(self, error: Exception) -> None:
         with self._lock:

@@ -16,18 +16,20 @@ lock per session, projections driven as events are appended.
 
 from __future__ import annotations
 
+import copy
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Protocol
 
 import pluggy
 
-from .errors import ToolCallRejected, UsageError
-from .listeners import Event, Listener
+from .errors import InvalidLog, ToolCallRejected, UsageError
+from .listeners import LOGGER_NAME, Event, Listener
 from .loader import load_plugins, new_plugin_manager
-from .protocols import ProjectionUnit
+from .protocols import ProjectionUnit, ResumableUnit
 from .stores.memory import AsyncMemorySession as AsyncMemorySession
 from .stores.memory import MemorySession as MemorySession
 
@@ -72,12 +74,29 @@ class ToolTable(dict[str, Any]):
 
 
 class ProjectionTable(dict[str, ProjectionUnit[Any, Any]]):
-    """``ctx.session_projections``: projection units by key; a key is registered once."""
+    """``ctx.session_projections``: projection units by key; a key is registered once.
+
+    The host seals it once its plugins are applied: a unit registered later
+    would have no state for the agents that already exist, so it is refused.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sealed = False
 
     def register(self, key: str, unit: ProjectionUnit[Any, Any], /) -> None:
         if key in self:
             raise UsageError(f"a session projection {key!r} is already registered")
+        if self._sealed:
+            raise UsageError(
+                f"session projection {key!r} registered after composition: register "
+                "projections in a plugin's apply, while the host loads its plugins"
+            )
         self[key] = unit
+
+    def seal(self) -> None:
+        """Refuse registrations from now on (the host calls this after ``apply``)."""
+        self._sealed = True
 
 
 @dataclass(frozen=True)
@@ -87,18 +106,111 @@ class HostContext:
     session_projections: ProjectionTable | None
 
 
-@dataclass
-class _ProjectionStates:
-    units: ProjectionTable
-    states: dict[str, Any] = field(default_factory=dict)
+class _Broken:
+    """The state of a unit that could not fold an event: reading it raises ``InvalidLog``."""
 
-    def __post_init__(self) -> None:
-        self.states = {key: unit.init for key, unit in self.units.items()}
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+class _ProjectionStates:
+    """One agent's projection states, fed by a single subscription to its session."""
+
+    def __init__(self, units: Mapping[str, ProjectionUnit[Any, Any]]) -> None:
+        self.units = dict(units)  # a snapshot: what this agent's states were made for
+        self.states: dict[str, Any] = {key: unit.init for key, unit in self.units.items()}
+        self.broken = False
+        # Events heard between subscribing and resuming; None once resumed.
+        self._pending: list[Event] | None = []
+        self._lock = threading.Lock()
 
     def feed(self, event: Event) -> None:
+        if self._pending is not None and self._buffer(event):
+            return
+        if self.broken:
+            self._fold_around_broken(event)
+            return
         states = self.states
         for key, unit in self.units.items():
-            states[key] = unit.apply(states[key], event)
+            try:
+                states[key] = unit.apply(states[key], event)
+            except Exception as error:
+                self._break(key, event, error)
+
+    def resume(self, session: object) -> None:
+        """Seed each resumable unit from ``session.latest``, then fold what arrived meanwhile.
+
+        Called after subscribing, so no event is missed; ``latest`` is read
+        outside this object's lock, because the session calls :meth:`feed` under
+        its own lock.
+        """
+        latest = getattr(session, "latest", None)
+        resumed: dict[str, tuple[Any, Any]] = {}
+        if latest is not None:
+            for key, unit in self.units.items():
+                if isinstance(unit, ResumableUnit):
+                    event = latest(unit.resume_from)
+                    after = None if event is None else event.get("seq")
+                    resumed[key] = (unit.resume(event), after)
+        with self._lock:
+            pending, self._pending = self._pending or [], None
+            for key, (state, _after) in resumed.items():
+                self.states[key] = state
+            for event in pending:
+                seq = event.get("seq")
+                for key, unit in self.units.items():
+                    after = resumed.get(key, (None, None))[1]
+                    if after is not None and seq is not None and seq <= after:
+                        continue  # already in the resumed state
+                    self._fold_one(key, unit, event)
+
+    def view(self, key: str) -> Any:
+        state = self.states[key]
+        if isinstance(state, _Broken):
+            raise InvalidLog(state.message)
+        return self.units[key].view(state)
+
+    def _buffer(self, event: Event) -> bool:
+        with self._lock:
+            if self._pending is None:
+                return False
+            self._pending.append(event)
+            return True
+
+    def _fold_around_broken(self, event: Event) -> None:
+        for key, unit in self.units.items():
+            self._fold_one(key, unit, event)
+        self.broken = any(isinstance(state, _Broken) for state in self.states.values())
+
+    def _fold_one(self, key: str, unit: ProjectionUnit[Any, Any], event: Event) -> None:
+        state = self.states[key]
+        try:
+            if not isinstance(state, _Broken):
+                self.states[key] = unit.apply(state, event)
+            elif isinstance(unit, ResumableUnit) and event.get("type") in unit.resume_from:
+                self.states[key] = unit.resume(event)  # this event alone fixes the state
+        except Exception as error:
+            self._break(key, event, error)
+
+    def _break(self, key: str, event: Event, error: Exception) -> None:
+        unit = self.units[key]
+        until = (
+            f"a later {' or '.join(unit.resume_from)} event"
+            if isinstance(unit, ResumableUnit)
+            else "the agent is opened again"
+        )
+        message = (
+            f"session projection {key!r} could not fold event seq={event.get('seq')} "
+            f"type={event.get('type')!r} ({type(error).__name__}: {error}); "
+            f"it reads as broken until {until}"
+        )
+        self.states[key] = _Broken(message)
+        self.broken = True
+        import logging
+
+        logging.getLogger(LOGGER_NAME).error(message, exc_info=error)
 
 
 class Host:
@@ -119,27 +231,48 @@ class Host:
             session_projections=ProjectionTable() if projections else None,
         )
         self.plugins = load_plugins(self.plugin_manager, plugins, self.context)
+        if self.context.session_projections is not None:
+            self.context.session_projections.seal()
         # By id, and dropped when the session is collected: the host never pins an agent.
         self._projections: dict[int, _ProjectionStates] = {}
+        self._agents_lock = threading.Lock()
 
     @property
     def tools(self) -> ToolTable:
         return self.context.tools
 
     def new_agent(self, session: ObservableSession | None = None) -> HostAgent:
-        """An agent owning ``session`` (a fresh :class:`MemorySession` by default)."""
+        """An agent owning ``session`` (a fresh :class:`MemorySession` by default).
+
+        The host subscribes its projections to the session once: a second agent
+        on the same session shares them. A session with ``latest`` (every store
+        of this library) resumes each :class:`~dsh_tool_todo.protocols.ResumableUnit`
+        from its log, so an agent opened on an existing log starts with its plan;
+        a last ``todo/write`` that breaks the invariant raises
+        :class:`~dsh_tool_todo.errors.InvalidLog` and leaves no subscription.
+        """
         owned = MemorySession() if session is None else session
         units = self.context.session_projections
-        if units is not None:
+        if units is None:
+            return HostAgent(session=owned)
+        with self._agents_lock:
+            if id(owned) in self._projections:
+                return HostAgent(session=owned)  # one subscription per session per host
             states = _ProjectionStates(units)
             try:
-                weakref.finalize(owned, self._projections.pop, id(owned), None)
+                weakref.ref(owned)
             except TypeError:
                 raise UsageError(
                     "a session must be weak-referenceable (a __slots__ class needs __weakref__)"
                 ) from None
-            owned.subscribe(states.feed)
+            unsubscribe = owned.subscribe(states.feed)  # first: no event can slip past
+            try:
+                states.resume(owned)
+            except BaseException:
+                unsubscribe()
+                raise
             self._projections[id(owned)] = states
+            weakref.finalize(owned, self._projections.pop, id(owned), None)
         return HostAgent(session=owned)
 
     def call_tool(self, name: str, args: Any, *, agent: HostAgent | None = None) -> str:
@@ -148,12 +281,17 @@ class Host:
             tool = self.tools[name]
         except KeyError:
             raise self._unknown_tool(name) from None
+        call = _NO_AGENT if agent is None else agent.call
+        run = getattr(tool, "run", None)
+        if run is not None:  # the tool renders itself and hands out no result to copy
+            text: str = run(args, call)
+            return text
         try:
-            result = tool.execute(args, _NO_AGENT if agent is None else agent.call)
+            result = tool.execute(args, call)
         except ToolCallRejected as rejected:
             return rejected.model_text
-        text: str = tool.render(result)
-        return text
+        rendered: str = tool.render(result)
+        return rendered
 
     async def acall_tool(self, name: str, args: Any, *, agent: HostAgent | None = None) -> str:
         """:meth:`call_tool` for asyncio hosts and sessions with a coroutine ``append``."""
@@ -161,15 +299,26 @@ class Host:
             tool = self.tools[name]
         except KeyError:
             raise self._unknown_tool(name) from None
+        call = _NO_AGENT if agent is None else agent.call
+        arun = getattr(tool, "arun", None)
+        if arun is not None:
+            text: str = await arun(args, call)
+            return text
         try:
-            result = await tool.aexecute(args, _NO_AGENT if agent is None else agent.call)
+            result = await tool.aexecute(args, call)
         except ToolCallRejected as rejected:
             return rejected.model_text
-        text: str = tool.render(result)
-        return text
+        rendered: str = tool.render(result)
+        return rendered
 
     def projection(self, session: object, key: str) -> Any:
-        """The current view of projection ``key`` over the events appended to ``session``."""
+        """A copy of the current view of projection ``key`` over ``session``'s events.
+
+        A copy, so that a reader can never change what was recorded (reads are
+        rare; the write path pays nothing). Raises
+        :class:`~dsh_tool_todo.errors.InvalidLog` naming the event while the
+        unit is broken: a host appended an event the unit could not fold.
+        """
         units = self.context.session_projections
         if units is None:
             raise UsageError("this host mounts no session projections (projections=False)")
@@ -178,7 +327,7 @@ class Host:
         states = self._projections.get(id(session))
         if states is None:
             raise UsageError("that session belongs to no agent of this host")
-        return units[key].view(states.states[key])
+        return copy.deepcopy(states.view(key))
 
     def _unknown_tool(self, name: str) -> UsageError:
         known = ", ".join(sorted(self.tools)) or "none"

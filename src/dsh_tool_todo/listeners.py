@@ -8,9 +8,18 @@ from typing import Any
 Event = dict[str, Any]
 Listener = Callable[[Event], None]
 
+LOGGER_NAME = "dsh_tool_todo"
+
 
 class Listeners:
     """Subscribers of one session, notified by the session under its append lock.
+
+    Listeners run in subscription order, each with the event just recorded. A
+    listener that raises is reported on the ``dsh_tool_todo`` logger, with its
+    traceback, and the remaining listeners still run: by then the event is in
+    the log, so a failing UI redraw or forwarder must never turn a recorded
+    call into a failed one. (``KeyboardInterrupt`` and other ``BaseException``
+    s that are not ``Exception`` still propagate.)
 
     The list is replaced, never mutated, so subscribing during a notification is
     safe and takes effect from the next event.
@@ -20,15 +29,32 @@ class Listeners:
         self._callbacks: tuple[Listener, ...] = ()
 
     def add(self, listener: Listener) -> Callable[[], None]:
-        """Subscribe ``listener``; call the returned function to unsubscribe it."""
+        """Subscribe ``listener``; call the returned function to unsubscribe it (once or more)."""
         self._callbacks = (*self._callbacks, listener)
         return lambda: self._remove(listener)
 
     def notify(self, event: Event) -> None:
         for listener in self._callbacks:
-            listener(event)
+            try:
+                listener(event)
+            except Exception:  # the append has succeeded: report, never propagate
+                _report(listener, event)
 
     def _remove(self, listener: Listener) -> None:
         callbacks = list(self._callbacks)
-        callbacks.remove(listener)
+        if listener in callbacks:
+            callbacks.remove(listener)
         self._callbacks = tuple(callbacks)
+
+
+def _report(listener: Listener, event: Event) -> None:
+    import logging  # only on failure: keeps `import dsh_tool_todo` light
+
+    logging.getLogger(LOGGER_NAME).error(
+        "session listener %r raised on event seq=%s type=%r; the event is recorded "
+        "and the other listeners ran",
+        listener,
+        event.get("seq"),
+        event.get("type"),
+        exc_info=True,
+    )

@@ -26,6 +26,11 @@ class TodoOptions:
     @classmethod
     def from_context(cls, options: Mapping[str, Mapping[str, Any]]) -> TodoOptions:
         """Read this plugin's entry of ``ctx.options``."""
+        if not isinstance(options, Mapping):
+            raise UsageError(
+                "ctx.options must be a mapping of plugin name to options, "
+                f"not {_type_name(options)}: {_CHOICES}"
+            )
         return cls.parse(options.get(PLUGIN_NAME))
 
     @classmethod
@@ -46,5 +51,43 @@ class TodoOptions:
         if value is None:
             raise UsageError(f"{_PARALLEL} is required: {_CHOICES}")
         if not isinstance(value, bool):
-            raise UsageError(f"{_PARALLEL} must be a bool, not {type(value).__name__}: {_CHOICES}")
+            raise UsageError(f"{_PARALLEL} must be a bool, not {_type_name(value)}: {_CHOICES}")
         return cls(allow_parallel_in_progress=value)
+
+
+def check_context(ctx: object) -> TodoOptions:
+    """Check the plugin context's shape and this plugin's options; return the options.
+
+    Runs in ``inject`` and again in ``apply``, before anything is registered,
+    so a mistake fails the composition with the context as it was.
+    """
+    try:
+        tools = ctx.tools  # type: ignore[attr-defined]
+    except AttributeError:
+        raise UsageError(
+            "the plugin context has no `tools` registry (ctx.tools, with a register(tool) method)"
+        ) from None
+    except Exception as error:
+        raise UsageError(f"reading ctx.tools raised {type(error).__name__}: {error}") from error
+    if not callable(getattr(tools, "register", None)):
+        raise UsageError(f"ctx.tools has no register(tool) method (got {_type_name(tools)})")
+    projections = getattr(ctx, "session_projections", None)
+    if projections is not None and not callable(getattr(projections, "register", None)):
+        raise UsageError(
+            "ctx.session_projections must be None or have a register(key, unit) method "
+            f"(got {_type_name(projections)})"
+        )
+    try:
+        options = ctx.options  # type: ignore[attr-defined]
+    except AttributeError:
+        raise UsageError(f"the plugin context has no `options` mapping: {_CHOICES}") from None
+    return TodoOptions.from_context(options)
+
+
+def _type_name(value: object) -> str:
+    """``bool``, ``list``; ``numpy.bool_`` for types outside the builtins, so a
+    lookalike is never named as the type it imitates."""
+    kind = type(value)
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"

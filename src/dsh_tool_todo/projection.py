@@ -19,11 +19,36 @@ class TodosProjection:
     """The current plan: the latest ``todo/write``'s list, cleared by each ``turn/start``.
 
     Every other event (``turn/end`` included) returns the same state object, so a
-    host can tell by identity that nothing changed.
+    host can tell by identity that nothing changed. ``apply`` trusts the event
+    (the tool only appends lists it has checked; the fold must stay cheap), so a
+    malformed ``todo/write`` appended by a host raises here or is held as is;
+    ``resume`` and :func:`replay` check what they read.
+
+    It is a :class:`~dsh_tool_todo.protocols.ResumableUnit`: the latest
+    ``todo/write`` or ``turn/start`` alone fixes the whole state, so a host
+    opening an agent on an existing log starts from ``resume(latest)``.
     """
 
     state_version = 2
     init: Plan = None
+    resume_from: tuple[str, ...] = (EVENT_TYPE, TURN_START)
+
+    def resume(self, event: Mapping[str, Any] | None) -> Plan:
+        """The state after ``event``, the newest of ``resume_from`` in a log (``None``: none).
+
+        Raises :class:`InvalidLog` naming the event when it is a ``todo/write``
+        the tool could not have written.
+        """
+        if event is None:
+            return self.init
+        kind = event.get("type")
+        if kind == TURN_START:
+            return None
+        if kind != EVENT_TYPE:
+            raise InvalidLog(f"cannot resume the todos projection from a {kind!r} event")
+        check_logged_write(event, event.get("seq", "?"))
+        todos: list[TodoItem] = event["data"]["todos"]
+        return todos
 
     def apply(self, state: Plan, event: Mapping[str, Any]) -> Plan:
         kind = event["type"]
@@ -97,7 +122,7 @@ def _plan_from_end(events: Sequence[Mapping[str, Any]]) -> Plan:
     return TodosProjection.init
 
 
-def check_logged_write(event: Mapping[str, Any], position: int) -> None:
+def check_logged_write(event: Mapping[str, Any], position: object) -> None:
     data = event.get("data")
     if not isinstance(data, Mapping) or set(data) != {"todos"}:
         raise InvalidLog(f"event {position}: {EVENT_TYPE} data must be {{todos: [...]}}")

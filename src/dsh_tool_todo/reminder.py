@@ -2,8 +2,13 @@
 
 Compaction drops the ``todo_write`` calls that carried the plan, yet the model
 must send the whole list on its next call. A host that compacts can add this
-text (as a system or user message) so the model still holds the list. Nothing
-here changes the tool, its description or its results.
+text so the model still holds the list. Nothing here changes the tool, its
+description or its results.
+
+The todos are model-written data, copied into the text (escaped, and cut to
+:data:`REMINDER_MAX_ITEMS` items of at most :data:`REMINDER_MAX_CONTENT`
+characters): put the reminder in a user message or a clearly delimited block,
+not among the host's own system instructions.
 
 >>> plan_reminder([]) is None
 True
@@ -21,6 +26,9 @@ REMINDER_HEADER = (
     "Your current todo_write plan, carried over from before the conversation was compacted:"
 )
 REMINDER_ITEM = "- [{status}] {content}"
+REMINDER_LEFT_OUT = "- … {count:,} more todos not shown"
+REMINDER_MAX_ITEMS = 50  # real plans: median 6 items, largest seen 22
+REMINDER_MAX_CONTENT = 300  # characters of escaped content per item (real p99: 126)
 REMINDER_FOOTER = (
     "To change the plan, call todo_write with the ENTIRE list, every todo with its status: "
     "each call replaces the previous list."
@@ -32,15 +40,27 @@ def plan_reminder(todos: Todos | None) -> str | None:
 
     Each todo is one line with its status word as the model sends it. Content is
     escaped as on the checklist, so a newline in it cannot forge a line of the
-    reminder. Raises :class:`~dsh_tool_todo.errors.UsageError` for a malformed list.
+    reminder, and cut with ``…`` past :data:`REMINDER_MAX_CONTENT` characters;
+    past :data:`REMINDER_MAX_ITEMS` todos, one line says how many were left
+    out. Raises :class:`~dsh_tool_todo.errors.UsageError` for a malformed list.
     """
     items = plan_items(todos)
     if not items:
         return None
     lines = [REMINDER_HEADER]
     lines.extend(
-        REMINDER_ITEM.format(status=status, content=escape_content(content))
-        for content, status in items
+        REMINDER_ITEM.format(status=status, content=_cut(content))
+        for content, status in items[:REMINDER_MAX_ITEMS]
     )
+    if len(items) > REMINDER_MAX_ITEMS:
+        lines.append(REMINDER_LEFT_OUT.format(count=len(items) - REMINDER_MAX_ITEMS))
     lines.append(REMINDER_FOOTER)
     return "\n".join(lines)
+
+
+def _cut(content: str) -> str:
+    # Cut before escaping too, so a huge content costs no more than a short one.
+    escaped = escape_content(content[: REMINDER_MAX_CONTENT + 1])
+    if len(content) > REMINDER_MAX_CONTENT or len(escaped) > REMINDER_MAX_CONTENT:
+        return escaped[: REMINDER_MAX_CONTENT - 1] + "…"
+    return escaped

@@ -42,25 +42,35 @@ class TodoWriteTool:
         return DESCRIPTION_PARALLEL if parallel else DESCRIPTION_SINGLE
 
     def execute(self, args: Any, call: ToolExec | None) -> TodoResult:
-        session, result = self._prepare(args, call)
-        written = _append(session, result)
-        if _awaitable(written):
-            if inspect.iscoroutine(written):
-                written.close()  # never run, so nothing was appended
-            raise UsageError(
-                "this session's append is asynchronous: call `await tool.aexecute(...)`"
-            )
-        return result
+        """Check and record one call; return the canonical result.
+
+        The result's ``todos`` is a copy of the recorded list, so a host that
+        keeps or edits the result can never change what was recorded (hosts
+        that only need the text call :meth:`run`, which makes no copy).
+        """
+        return _handed_out(self._record(args, call))
 
     async def aexecute(self, args: Any, call: ToolExec | None) -> TodoResult:
-        session, result = self._prepare(args, call)
-        written = _append(session, result)
-        if _awaitable(written):
-            try:
-                await written
-            except Exception as error:
-                raise _failure(error) from error
-        return result
+        """:meth:`execute` for sessions whose ``append`` is a coroutine or returns an awaitable."""
+        return _handed_out(await self._arecord(args, call))
+
+    def run(self, args: Any, call: ToolExec | None) -> str:
+        """One call in an exec context; return exactly the text the model reads.
+
+        A refused call returns its error text and records nothing; a failure to
+        record raises :class:`ToolFailure`. What reference hosts call.
+        """
+        try:
+            return render_result(self._record(args, call))
+        except ToolCallRejected as rejected:
+            return rejected.model_text
+
+    async def arun(self, args: Any, call: ToolExec | None) -> str:
+        """:meth:`run` for asyncio hosts; the session's ``append`` may be a coroutine."""
+        try:
+            return render_result(await self._arecord(args, call))
+        except ToolCallRejected as rejected:
+            return rejected.model_text
 
     def call(self, args: Any, session: Session) -> str:
         """Run one call owned by ``session``'s agent; return exactly the text the model reads.
@@ -70,17 +80,30 @@ class TodoWriteTool:
         failure to record raises :class:`ToolFailure` (answer the model with
         :data:`~dsh_tool_todo.contract.NOT_RECORDED` and log the cause).
         """
-        try:
-            return render_result(self.execute(args, _Owner(session)))
-        except ToolCallRejected as rejected:
-            return rejected.model_text
+        return self.run(args, _Owner(session))
 
     async def acall(self, args: Any, session: Session) -> str:
         """:meth:`call` for asyncio hosts; the session's ``append`` may be a coroutine."""
-        try:
-            return render_result(await self.aexecute(args, _Owner(session)))
-        except ToolCallRejected as rejected:
-            return rejected.model_text
+        return await self.arun(args, _Owner(session))
+
+    def _record(self, args: Any, call: ToolExec | None) -> TodoResult:
+        session, result = self._prepare(args, call)
+        written = _append(session, result)
+        if written is not None and type(written) is not dict:
+            _check_sync_result(session, written)
+        return result
+
+    async def _arecord(self, args: Any, call: ToolExec | None) -> TodoResult:
+        session, result = self._prepare(args, call)
+        written = _append(session, result)
+        if _awaitable(written):
+            try:
+                await written
+            except Exception as error:
+                raise _failure(error) from error
+        elif written is not None and type(written) is not dict:
+            _refuse_generator(session, written)
+        return result
 
     def render(self, result: TodoResult) -> str:
         """The native renderer: the short confirmation the model reads."""
@@ -139,6 +162,81 @@ def _append(session: Session, result: TodoResult) -> object:
         return session.append(EVENT_TYPE, {"todos": result["todos"]})
     except Exception as error:
         raise _failure(error) from error
+
+
+class AppendOutcomeUnknown(UsageError):
+    """A sync call got back an awaitable that may already have run (a ``Task``, a ``Future``).
+
+    Unlike the plain :class:`UsageError` for a coroutine ``append`` (never run,
+    so nothing was recorded), the event may or may not be in the log: check
+    the log before calling again, and call such a session through the async
+    path (``aexecute``, ``acall``, ``Host.acall_tool``).
+    """
+
+
+def _handed_out(result: TodoResult) -> TodoResult:
+    # Items are flat {content, status} dicts of strings: a copy of each is deep enough.
+    return {"todos": [item.copy() for item in result["todos"]], "counts": result["counts"]}
+
+
+def _check_sync_result(session: Session, written: object) -> None:
+    """What the sync path got back is not a recorded event: say exactly what is known.
+
+    - a coroutine from an ``async def append`` that has not started: it is
+      closed, never run, so nothing was recorded;
+    - a generator (or async generator) from a generator-function ``append``
+      that has not started: its body never ran, so nothing was recorded;
+    - any other awaitable (a ``Task``, a ``Future``, a coroutine made by a
+      plain function that may have recorded first): the outcome is unknown.
+    """
+    if inspect.iscoroutine(written):
+        if inspect.getcoroutinestate(written) == inspect.CORO_CREATED and (
+            inspect.iscoroutinefunction(session.append)
+        ):
+            written.close()
+            raise UsageError(
+                "this session's append is asynchronous, so nothing was recorded: "
+                "call `await tool.aexecute(...)` (or `acall`, `Host.acall_tool`)"
+            )
+        if inspect.getcoroutinestate(written) == inspect.CORO_CREATED:
+            written.close()  # nobody will await it; what append did before is done
+        raise _unknown_outcome(session, written)
+    if _awaitable(written):
+        raise _unknown_outcome(session, written)
+    _refuse_generator(session, written)
+
+
+def _refuse_generator(session: Session, written: object) -> None:
+    if inspect.isgenerator(written) or inspect.isasyncgen(written):
+        unstarted = (
+            inspect.isgenerator(written)
+            and inspect.isgeneratorfunction(session.append)
+            and inspect.getgeneratorstate(written) == inspect.GEN_CREATED
+        ) or (  # an async generator function's call returns a fresh, unstarted one
+            inspect.isasyncgen(written) and inspect.isasyncgenfunction(session.append)
+        )
+        if unstarted:
+            if inspect.isgenerator(written):
+                written.close()
+            raise UsageError(
+                f"this session's append is a generator function ({type(written).__name__}): "
+                "its body never ran, so nothing was recorded; append must record the event "
+                "before it returns"
+            )
+        raise UsageError(
+            f"this session's append returned a {type(written).__name__}, not the recorded "
+            "event: whether the event was recorded is unknown; check the log"
+        )
+
+
+def _unknown_outcome(session: Session, written: object) -> AppendOutcomeUnknown:
+    kind = type(written)
+    return AppendOutcomeUnknown(
+        f"this session's append returned {kind.__module__}.{kind.__qualname__}, an awaitable "
+        "that may already have run: the event may have been recorded; check the log before "
+        "calling again, and call this session through `await tool.aexecute(...)` "
+        "(or `acall`, `Host.acall_tool`)"
+    )
 
 
 def _awaitable(value: object) -> TypeGuard[Awaitable[object]]:

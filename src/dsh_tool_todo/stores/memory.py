@@ -3,31 +3,79 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from types import TracebackType
 from typing import Any
 
+from ..errors import UsageError
 from ..listeners import Event, Listener, Listeners
 
 __all__ = ["AsyncMemorySession", "MemorySession"]
 
 
 class MemorySession:
-    """An append-only, in-memory session log; safe to append from several threads."""
+    """An append-only, in-memory session log; safe to append from several threads.
+
+    It speaks the store protocol (:class:`~dsh_tool_todo.protocols.StoreSession`):
+    ``append`` returns the event ``{seq, type, data}`` (``seq`` from 0),
+    listeners run in log order in the appending thread, ``latest`` reads from
+    the end, and a closed session refuses appends as a durable one does.
+
+    ``events`` holds the recorded event objects themselves, not copies: this
+    store keeps no encoded form because encoding each append would cost about
+    a sixth of a call. Hosts must not mutate event data (the reference host's
+    :meth:`~dsh_tool_todo.host.Host.projection` hands out copies).
+    """
 
     def __init__(self) -> None:
         self.events: list[Event] = []
+        self._seq = 0
+        self._closed = False
         self._listeners = Listeners()
         self._lock = threading.Lock()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def append(self, type: str, data: Mapping[str, Any], /) -> Event:
-        event: Event = {"type": type, "data": data}
         with self._lock:  # listeners see events in log order
+            if self._closed:
+                raise UsageError("the in-memory session log is closed")
+            event: Event = {"seq": self._seq, "type": type, "data": data}
             self.events.append(event)
+            self._seq += 1
             self._listeners.notify(event)
         return event
 
     def subscribe(self, listener: Listener, /) -> Callable[[], None]:
         return self._listeners.add(listener)
+
+    def latest(self, types: Collection[str], /) -> Event | None:
+        """The newest event whose type is in ``types`` (searched from the end), or ``None``."""
+        if isinstance(types, str):
+            raise UsageError("latest() takes a collection of event types, not one string")
+        with self._lock:
+            for event in reversed(self.events):
+                if event["type"] in types:
+                    return event
+        return None
+
+    def close(self) -> None:
+        """Refuse further appends; the recorded events stay readable. Safe to call twice."""
+        with self._lock:
+            self._closed = True
+
+    def __enter__(self) -> MemorySession:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 class AsyncMemorySession(MemorySession):

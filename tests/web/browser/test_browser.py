@@ -251,3 +251,14 @@ def test_readable_in_both_schemes_at_400_px(
     assert dark_background is (scheme == "dark")
     assert colours[1] == ("rgb(232, 233, 236)" if scheme == "dark" else "rgb(29, 29, 31)")
     assert width <= 400
+
+
+def test_an_unknown_session_says_so_instead_of_retrying(
+    tmp_path: Path, serve_process: Starter, page: Page
+) -> None:
+    child = serve_process(tmp_path)
+
+    page.goto(f"{child.url}/s/nobody")
+
+    expect(page.locator("#plan-empty")).to_have_text("There is no session named “nobody” here.")
+    expect(page.locator("#connection")).to_have_text("no session 'nobody' is served")

@@ -267,8 +267,20 @@ function sessionPage(name) {
     });
     source.addEventListener("error", () => {
       if (source.readyState === EventSource.CLOSED) {
+        // The browser gave up (an error status): say why if the session is gone, else reopen,
+        // resuming after the last frame.
         setConnection("down", "disconnected; retrying…");
-        setTimeout(open, 1000); // the browser gave up: reopen, resuming after the last frame
+        fetch(`${base}/projection`)
+          .then(async (response) => {
+            if (response.status === 404) {
+              setConnection("down", (await response.json()).error);
+              view.empty.textContent = `There is no session named “${visible(name)}” here.`;
+              view.empty.hidden = false;
+            } else {
+              setTimeout(open, 1000);
+            }
+          })
+          .catch(() => setTimeout(open, 1000));
       } else {
         setConnection("down", "reconnecting…");
       }
