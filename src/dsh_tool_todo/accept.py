@@ -1,0 +1,71 @@
+"""The accepted call, decoded faster: a shortcut that can only ever say yes.
+
+Nearly every call the model makes is valid. For those, pydantic's strict
+``validate_json`` builds its own tree of the text and then a new dict for each
+item, and the item rules walk the list once more. :func:`accept_json` decodes
+the text once with pydantic-core's JSON parser (the one ``validate_json`` itself
+uses, so strings, escapes and repeated keys read the same) and checks the schema
+and the item and list rules in one Python pass over what it decoded.
+
+It answers only for a call it accepts whole, with exactly the result the full
+validation gives. For anything else (a wrong type, an unknown key, an empty or
+repeated content, a lone surrogate, ``NaN``, a text the parser refuses, items
+whose keys are not written ``content`` first) it answers ``None``, and the
+caller runs the full validation, which stays the single judge of what is
+refused and of every text the model reads.
+
+Key order: pydantic builds each item as ``{content, status}``, whatever order
+the model wrote. The decoded item keeps the written order, so it is used as it
+is only when every item was written ``{"content":`` first: inside a JSON string
+a ``"`` is always escaped, so each ``{"content":`` in the text opens an object
+whose first key is ``content``, and (the top level being ``{todos}``) each such
+object is an item. Any other spelling (a space after the brace, an escaped key)
+is left to the full validation.
+"""
+
+from __future__ import annotations
+
+from pydantic_core import from_json
+
+from .model import TodoResult
+
+_CONTENT_FIRST = '{"content":'
+_CONTENT_FIRST_BYTES = _CONTENT_FIRST.encode()
+
+
+def accept_json(raw: str | bytes, *, allow_parallel: bool) -> TodoResult | None:
+    """The canonical result of a valid call's raw JSON arguments, or ``None``, which means
+    "run the full validation" (never "refused")."""
+    try:
+        args = from_json(raw)
+    except ValueError:
+        return None
+    if type(args) is not dict or len(args) != 1:
+        return None
+    todos = args.get("todos")
+    if type(todos) is not list:
+        return None
+    contents = set()
+    pending = in_progress = 0
+    for item in todos:
+        if type(item) is not dict or len(item) != 2:
+            return None
+        content = item.get("content")
+        status = item.get("status")
+        if type(content) is not str or not content or content.isspace():
+            return None
+        contents.add(content)
+        if status == "pending":
+            pending += 1
+        elif status == "in_progress":
+            in_progress += 1
+        elif status != "completed":  # only a str equals one; anything else is refused
+            return None
+    if len(contents) != len(todos) or (in_progress > 1 and not allow_parallel):
+        return None
+    first = _CONTENT_FIRST if type(raw) is str else _CONTENT_FIRST_BYTES
+    if raw.count(first) != len(todos):  # type: ignore[arg-type]
+        return None
+    completed = len(todos) - pending - in_progress
+    counts = {"pending": pending, "inProgress": in_progress, "completed": completed}
+    return {"todos": todos, "counts": counts}  # type: ignore[return-value]
