@@ -23,6 +23,7 @@ from dsh_tool_todo import logread, sessionlog
 from dsh_tool_todo.errors import InvalidLog, UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.projection import replay
+from dsh_tool_todo.protocols import StoreSession
 from dsh_tool_todo.sessionlog import JsonlSession, TornTailWarning, current_plan, read_events
 from tests.conftest import options, todo
 
@@ -355,3 +356,62 @@ def test_current_plan_agrees_with_a_full_replay(
             assert current_plan(path) == replay(read_events(path))
     expected = [] if torn is None else [TornTailWarning] * 3
     assert [warning.category for warning in caught] == expected
+
+
+# The session protocol's resume call: latest(types), read from the end.
+
+
+def test_latest_is_the_newest_event_of_the_types(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    write_log(
+        path,
+        [("todo/write", {"todos": [todo("Old")]}), ("turn/start", {}), ("turn/end", {})],
+    )
+    with JsonlSession(path) as session:
+        assert session.latest(("todo/write", "turn/start")) == {
+            "seq": 1,
+            "type": "turn/start",
+            "data": {},
+        }
+        assert session.latest({"todo/write"}) == line_event(0, "todo/write", [todo("Old")])
+        assert session.latest(("message",)) is None
+        written = session.append("todo/write", {"todos": [todo("New")]})
+        assert session.latest(["todo/write", "turn/start"]) == written
+        assert isinstance(session, StoreSession)
+
+
+def line_event(seq: int, kind: str, todos: list[dict[str, str]]) -> dict[str, Any]:
+    return {"seq": seq, "type": kind, "data": {"todos": todos}}
+
+
+def test_latest_reads_only_back_to_its_answer(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"not an event\n" + line(1, "todo/write", {"todos": [todo("Plan")]}))
+    with JsonlSession(path) as session:
+        assert session.latest(("todo/write",))["seq"] == 1  # type: ignore[index]
+        with pytest.raises(InvalidLog, match=r"log\.jsonl, line 1: not a session event"):
+            session.latest(("turn/start",))
+
+
+def test_latest_of_an_empty_log_is_none(tmp_path: Path) -> None:
+    with JsonlSession(tmp_path / "log.jsonl") as session:
+        assert session.latest(("todo/write", "turn/start")) is None
+
+
+def test_latest_refuses_a_string_and_a_closed_session(tmp_path: Path) -> None:
+    session = JsonlSession(tmp_path / "log.jsonl")
+    with pytest.raises(UsageError, match="collection of event types, not the str 'todo/write'"):
+        session.latest("todo/write")
+    session.close()
+    with pytest.raises(UsageError, match=r"log\.jsonl: the session log is closed"):
+        session.latest(("todo/write",))
+
+
+def test_a_host_resumes_the_plan_of_an_existing_log(tmp_path: Path) -> None:
+    path = tmp_path / "agent.jsonl"
+    plan = [todo("Read", "completed"), todo("Write", "in_progress")]
+    write_log(path, [("turn/start", {}), ("todo/write", {"todos": plan}), ("turn/end", {})])
+    host = Host([dsh_tool_todo], options(False))
+    with JsonlSession(path) as session:
+        agent = host.new_agent(session=session)
+        assert host.projection(agent.session, "todos") == plan
