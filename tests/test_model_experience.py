@@ -315,3 +315,14 @@ def test_refusing_costs_memory_linear_in_the_input_not_per_error(build: Any) -> 
         peaks[items] = _peak_bytes(args)
         assert peaks[items] <= 2 * _decoding_peak(args) + 48 * items + 200_000
     assert peaks[80_000] <= 4.5 * peaks[20_000] + 200_000
+
+
+def test_a_refusal_no_clause_explains_names_pydantics_first_place() -> None:
+    """Defensive: should pydantic ever refuse what the walk finds sound, the text still says
+    where, without reading a long error list."""
+    with pytest.raises(ValidationError) as caught:
+        args_adapter().validator.validate_python({"todos": [{"content": "a", "status": 1}]})
+    text = rejections.refusal(
+        {"todos": [{"content": "a", "status": "pending"}]}, allow_parallel=False, error=caught.value
+    )
+    assert text == "Error: invalid todos: unexpected value at `todos[0].status`"
