@@ -76,6 +76,11 @@ def test_an_exposed_server_warns_and_requires_the_token_it_prints(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
+        (
+            ["serve", ".", "--host", "0.0.0.0", "--expose"],
+            "--host 0.0.0.0 answers on every address: name the ones clients use with "
+            "--allow-host (checked against the Host header of each request)",
+        ),
         (["serve", "/nonexistent/dir"], "/nonexistent/dir: not a directory of session logs"),
         (["serve", ".", "--port", "0"], "--port must be from 1 to 65535 (got 0)"),
     ],

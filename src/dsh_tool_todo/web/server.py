@@ -50,6 +50,11 @@ def serve(
                 f"--host {host} is reachable from other machines; pass --expose to allow it "
                 "(a token will then be required)"
             )
+        if host.strip("[]") in ("0.0.0.0", "::") and not allow_hosts:
+            raise UsageError(
+                f"--host {host} answers on every address: name the ones clients use with "
+                "--allow-host (checked against the Host header of each request)"
+            )
         token = new_token()
         print(
             f"dsh-todo: warning: serving on {host}, beyond this machine: anyone who can reach "
