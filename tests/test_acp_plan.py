@@ -7,19 +7,17 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 from acp import (
-    InitializeResponse,
-    NewSessionResponse,
-    PromptResponse,
     connect_to_agent,
     run_agent,
     text_block,
 )
 from acp.client.connection import ClientSideConnection
-from acp.schema import AgentPlanUpdate, PlanEntry, SessionNotification, TextContentBlock
+from acp.schema import AgentPlanUpdate, PlanEntry, SessionNotification
 from acp.utils import serialize_params
 
 import dsh_tool_todo
@@ -34,6 +32,7 @@ from dsh_tool_todo.acp_plan import (
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.host import Host, MemorySession
 from tests.conftest import PLAN, options
+from tests.test_docs import PYTHON_BLOCK
 
 # ---- the payload ----------------------------------------------------------------
 
@@ -294,41 +293,24 @@ def test_a_malformed_logged_write_does_not_break_the_append() -> None:
 # ---- end to end: a real ACP agent and client over a local socket pair -----------
 
 
-class TodoAgent:
-    """An ACP agent whose 'model' is the prompt text: a JSON list of todo_write arguments."""
+def _agent_class_from_the_docs() -> Any:
+    """The ``TodoAgent`` of docs/acp.md, exactly as printed there: the page and the tests
+    run one class."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "acp.md").read_text(encoding="utf-8")
+    (block,) = [block for block in PYTHON_BLOCK.findall(page) if "class TodoAgent" in block]
+    namespace: dict[str, Any] = {"__name__": "docs_acp_agent"}
+    exec(compile(block, "docs/acp.md", "exec"), namespace)
+    return namespace["TodoAgent"]
 
-    def __init__(self) -> None:
-        self.host = Host([dsh_tool_todo], options(False))
-        self.sessions: dict[str, tuple[Any, PlanForwarder]] = {}
-        self.replies: list[str] = []
-        self._connection: Any = None
 
-    def on_connect(self, connection: Any) -> None:
-        self._connection = connection
+TodoAgent = _agent_class_from_the_docs()
 
-    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(protocol_version=protocol_version)
 
-    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
-        session_id = f"session-{len(self.sessions) + 1}"
-        agent = self.host.new_agent()
-        self.sessions[session_id] = (
-            agent,
-            forward_plans(agent.session, self._connection, session_id),
-        )
-        return NewSessionResponse(session_id=session_id)
-
-    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
-        agent, forwarder = self.sessions[session_id]
-        block = prompt[0]
-        assert isinstance(block, TextContentBlock)
-        for args in json.loads(block.text):
-            self.replies.append(await self.host.acall_tool("todo_write", args, agent=agent))
-        await forwarder.drain()  # the plan reaches the client before the turn ends
-        return PromptResponse(stop_reason="end_turn")
-
-    async def cancel(self, session_id: str, **kwargs: Any) -> None:
-        return None
+def test_the_docs_agent_is_a_whole_acp_agent() -> None:
+    agent = TodoAgent(json.loads)
+    for method in ("initialize", "new_session", "prompt", "cancel"):
+        assert asyncio.iscoroutinefunction(getattr(agent, method)), method
+    assert asyncio.run(agent.cancel(session_id="session-1")) is None
 
 
 class PlanClient:
@@ -349,7 +331,7 @@ class PlanClient:
 
 
 @asynccontextmanager
-async def _connected(agent: TodoAgent, client: PlanClient) -> AsyncIterator[ClientSideConnection]:
+async def _connected(agent: Any, client: PlanClient) -> AsyncIterator[ClientSideConnection]:
     agent_end, client_end = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_end)
     client_reader, client_writer = await asyncio.open_connection(sock=client_end)
@@ -375,8 +357,8 @@ async def _with_timeout(step: Callable[[], Any]) -> Any:
 
 
 def test_end_to_end_plan_reaches_the_client() -> None:
-    async def main() -> tuple[TodoAgent, PlanClient]:
-        agent, client = TodoAgent(), PlanClient()
+    async def main() -> tuple[Any, PlanClient]:
+        agent, client = TodoAgent(json.loads), PlanClient()
         async with _connected(agent, client) as connection:
             await _with_timeout(lambda: connection.initialize(protocol_version=1))
             first = await _with_timeout(lambda: connection.new_session(cwd="/"))
@@ -420,6 +402,7 @@ def test_end_to_end_plan_reaches_the_client() -> None:
                     ),
                 )
             )
+            await _with_timeout(lambda: connection.cancel(session_id="session-2"))
         return agent, client
 
     agent, client = asyncio.run(main())
