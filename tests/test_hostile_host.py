@@ -568,3 +568,25 @@ def test_24_the_reminder_is_capped_and_says_what_was_left_out() -> None:
     assert "…" in long
     assert plan_reminder(PLAN) is not None
     assert "more todos" not in (plan_reminder(PLAN) or "")
+
+
+def test_15_a_restarted_agent_on_a_jsonl_log_continues_its_plan(tmp_path: Path) -> None:
+    from dsh_tool_todo.sessionlog import JsonlSession
+
+    path = tmp_path / "agent.jsonl"
+    before = Host([dsh_tool_todo], options(False))
+    with JsonlSession(path) as session:
+        _call(before, before.new_agent(session), {"todos": PLAN})
+        session.append("turn/end", {})
+    after = Host([dsh_tool_todo], options(False))  # a restarted host process
+    with JsonlSession(path) as session:
+        after.new_agent(session)
+        assert after.projection(session, "todos") == PLAN
+        assert plan_reminder(after.projection(session, "todos")) == plan_reminder(PLAN)
+    with path.open("a", encoding="utf-8") as log:  # another program appends a broken write
+        log.write(
+            '{"seq":2,"type":"todo/write","data":{"todos":[{"content":"","status":"pending"}]}}\n'
+        )
+    broken = r"event 2: Error: invalid todo: `content` must be"
+    with JsonlSession(path) as session, pytest.raises(InvalidLog, match=broken):
+        Host([dsh_tool_todo], options(False)).new_agent(session)
