@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_tool_todo.errors import InvalidLog, LogBusy
+from dsh_tool_todo.errors import InvalidLog, LogBusy, UsageError
 from dsh_tool_todo.projection import replay
 from dsh_tool_todo.sessionlog import JsonlSession, TornTailWarning, current_plan, read_events
 from dsh_tool_todo.stores import jsonl
@@ -260,6 +260,35 @@ def test_2_a_rollback_never_cuts_bytes_another_program_wrote(
         with pytest.raises(OSError, match="Input/output error"):
             session.append("turn/start", {})
     assert path.read_bytes().startswith(line(0, "turn/start", {}) + foreign)
+
+
+def test_2_without_flock_the_log_is_not_opened_for_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(line(0, "turn/start", {}) + b'{"seq":1')
+    monkeypatch.setattr(jsonl, "fcntl", None)
+    with pytest.raises(UsageError, match=r"log\.jsonl: cannot lock the log on this platform"):
+        JsonlSession(path)
+    assert path.read_bytes() == line(0, "turn/start", {}) + b'{"seq":1'
+
+
+def test_2_a_file_system_that_refuses_flock_refuses_the_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    def no_locks(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    path = tmp_path / "log.jsonl"
+    with pytest.raises(UsageError, match=r"cannot lock the log \(No locks available\)"):
+        JsonlSession(path)
+    fds = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(UsageError, match="cannot lock"):
+        JsonlSession(path)
+    assert len(os.listdir("/proc/self/fd")) == fds  # the descriptor was closed
 
 
 class _Proxy:
