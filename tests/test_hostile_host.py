@@ -226,6 +226,8 @@ def test_20_a_unit_registered_after_composition_is_refused(host: Host, agent: Ho
     registry["sneaked"] = _Counting()  # past the registry's own method
     assert _call(host, agent).startswith("Updated")  # never a failed call for a recorded event
     assert host.projection(agent.session, "todos") == ARGS["todos"]
+    with pytest.raises(UsageError, match=r"'sneaked' was added after this agent was made"):
+        host.projection(agent.session, "sneaked")
 
 
 # ---- 17: a failed composition changes nothing ---------------------------------------
@@ -294,6 +296,19 @@ def test_17_a_context_without_tools_or_with_a_bad_projection_registry() -> None:
 
     with pytest.raises(UsageError, match=r"the plugin context has no `tools`"):
         _compose(Bare())
+
+    class Offline:
+        options = options(False)
+        session_projections = None
+
+        @property
+        def tools(self) -> Any:
+            raise RuntimeError("registry offline")
+
+    with pytest.raises(
+        UsageError, match=r"reading ctx.tools raised RuntimeError: registry offline"
+    ):
+        _compose(Offline())
     ctx = _Ctx(ToolTable(), options(False), "not a registry")
     with pytest.raises(UsageError, match=r"ctx.session_projections must be None or have"):
         _compose(ctx)

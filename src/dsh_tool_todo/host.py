@@ -327,6 +327,8 @@ class Host:
         states = self._projections.get(id(session))
         if states is None:
             raise UsageError("that session belongs to no agent of this host")
+        if key not in states.units:
+            raise UsageError(f"session projection {key!r} was added after this agent was made")
         return copy.deepcopy(states.view(key))
 
     def _unknown_tool(self, name: str) -> UsageError:
