@@ -252,6 +252,34 @@ def test_any_error_is_one_short_inert_line_and_the_verdict_is_pydantics(
     assert is_list_stage(text) == schema_accepts(args), text
 
 
+_LONG_TEXT = st.text(st.characters(exclude_categories=()), min_size=30, max_size=90)
+WIDE_ITEMS = st.lists(
+    st.dictionaries(
+        st.sampled_from(["content", "status", "title", "id"]) | _LONG_TEXT,
+        _LONG_TEXT | st.integers() | st.sampled_from(["done", "todo", "cancelled", "pending"]),
+        max_size=6,
+    ),
+    min_size=1,
+    max_size=60,
+)
+WIDE_ARGUMENTS = st.builds(
+    lambda todos, extra, key: {key: todos, **extra},
+    WIDE_ITEMS,
+    st.dictionaries(_LONG_TEXT, st.integers(), max_size=8),
+    st.sampled_from(["todos", "plan", "todoList"]),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(args=WIDE_ARGUMENTS, parallel=st.booleans())
+def test_many_long_distinct_problems_still_fit_one_line(args: Any, parallel: bool) -> None:
+    text = TOOLS[parallel].call(args, MemorySession())
+    assert len(text) <= contract.MAX_ERROR_CHARS, text
+    assert len(text.splitlines()) == 1
+    assert not any(ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0 for char in text), text
+    text.encode("utf-8")
+
+
 @PROPERTY_SETTINGS
 @given(args=ANY_ARGUMENTS, parallel=st.booleans())
 def test_a_retry_as_the_text_says_never_makes_a_call_worse(args: Any, parallel: bool) -> None:
