@@ -229,6 +229,17 @@ function sessionPage(name) {
       previous = event.data.todos;
     }
     render();
+    if (source?.readyState === EventSource.OPEN) setConnection("live", "live");
+  }
+
+  function loadTurnUntilDone(upTo) {
+    const mine = state.generation;
+    loadTurn(upTo).catch((error) => {
+      setConnection("down", `history: ${error.message}; retrying…`);
+      setTimeout(() => {
+        if (mine === state.generation) loadTurnUntilDone(upTo); // else a newer snapshot loads
+      }, 1000);
+    });
   }
 
   function onFrame(message) {
@@ -241,7 +252,7 @@ function sessionPage(name) {
       state.plan = frame.plan;
       state.cause = frame.decidedBy ? frame.decidedBy.type : null;
       state.calls.clear();
-      loadTurn(frame.seq).catch((error) => setConnection("down", `history: ${error.message}`));
+      loadTurnUntilDone(frame.seq);
     } else if (frame.cause === "turn/start") {
       state.generation++;
       state.plan = null;
