@@ -211,3 +211,18 @@ def test_show_a_torn_log_warns_in_one_line_and_keeps_the_whole_events(tmp_path: 
     assert run.stderr.splitlines() == [
         f"dsh-todo: warning: {log}: torn last line at byte {whole} ignored (a write was cut short)"
     ]
+
+
+def test_show_ascii_prints_only_ascii(tmp_path: Path) -> None:
+    log = tmp_path / "accents.jsonl"
+    with JsonlSession(log) as session:
+        todos = [{"content": "Réécrire l’analyseur → v2", "status": "in_progress"}]
+        session.append("todo/write", {"todos": todos})
+    out = dsh_todo("show", str(log), "--ascii").stdout
+    assert out.isascii()
+    assert out.splitlines()[0] == "[>] R\\u00e9\\u00e9crire l\\u2019analyseur \\u2192 v2"
+    assert dsh_todo("show", str(log)).stdout.splitlines()[0] == "► Réécrire l’analyseur → v2"
+
+
+def test_watch_help_states_the_smallest_interval() -> None:
+    assert "at least 0.05" in dsh_todo("watch", "--help").stdout
