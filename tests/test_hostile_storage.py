@@ -10,7 +10,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+import pty
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -715,3 +717,40 @@ def test_16_unicode_line_breaks_round_trip_through_every_reader(tmp_path: Path) 
 def _write_one(path: Path, data: dict[str, Any]) -> None:
     with JsonlSession(path) as session:
         session.append("todo/write", data)
+
+
+@pytest.mark.parametrize(("term", "clears"), [("dumb", False), ("xterm", True)])
+def test_6_watch_on_a_terminal_clears_unless_term_is_dumb(
+    tmp_path: Path, term: str, clears: bool
+) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(plan_line(0, "Start"))
+    controller, terminal = pty.openpty()
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "TERM": term}
+    command = [sys.executable, "-m", "dsh_tool_todo", "watch", str(path), "--interval", "0.05"]
+    watcher = subprocess.Popen(command, stdout=terminal, stderr=subprocess.PIPE, env=env)
+    os.close(terminal)
+    seen = b""
+
+    def read_until(text: bytes) -> bytes:
+        data = seen
+        while text not in data:
+            ready, _, _ = select.select([controller], [], [], 30)
+            assert ready, f"no {text!r} after 30 s: {data!r}"
+            data += os.read(controller, 4096)
+        return data
+
+    try:
+        seen = read_until(b"Start")
+        subprocess.run([sys.executable, "-c", WATCHER, str(path)], check=True, timeout=60)
+        seen = read_until(b"Step 2")
+        watcher.send_signal(signal.SIGINT)
+        assert watcher.wait(timeout=30) == 0
+    finally:
+        watcher.kill()
+        watcher.wait(timeout=30)
+        os.close(controller)
+        if watcher.stderr is not None:
+            watcher.stderr.close()
+    assert (b"\x1b[2J" in seen) is clears
+    assert (b"----" in seen) is not clears
