@@ -303,26 +303,40 @@ def test_an_exhausted_pool_fails_the_append_clearly_and_records_nothing(pg_dsn: 
 
 
 class FlakyConnection(psycopg.Connection[Any]):
-    """Loses the server's answer to chosen statements, as a connection dropped mid-call does."""
+    """Breaks at chosen statements, before or after the server ran them, as a dropped link does.
+
+    ``faults`` maps a statement (or ``"COMMIT"``) to the faults its next
+    executions meet: ``"before"`` (never sent) or ``"after"`` (ran, answer lost).
+    """
 
     faults: dict[str, list[str]] = {}  # noqa: RUF012 - set per test through the fixture
 
     def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        plan = self.faults.get(query if isinstance(query, str) else "", [])
-        fault = plan.pop(0) if plan else "none"
-        if fault == "before":
-            self.close()
-            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        fault = self._next(query if isinstance(query, str) else "")
+        self._break("before", fault)
         cursor = super().execute(query, params, **kwargs)
-        if fault == "after":
+        self._break("after", fault)
+        return cursor
+
+    def commit(self) -> None:
+        fault = self._next("COMMIT")
+        self._break("before", fault)
+        super().commit()
+        self._break("after", fault)
+
+    def _next(self, key: str) -> str:
+        planned = self.faults.get(key, [])
+        return planned.pop(0) if planned else "none"
+
+    def _break(self, when: str, fault: str) -> None:
+        if fault == when:
             self.close()
             raise psycopg.OperationalError("server closed the connection unexpectedly")
-        return cursor
 
 
 @pytest.fixture
 def flaky_pool(pg_dsn: str) -> Iterator[ConnectionPool[Any]]:
-    FlakyConnection.faults = {postgres._INSERT: [], postgres._READ_ONE: []}
+    FlakyConnection.faults = {postgres._INSERT: [], postgres._READ_ONE: [], "COMMIT": []}
     with ConnectionPool(
         pg_dsn,
         connection_class=FlakyConnection,
@@ -340,20 +354,38 @@ def test_an_append_committed_before_the_connection_broke_is_acknowledged_once(
     session = PostgresSession(flaky_pool, SESSION)
     heard: list[int] = []
     session.subscribe(lambda event: heard.append(event["seq"]))
-    FlakyConnection.faults[postgres._INSERT] += ["after"]
+    FlakyConnection.faults["COMMIT"] += ["after"]
     assert session.append("note", {"n": 0})["seq"] == 0
     assert session.append("note", {"n": 1})["seq"] == 1
     assert [event["data"]["n"] for event in rows(pg_dsn)] == [0, 1]
     assert heard == [0, 1]
+    assert FlakyConnection.faults["COMMIT"] == []  # the fault was met
 
 
-def test_an_append_lost_before_it_reached_the_server_is_sent_again_at_its_seq(
+@pytest.mark.parametrize(
+    ("statement", "fault"),
+    [("insert", "before"), ("insert", "after"), ("COMMIT", "before")],
+)
+def test_an_append_that_was_not_committed_is_sent_again_at_its_seq(
+    pg_dsn: str, flaky_pool: ConnectionPool[Any], statement: str, fault: str
+) -> None:
+    session = PostgresSession(flaky_pool, SESSION)
+    key = postgres._INSERT if statement == "insert" else statement
+    FlakyConnection.faults[key] += [fault]
+    assert session.append("note", {"n": 0})["seq"] == 0
+    assert FlakyConnection.faults[key] == []
+    assert [event["data"]["n"] for event in rows(pg_dsn)] == [0]
+
+
+def test_an_append_that_breaks_twice_before_commit_fails_and_records_nothing(
     pg_dsn: str, flaky_pool: ConnectionPool[Any]
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
-    FlakyConnection.faults[postgres._INSERT] += ["before"]
-    assert session.append("note", {"n": 0})["seq"] == 0
-    assert [event["data"]["n"] for event in rows(pg_dsn)] == [0]
+    FlakyConnection.faults[postgres._INSERT] += ["before", "before"]
+    with pytest.raises(postgres.StoreUnavailable, match=f"session '{SESSION}' on PostgreSQL"):
+        session.append("note", {"n": 0})
+    assert session.append("note", {"n": 1})["seq"] == 0
+    assert [event["data"]["n"] for event in rows(pg_dsn)] == [1]
 
 
 @pytest.mark.parametrize(("fault", "recorded"), [("after", [0, 1]), ("before", [1])])
@@ -365,7 +397,7 @@ def test_an_outcome_that_cannot_be_checked_is_settled_before_the_next_append(
     session.subscribe(heard.append)
     host = new_host()
     agent = host.new_agent(session=session)
-    FlakyConnection.faults[postgres._INSERT] += [fault]
+    FlakyConnection.faults["COMMIT"] += [fault]
     FlakyConnection.faults[postgres._READ_ONE] += ["before", "before"]
     with pytest.raises(ToolFailure, match=r"seq 0: .*could not be asked.*next append checks"):
         host.call_tool("todo_write", {"todos": plan(0)}, agent=agent)
@@ -380,7 +412,7 @@ def test_a_row_found_in_the_place_of_an_unknown_commit_makes_the_writer_stale(
     pg_dsn: str, flaky_pool: ConnectionPool[Any]
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
-    FlakyConnection.faults[postgres._INSERT] += ["before"]
+    FlakyConnection.faults["COMMIT"] += ["before"]
     FlakyConnection.faults[postgres._READ_ONE] += ["before", "before"]
     with pytest.raises(CommitUnknown, match="seq 0"):
         session.append("note", {"n": 0})
