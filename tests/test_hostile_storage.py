@@ -516,12 +516,17 @@ resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 from dsh_tool_todo.sessionlog import JsonlSession, current_plan, read_events
 from dsh_tool_todo.watch import follow_plan
 warnings.simplefilter("ignore")
-path, size, head = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3].encode()
+path, size, head, dense = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3].encode(), sys.argv[4]
 
 def make():
     todos = b'[{"content":"Plan","status":"pending"}]'
     path.write_bytes(b'{"seq":0,"type":"todo/write","data":{"todos":' + todos + b'}}\n' + head)
-    os.truncate(path, size)
+    if dense == "dense":  # real bytes on disk: no hole to skip
+        with path.open("ab") as file:
+            while file.tell() < size:
+                file.write(b"\0" * (1 << 20) if not head else b"x" * (1 << 20))
+    else:
+        os.truncate(path, size)
 
 make()
 baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -544,10 +549,13 @@ print(grown)
 
 
 @pytest.mark.parametrize("head", ["", '{"seq":1,"type":"todo/write","data":'])
-def test_8_a_multi_gib_torn_tail_takes_constant_memory(tmp_path: Path, head: str) -> None:
-    path = tmp_path / "sparse.jsonl"
+@pytest.mark.parametrize(("layout", "size"), [("sparse", 2 << 30), ("dense", 96 << 20)])
+def test_8_a_huge_torn_tail_takes_constant_memory(
+    tmp_path: Path, head: str, layout: str, size: int
+) -> None:
+    path = tmp_path / "tail.jsonl"
     run = subprocess.run(
-        [sys.executable, "-c", MEMORY, str(path), str(2 << 30), head],
+        [sys.executable, "-c", MEMORY, str(path), str(size), head, layout],
         capture_output=True,
         text=True,
         timeout=300,

@@ -15,6 +15,8 @@ first bytes, so its memory stays bounded however long the tail is.
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import stat
@@ -40,6 +42,7 @@ _READ_FLAGS = (
     | getattr(os, "O_NOCTTY", 0)
     | getattr(os, "O_BINARY", 0)
 )
+_SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a FIFO"),
@@ -264,6 +267,9 @@ def _last_newline(file: BinaryIO, size: int) -> tuple[int, bool]:
     pos = size
     while pos > 0:
         start = max(0, pos - block_size)
+        if _is_hole(file, start, pos):  # reads as zeros, and holds no newline
+            pos = start
+            continue
         file.seek(start)
         block = file.read(pos - start)
         newline = block.rfind(b"\n")
@@ -274,3 +280,19 @@ def _last_newline(file: BinaryIO, size: int) -> tuple[int, bool]:
             return start + newline + 1, zeros
         pos = start
     return 0, zeros
+
+
+def _is_hole(file: BinaryIO, start: int, end: int) -> bool:
+    """Whether ``start:end`` is a hole of a sparse file: no data, zeros when read.
+
+    Lets a tail of gigabytes of holes be judged without reading them. Where
+    the file system cannot tell (``SEEK_DATA`` unsupported), nothing is a hole.
+    """
+    if _SEEK_DATA is None:
+        return False
+    try:
+        return os.lseek(file.fileno(), start, _SEEK_DATA) >= end
+    except OSError as error:  # ENXIO: no data from start to the end of the file
+        return error.errno == errno.ENXIO
+    except (AttributeError, ValueError, io.UnsupportedOperation):  # not a file descriptor
+        return False
