@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -34,13 +35,23 @@ AsyncCall = Callable[[], Awaitable[object]]
 
 
 async def _rounds(
-    sides: dict[str, AsyncCall], *, reference: str, seconds: float, batch: int, min_rounds: int = 7
+    sides: dict[str, AsyncCall],
+    *,
+    reference: str,
+    seconds: float,
+    batch: int,
+    min_rounds: int = 7,
+    started: Callable[[], object] = lambda: None,
 ) -> dict[str, Any]:
-    """Interleaved rounds of ``batch`` sequential awaited calls per side; medians and ratios."""
+    """Interleaved rounds of ``batch`` sequential awaited calls per side; medians and ratios.
+
+    ``started`` runs once after the warm-up, just before the timed rounds.
+    """
     names = list(sides)
     for name in names:  # warm-up
         for _ in range(batch):
             await sides[name]()
+    started()
     samples: dict[str, list[float]] = {name: [] for name in names}
     deadline = time.perf_counter() + seconds
     rounds = 0
@@ -72,14 +83,37 @@ async def _mcp_client(stack: AsyncExitStack, command: list[str]) -> Any:
     return session
 
 
+def _server_cpu_seconds() -> dict[str, float]:
+    """CPU time (user + system) each server subprocess of this process has used, from /proc.
+
+    Unlike wall time, it hardly grows when other work crowds the machine's cores.
+    """
+    ticks = os.sysconf("SC_CLK_TCK")
+    found: dict[str, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) != os.getpid():
+                continue
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue  # gone, or not ours
+        side = "ours" if b"dsh_tool_todo" in command else "noop" if b"noop" in command else None
+        if side is not None:
+            found[side] = (int(fields[11]) + int(fields[12])) / ticks
+    return found
+
+
 def mcp_rows(seconds: float, batch: int) -> list[Row]:
+    cpu: dict[str, dict[str, float]] = {}
+
     async def measure() -> dict[str, Any]:
         async with AsyncExitStack() as stack:
             ours = await _mcp_client(stack, [sys.executable, "-m", "dsh_tool_todo", "mcp"])
             noop = await _mcp_client(stack, [sys.executable, str(HERE / "mcp_noop_server.py")])
             answer = await ours.call_tool("todo_write", ARGS)
             assert answer.content[0].text.startswith("Updated todo list"), answer
-            return await _rounds(
+            result = await _rounds(
                 {
                     "ours": lambda: ours.call_tool("todo_write", ARGS),
                     "noop": lambda: noop.call_tool("todo_write", ARGS),
@@ -87,11 +121,33 @@ def mcp_rows(seconds: float, batch: int) -> list[Row]:
                 reference="noop",
                 seconds=seconds,
                 batch=batch,
+                started=lambda: cpu.update(before=_server_cpu_seconds()),
             )
+            cpu["after"] = _server_cpu_seconds()
+            return result
 
     result = asyncio.run(measure())
     ours_ns, ratio = result["ours"]
     noop_ns, _ = result["noop"]
+    calls = result["rounds"] * result["batch"]
+    used = {
+        side: (cpu["after"][side] - cpu["before"][side]) / calls * 1e9
+        for side in ("ours", "noop")
+        if side in cpu["before"] and side in cpu["after"]
+    }
+    cpu_rows = []
+    if len(used) == 2 and used["noop"] > 0:
+        cpu_rows.append(
+            Row(
+                "adapters: MCP over stdio",
+                "6 items, server CPU per call",
+                f"dsh-todo mcp {fmt_ns(used['ours'])}",
+                f"no-op tool, same server {fmt_ns(used['noop'])}",
+                used["ours"] / used["noop"],
+                note=f"user + system time of each server process over {calls:,} calls (/proc)",
+                numbers={"ns": used["ours"], "reference_ns": used["noop"], "calls": calls},
+            )
+        )
     return [
         Row(
             "adapters: MCP over stdio",
@@ -110,7 +166,8 @@ def mcp_rows(seconds: float, batch: int) -> list[Row]:
                 "rounds": result["rounds"],
                 "batch": result["batch"],
             },
-        )
+        ),
+        *cpu_rows,
     ]
 
 
