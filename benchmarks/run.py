@@ -25,6 +25,7 @@ import bench_import  # noqa: E402
 import bench_langchain  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_model  # noqa: E402
+import bench_postgres  # noqa: E402
 import bench_replay  # noqa: E402
 import bench_tokens  # noqa: E402
 import bench_web  # noqa: E402
@@ -61,6 +62,7 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("adapters", lambda: bench_adapters.rows(budget.per_pair, quick=budget is QUICK)),
         ("langchain middleware", lambda: bench_langchain.rows(budget.per_pair)),
         ("web view", lambda: bench_web.rows(quick=budget is QUICK)),
+        ("postgres store", lambda: bench_postgres.rows(quick=budget is QUICK)),
     ]
 
 

@@ -1,0 +1,378 @@
+"""PostgreSQL store: load through the reference host, the current-plan query, and push latency.
+
+Each figure is measured beside a reference in the same run, on a database
+made for the run and dropped after it:
+
+- load: P processes x A agents (one thread each) x C ``todo_write`` calls
+  through the reference host, against the same threads doing a bare
+  ``INSERT`` + ``pg_notify`` of an identical row in one transaction, in
+  alternating phases of ten calls an agent; then the rows are counted:
+  nothing lost, no seq twice.
+- current plan: ``current_plan`` of a session with 1,000,000 rows against one
+  with 10,000 (quick: 100,000), interleaved on one connection.
+- push: commit to a follower in another process, p50 and p99.
+
+``DSH_TODO_BENCH_DSN`` names the server (default: the machine's, 127.0.0.1:5432).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from report import Row, fmt_ns, fmt_rate, skipped
+from timing import paired
+
+ADMIN_DSN = os.environ.get("DSH_TODO_BENCH_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+LOAD_TARGET = 2.0  # p99 of a call through the host vs p99 of the bare insert + notify
+PLAN_TARGET = 2.0  # current plan at the large log vs the small one
+POOL_SIZE = 6  # connections per pool, per process: two pools a process stay far below 100
+
+
+def rows(*, quick: bool) -> list[Row]:
+    try:
+        import psycopg  # noqa: F401
+
+        from dsh_tool_todo.stores import postgres  # noqa: F401
+    except ImportError as error:
+        return [skipped("postgres", "all", f"the postgres extra is not installed ({error})")]
+    try:
+        with _database() as dsn:
+            processes, agents, calls = (2, 4, 10) if quick else (4, 50, 200)
+            small, large = (10_000, 100_000) if quick else (10_000, 1_000_000)
+            return [
+                *_load_rows(dsn, processes, agents, calls),
+                _plan_row(dsn, small, large, seconds=1.0 if quick else 5.0),
+                _push_row(dsn, 20 if quick else 300),
+            ]
+    except OSError as error:
+        return [skipped("postgres", "all", f"PostgreSQL unreachable ({error})")]
+
+
+@contextmanager
+def _database() -> Iterator[str]:
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from dsh_tool_todo.stores import postgres
+
+    name = f"bench_{uuid.uuid4().hex}"
+    try:
+        admin = psycopg.Connection.connect(ADMIN_DSN, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as error:
+        raise OSError(str(error).strip().splitlines()[0]) from None
+    with admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    params = conninfo_to_dict(ADMIN_DSN)
+    params["dbname"] = name
+    dsn = make_conninfo(**{key: str(value) for key, value in params.items()})
+    try:
+        postgres.setup(dsn)
+        yield dsn
+    finally:
+        postgres.close_shared_pools()
+        with psycopg.Connection.connect(ADMIN_DSN, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+# --- load --------------------------------------------------------------------------------
+
+
+def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
+    import psycopg
+
+    from dsh_tool_todo.stores import postgres
+
+    with psycopg.Connection.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE bench_bare (LIKE {postgres.TABLE} INCLUDING ALL)")
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(processes)
+    results = context.Queue()
+    workers = [
+        context.Process(
+            target=_load_worker, args=(dsn, index, agents, calls, barrier, results), daemon=True
+        )
+        for index in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    reports = [results.get(timeout=1800) for _ in workers]
+    for worker in workers:
+        worker.join(60)
+    errors = [error for report in reports for error in report["errors"]]
+    ours = [ns for report in reports for ns in report["ours"]]
+    bare = [ns for report in reports for ns in report["bare"]]
+    acknowledged = sum(report["acknowledged"] for report in reports)
+    wall_ours = max(report["wall_ours"] for report in reports)
+    wall_bare = max(report["wall_bare"] for report in reports)
+    with psycopg.Connection.connect(dsn) as conn:
+        counted = conn.execute(
+            f"SELECT count(*), count(DISTINCT (session_id, seq)), count(DISTINCT session_id) "
+            f"FROM {postgres.TABLE}"
+        ).fetchone()
+        ends = conn.execute(
+            f"SELECT bool_and(last = n - 1) FROM (SELECT max(seq) AS last, count(*) AS n "
+            f"FROM {postgres.TABLE} GROUP BY session_id) AS per_session"
+        ).fetchone()
+    assert counted is not None
+    assert ends is not None
+    count, distinct, sessions = (int(value) for value in counted)
+    gapless = bool(ends[0])
+    expected = processes * agents * calls
+    lost = expected - count
+    duplicates = count - distinct
+    shape = f"{processes} proc x {agents} agents x {calls} calls"
+    p50_ours, p99_ours = _percentiles(ours)
+    p50_bare, p99_bare = _percentiles(bare)
+    ratio = p99_ours / p99_bare
+    correct = lost == 0 and duplicates == 0 and gapless and not errors
+    return [
+        Row(
+            "postgres load",
+            f"{shape}: p99 append",
+            f"call_tool+PostgresSession p50 {fmt_ns(p50_ours)} p99 {fmt_ns(p99_ours)}",
+            f"INSERT+pg_notify, one txn: p50 {fmt_ns(p50_bare)} p99 {fmt_ns(p99_bare)}",
+            ratio,
+            f"p99 ≤{LOAD_TARGET}x",
+            ratio <= LOAD_TARGET,
+            note=f"p50 ratio {p50_ours / p50_bare:.2f}x",
+            numbers={
+                "p50_ns": p50_ours,
+                "p99_ns": p99_ours,
+                "bare_p50_ns": p50_bare,
+                "bare_p99_ns": p99_bare,
+            },
+        ),
+        Row(
+            "postgres load",
+            f"{shape}: integrity and throughput",
+            f"{fmt_rate(expected / wall_ours)} calls",
+            f"{fmt_rate(expected / wall_bare)} bare inserts",
+            (expected / wall_ours) / (expected / wall_bare),
+            "0 lost, 0 duplicate",
+            correct,
+            note=(
+                f"{acknowledged} acknowledged, {count} rows in {sessions} sessions, "
+                f"{lost} lost, {duplicates} duplicate seqs, gapless {gapless}"
+                + (f"; errors: {errors[:3]}" if errors else "")
+            ),
+            numbers={
+                "expected": expected,
+                "rows": count,
+                "lost": lost,
+                "duplicates": duplicates,
+                "acknowledged": acknowledged,
+                "calls_per_s": expected / wall_ours,
+                "bare_per_s": expected / wall_bare,
+            },
+        ),
+    ]
+
+
+def _percentiles(values: list[int]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return (
+        float(statistics.median(ordered)),
+        float(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]),
+    )
+
+
+def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, results: Any) -> None:
+    """One process: ``agents`` threads, each an agent of the reference host with its session."""
+    from psycopg_pool import ConnectionPool
+    from workloads import new_host, real_args
+
+    from dsh_tool_todo.stores import postgres
+    from dsh_tool_todo.stores.postgres import PostgresSession
+
+    errors: list[str] = []
+    ours: list[int] = []
+    bare: list[int] = []
+    acknowledged = 0
+    lock = threading.Lock()
+    kwargs = {"autocommit": True}
+    with (
+        ConnectionPool(dsn, min_size=POOL_SIZE, max_size=POOL_SIZE, kwargs=kwargs) as pool,
+        ConnectionPool(dsn, min_size=POOL_SIZE, max_size=POOL_SIZE) as bare_pool,
+    ):
+        host = new_host()
+        ids = [f"load-{index}-{agent}" for agent in range(agents)]
+        sessions = [PostgresSession(pool, session_id) for session_id in ids]
+        handles = [host.new_agent(session=session) for session in sessions]
+        plans = [real_args(6, variant) for variant in range(8)]
+        texts = [postgres.encode_data(json.loads(plan)) for plan in plans]
+        # Many short alternating phases put both sides under the same noise.
+        rounds = max(1, calls // 10)
+        chunks = [calls // rounds + (1 if r < calls % rounds else 0) for r in range(rounds)]
+        done = [0] * agents
+        wall = {"ours": 0.0, "bare": 0.0}
+
+        def ours_phase(agent: int, count: int) -> None:
+            nonlocal acknowledged
+            timings = []
+            for n in range(count):
+                started = time.perf_counter_ns()
+                try:
+                    host.call_tool("todo_write", plans[n % 8], agent=handles[agent])
+                except Exception as error:
+                    with lock:
+                        errors.append(f"{type(error).__name__}: {error}")
+                    continue
+                timings.append(time.perf_counter_ns() - started)
+            with lock:
+                ours.extend(timings)
+                acknowledged += len(timings)
+
+        def bare_phase(agent: int, count: int) -> None:
+            timings = []
+            for n in range(count):
+                seq = done[agent] + n
+                started = time.perf_counter_ns()
+                with bare_pool.connection() as conn:
+                    conn.execute(
+                        "INSERT INTO bench_bare (session_id, seq, type, data) "
+                        "VALUES (%s, %s, %s, %s)",
+                        (ids[agent], seq, "todo/write", texts[n % 8]),
+                    )
+                    conn.execute("SELECT pg_notify('bench_bare', %s)", (f"{seq}:{ids[agent]}",))
+                    conn.commit()
+                timings.append(time.perf_counter_ns() - started)
+            with lock:
+                bare.extend(timings)
+
+        for chunk in chunks:
+            for name, phase in (("ours", ours_phase), ("bare", bare_phase)):
+                barrier.wait()
+                started = time.perf_counter()
+                threads = [
+                    threading.Thread(target=phase, args=(agent, chunk)) for agent in range(agents)
+                ]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+                wall[name] += time.perf_counter() - started
+            for agent in range(agents):
+                done[agent] += chunk
+    results.put(
+        {
+            "errors": errors,
+            "ours": ours,
+            "bare": bare,
+            "acknowledged": acknowledged,
+            "wall_ours": wall["ours"],
+            "wall_bare": wall["bare"],
+        }
+    )
+
+
+# --- the current plan at two log lengths -----------------------------------------------------
+
+
+def _plan_row(dsn: str, small: int, large: int, *, seconds: float) -> Row:
+    import psycopg
+
+    from dsh_tool_todo.stores import postgres
+
+    with psycopg.Connection.connect(dsn, autocommit=True) as conn:
+        for session_id, count in (("plan-small", small), ("plan-large", large)):
+            # a todo/write every tenth event, the rest host events; the log ends on notes
+            conn.execute(
+                f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
+                "SELECT %s, n, CASE WHEN n %% 10 = 0 THEN 'todo/write' ELSE 'note' END, "
+                "CASE WHEN n %% 10 = 0 THEN json_build_object('todos', json_build_array("
+                "json_build_object('content', 'Step ' || n, 'status', 'in_progress'))) "
+                "ELSE '{\"n\": 1}'::json END FROM generate_series(0, %s) AS n",
+                (session_id, count - 1),
+            )
+        conn.execute(f"VACUUM ANALYZE {postgres.TABLE}")
+        expected = [{"content": f"Step {(large - 1) // 10 * 10}", "status": "in_progress"}]
+        assert postgres.current_plan(conn, "plan-large") == expected
+
+        def contender() -> object:
+            return postgres.current_plan(conn, "plan-large")
+
+        def reference() -> object:
+            return postgres.current_plan(conn, "plan-small")
+
+        result = paired(contender, reference, seconds=seconds)
+    return Row(
+        "postgres current plan",
+        f"{large:,} vs {small:,} rows",
+        f"current_plan at {large:,} {fmt_ns(result.contender_ns)}",
+        f"at {small:,} {fmt_ns(result.reference_ns)}",
+        result.ratio,
+        f"≤{PLAN_TARGET}x",
+        result.ratio <= PLAN_TARGET,
+        note=f"one index probe; {result.rounds} rounds, middle half {result.spread}",
+        numbers=result.numbers(),
+    )
+
+
+# --- push latency ------------------------------------------------------------------------
+
+
+def _push_row(dsn: str, events: int) -> Row:
+    from dsh_tool_todo.stores.postgres import PostgresSession
+
+    context = multiprocessing.get_context("spawn")
+    received = context.Queue()
+    follower = context.Process(
+        target=_follow_worker, args=(dsn, "push", events + 1, received), daemon=True
+    )
+    with PostgresSession(dsn, "push") as session:
+        session.append("turn/start", {})  # seq 0: the follower's sign that it is listening
+        follower.start()
+        assert received.get(timeout=60) == ("ready", 0)
+        acknowledged: dict[int, int] = {}
+        started: dict[int, int] = {}
+        for n in range(events):
+            before = time.monotonic_ns()
+            seq = session.append("note", {"n": n})["seq"]
+            acknowledged[seq] = time.monotonic_ns()
+            started[seq] = before
+            time.sleep(0.01)  # latency, not throughput: one event at a time
+    heard: dict[int, int] = dict(received.get(timeout=60))
+    follower.join(30)
+    after_commit = sorted(heard[seq] - acknowledged[seq] for seq in acknowledged)
+    after_start = sorted(heard[seq] - started[seq] for seq in started)
+    p50, p99 = _percentiles(after_commit)
+    s50, s99 = _percentiles(after_start)
+    return Row(
+        "postgres push",
+        f"{events} events, follower in another process",
+        f"append returned → follower: p50 {fmt_ns(p50)} p99 {fmt_ns(p99)}",
+        f"append called → follower: p50 {fmt_ns(s50)} p99 {fmt_ns(s99)}",
+        None,
+        note="monotonic clock shared by the two processes; NOTIFY, then a read of the new rows",
+        numbers={"p50_ns": p50, "p99_ns": p99, "from_call_p50_ns": s50, "from_call_p99_ns": s99},
+    )
+
+
+def _follow_worker(dsn: str, session_id: str, count: int, received: Any) -> None:
+    import asyncio
+
+    from dsh_tool_todo.stores.postgres import PostgresFollower
+
+    async def follow() -> dict[int, int]:
+        heard: dict[int, int] = {}
+        async with PostgresFollower(dsn, session_id) as follower:
+            async for event in follower:
+                now = time.monotonic_ns()
+                if event["seq"] == 0:
+                    received.put(("ready", 0))
+                else:
+                    heard[event["seq"]] = now
+                if event["seq"] == count - 1:
+                    break
+        return heard
+
+    received.put(list(asyncio.run(follow()).items()))
