@@ -295,7 +295,7 @@ class Findings:
 
     def _content(self, content: object, index: int) -> None:
         if not isinstance(content, str):
-            self.content_type.add(describe_type(content), index)
+            self.content_type.add(_describe_type(content), index)
         elif not content or content.isspace():
             self.empty.add(index)
         elif content in self.seen:
@@ -311,7 +311,7 @@ class Findings:
         if isinstance(status, str) and status in text.STATUSES:
             self.in_progress += status == "in_progress"
             return
-        key: Any = status if isinstance(status, str) else (describe_type(status),)
+        key: Any = status if isinstance(status, str) else (_describe_type(status),)
         suggestion = self.suggestions.get(key, _MISSING)
         if suggestion is _MISSING:
             suggestion = _suggested(status) if isinstance(status, str) else ""
@@ -466,7 +466,7 @@ class Findings:
         return _assemble_after(head, clauses)
 
 
-def describe_type(value: object) -> str:
+def _describe_type(value: object) -> str:
     return describe(value) if not isinstance(value, str) else "string"
 
 
@@ -549,7 +549,6 @@ def refusal(args: object, *, allow_parallel: bool, error: ValidationError) -> st
 def list_refusal(todos: Iterable[Any], *, allow_parallel: bool) -> str:
     """The text for a list the schema accepted but the item or list rules refuse."""
     findings = Findings(allow_parallel=allow_parallel)
-    findings.total = -1
     for index, item in enumerate(todos):
         findings._content(item["content"], index)
         findings._status(item["status"], index)
