@@ -197,14 +197,14 @@ class _ProjectionStates:
     def _break(self, key: str, event: Event, error: Exception) -> None:
         unit = self.units[key]
         until = (
-            f"a later {' or '.join(unit.resume_from)} event"
+            f"until a later {' or '.join(unit.resume_from)} event"
             if isinstance(unit, ResumableUnit)
-            else "the agent is opened again"
+            else "from now on (the unit cannot resume)"
         )
         message = (
             f"session projection {key!r} could not fold event seq={event.get('seq')} "
             f"type={event.get('type')!r} ({type(error).__name__}: {error}); "
-            f"it reads as broken until {until}"
+            f"it reads as broken {until}"
         )
         self.states[key] = _Broken(message)
         self.broken = True
@@ -329,8 +329,23 @@ class Host:
             raise UsageError("that session belongs to no agent of this host")
         if key not in states.units:
             raise UsageError(f"session projection {key!r} was added after this agent was made")
-        return copy.deepcopy(states.view(key))
+        return _copy_view(states.view(key))
 
     def _unknown_tool(self, name: str) -> UsageError:
         known = ", ".join(sorted(self.tools)) or "none"
         return UsageError(f"no tool named {name!r} (registered: {known})")
+
+
+def _copy_view(view: Any) -> Any:
+    """A copy deep enough that editing it cannot reach the recorded event.
+
+    A plan (a list of flat dicts of strings) is copied item by item, several
+    times faster than ``copy.deepcopy``; any other view is deep-copied.
+    """
+    if view is None:
+        return None
+    if type(view) is list and all(
+        type(item) is dict and all(type(value) is str for value in item.values()) for item in view
+    ):
+        return [item.copy() for item in view]
+    return copy.deepcopy(view)
