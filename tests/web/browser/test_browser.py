@@ -262,3 +262,25 @@ def test_an_unknown_session_says_so_instead_of_retrying(
 
     expect(page.locator("#plan-empty")).to_have_text("There is no session named “nobody” here.")
     expect(page.locator("#connection")).to_have_text("no session 'nobody' is served")
+
+
+def test_the_tool_row_keeps_the_last_fifty_calls_each_diffed_against_its_predecessor(
+    tmp_path: Path, writer: JsonlSession, serve_process: Starter, page: Page
+) -> None:
+    writer.append(*TURN)
+    for step in range(60):  # seqs 1..60, each adding one todo
+        write(writer, *[todo(f"step {n}", "completed") for n in range(step)], todo(f"step {step}"))
+    child = serve_process(tmp_path)
+    page.goto(f"{child.url}/s/live")
+
+    expect(page.locator("#calls .call")).to_have_count(50)
+    expect(page.locator("#calls .seq").first).to_have_text("#60")
+    expect(page.locator("#calls .seq").last).to_have_text("#11")
+    oldest = page.locator("#calls .call").last
+    expect(oldest.locator(".change.added .content")).to_have_text(["step 10"])
+    expect(oldest.locator(".change.status .content")).to_have_text(["step 9"])
+
+    write(writer, todo("fresh start", "in_progress"))
+    expect(page.locator("#calls .seq").first).to_have_text("#61", timeout=REDRAW_MS)
+    expect(page.locator("#calls .call")).to_have_count(50)
+    expect(page.locator("#calls .seq").last).to_have_text("#12")
