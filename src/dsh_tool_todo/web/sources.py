@@ -386,7 +386,8 @@ class PostgresSource:
                 self.conninfo,
                 min_size=1,
                 max_size=self._pool_size,
-                kwargs={"autocommit": True},
+                # read-only at the server too: nothing this view runs can write
+                kwargs={"autocommit": True, "options": "-c default_transaction_read_only=on"},
                 open=False,
             )
             await pool.open()
