@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
@@ -71,6 +72,20 @@ def test_an_exposed_server_warns_and_requires_the_token_it_prints(
     assert bare.status_code == 401
     assert with_token.status_code == 200
     assert "warning: serving on 0.0.0.0, beyond this machine" in warning
+
+
+def test_a_taken_port_gets_one_line_and_exit_2(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("serve", str(tmp_path), "--port", str(port))
+
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"dsh-todo: error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+    )
 
 
 @pytest.mark.parametrize(

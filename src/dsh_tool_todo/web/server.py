@@ -9,6 +9,7 @@ second to close, and the streams end when the server begins to stop.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 from typing import TextIO
 
@@ -63,6 +64,7 @@ def serve(
             flush=True,
         )
     app = create_app(source, host=host, port=port, extra_hosts=allow_hosts, token=token)
+    listener = _listen(host, port)  # a taken port is one line and status 2, before any banner
     shown = f"[{host}]" if ":" in host else host
     address = f"http://{shown}:{port}/"
     print(f"Serving {source} (read-only) at {address}", file=out, flush=True)
@@ -78,4 +80,21 @@ def serve(
         timeout_graceful_shutdown=SHUTDOWN_GRACE,  # type: ignore[arg-type]  # a float works
         server_header=False,
     )
-    uvicorn.Server(config).run()
+    with listener:
+        uvicorn.Server(config).run(sockets=[listener])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; ``OSError`` naming the address if it cannot be had."""
+    name = host.strip("[]")
+    family = socket.AF_INET6 if ":" in name else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((name, port))
+        listener.listen(2048)
+    except OSError as error:
+        listener.close()
+        raise OSError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    listener.set_inheritable(True)
+    return listener
