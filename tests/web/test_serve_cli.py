@@ -88,6 +88,24 @@ def test_a_taken_port_gets_one_line_and_exit_2(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("framework", ["uvicorn", "starlette", "sse_starlette"])
+def test_without_the_web_extra_the_error_names_it(tmp_path: Path, framework: str) -> None:
+    script = (
+        f"import sys; sys.modules[{framework!r}] = None\n"
+        "from dsh_tool_todo.cli import main\n"
+        f"sys.exit(main(['serve', {str(tmp_path)!r}]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=False
+    )
+
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"dsh-todo: error: the web view needs the web extra ({framework} is missing): "
+        "pip install 'dsh-tool-todo[web]'\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -38,8 +38,9 @@ def serve(
 
         from .app import create_app, is_loopback, new_token
     except ImportError as error:
+        missing = (error.name or "a dependency").partition(".")[0]
         raise WebUnavailable(
-            f"the web view needs the web extra ({error.name} is missing): "
+            f"the web view needs the web extra ({missing} is missing): "
             "pip install 'dsh-tool-todo[web]'"
         ) from None
     if not 0 < port < 65536:
