@@ -100,8 +100,8 @@ def sessions(args: argparse.Namespace, out: TextIO) -> int:
         print(f"no sessions in {postgres.server_name(url)}", file=out)
     for info in found:
         when = info.last_activity.isoformat(timespec="seconds")
-        count = f"{info.events} event{'' if info.events == 1 else 's'}"
-        print(f"{info.session_id}\t{count}\tlast {when}", file=out)
+        events = f"{info.events} event{'' if info.events == 1 else 's'}"
+        print(f"{info.session_id}\t{events}\tlast {when}", file=out)
     return 0
 
 
