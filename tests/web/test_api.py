@@ -271,6 +271,8 @@ def test_static_assets_are_served_from_the_package(logs: Path, asset: str) -> No
 
     assert response.status_code == 200
     assert response.headers["content-security-policy"] == CSP
+    assert response.headers["cache-control"] == "no-cache"
+    assert "etag" in response.headers
 
 
 def test_with_a_token_every_request_must_carry_it(logs: Path) -> None:

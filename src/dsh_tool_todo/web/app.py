@@ -137,9 +137,15 @@ class _Guard:
                 await verdict(scope, receive, send)
                 return
 
+        # Static files are revalidated on each load (a 304 when unchanged), so a page never
+        # runs a script older than the server it talks to.
+        extra = [*SECURITY_HEADERS]
+        if scope["path"].startswith("/static/"):
+            extra.append((b"cache-control", b"no-cache"))
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
