@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,6 +149,7 @@ class JsonlDirectorySource:
     poll_interval: float = POLL_INTERVAL
     _root: Path = field(init=False)
     _progress: dict[str, _Cached] = field(init=False, default_factory=dict)
+    _progress_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
@@ -173,7 +175,11 @@ class JsonlDirectorySource:
         return real
 
     async def sessions(self, query: str, limit: int) -> tuple[list[SessionInfo], int]:
-        return await asyncio.to_thread(self._sessions, query, limit)
+        return await asyncio.to_thread(self._locked_sessions, query, limit)
+
+    def _locked_sessions(self, query: str, limit: int) -> tuple[list[SessionInfo], int]:
+        with self._progress_lock:  # list requests run in worker threads, maybe several at once
+            return self._sessions(query, limit)
 
     def _sessions(self, query: str, limit: int) -> tuple[list[SessionInfo], int]:
         found: list[tuple[float, str, Path, os.stat_result]] = []
