@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
+
 from dsh_tool_todo.stores.jsonl import JsonlSession
 
 from .conftest import NOTE, TURN, LiveServer, SseStream, plan_write, todo, write_log
@@ -164,3 +166,24 @@ def test_a_line_that_is_not_an_event_ends_the_stream_with_an_error(
         frame = stream.next()
     assert frame.event == "fatal"
     assert "not a session event" in frame.json()["error"]
+
+
+def test_the_wire_bytes_of_a_stream_opening(tmp_path: Path, live_server: Server) -> None:
+    write_log(tmp_path / "s.jsonl", [("turn/start", {})])
+    url = stream_url(live_server(tmp_path))
+
+    received = b""
+    with httpx.stream("GET", url, timeout=10) as response:
+        for chunk in response.iter_raw():
+            received += chunk
+            if received.count(b"\r\n\r\n") >= 2:
+                break
+
+    frame = (
+        '{"key":"todos","stateVersion":2,"seq":0,"cause":"snapshot","plan":null,'
+        '"decidedBy":{"seq":0,"type":"turn/start"}}'
+    )
+    assert received == (
+        b": dsh-todo projection stream\r\nretry: 1000\r\n\r\n"
+        b"id: 0\r\nevent: projection\r\ndata: " + frame.encode() + b"\r\n\r\n"
+    )
