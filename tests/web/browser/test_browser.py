@@ -284,3 +284,14 @@ def test_the_tool_row_keeps_the_last_fifty_calls_each_diffed_against_its_predece
     expect(page.locator("#calls .seq").first).to_have_text("#61", timeout=REDRAW_MS)
     expect(page.locator("#calls .call")).to_have_count(50)
     expect(page.locator("#calls .seq").last).to_have_text("#12")
+
+
+def test_a_malformed_session_address_is_an_unknown_session_not_a_script_error(
+    tmp_path: Path, serve_process: Starter, page: Page, page_errors: PageErrors
+) -> None:
+    child = serve_process(tmp_path)
+
+    page.goto(f"{child.url}/s/bad%E0%A4")
+
+    expect(page.locator("#plan-empty")).to_contain_text("There is no session named")
+    assert [error for error in page_errors if error.startswith("pageerror")] == []

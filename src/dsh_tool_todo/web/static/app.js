@@ -335,6 +335,14 @@ function change(kind, mark, content, note) {
   ]);
 }
 
+function sessionName(path) {
+  try {
+    return decodeURIComponent(path.slice(3));
+  } catch {
+    return path.slice(3); // a malformed escape: show the name as written (the server has no such)
+  }
+}
+
 const path = location.pathname;
-if (path.startsWith("/s/")) sessionPage(decodeURIComponent(path.slice(3)));
+if (path.startsWith("/s/")) sessionPage(sessionName(path));
 else sessionList();
