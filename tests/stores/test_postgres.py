@@ -392,8 +392,20 @@ def test_a_follower_refuses_a_hostile_row_naming_session_and_seq(pg_dsn: str) ->
 
     async def main() -> None:
         async with postgres.PostgresFollower(pg_dsn, SESSION) as follower:
-            with pytest.raises(InvalidLog, match=f"session '{SESSION}', seq 1: "):
-                await take(follower, 2)
+            assert await take(follower, 1) == [{"seq": 0, "type": "note", "data": {}}]
+            for _ in range(2):  # and it stays there
+                with pytest.raises(InvalidLog, match=f"session '{SESSION}', seq 1: "):
+                    await take(follower, 1)
+            assert follower.last_seq == 0
+
+    asyncio.run(main())
+
+
+def test_a_follower_names_a_missing_table_instead_of_waiting(empty_pg_dsn: str) -> None:
+    async def main() -> None:
+        async with postgres.PostgresFollower(empty_pg_dsn, SESSION) as follower:
+            with pytest.raises(postgres.PostgresStoreError, match="db init"):
+                await take(follower, 1)
 
     asyncio.run(main())
 

@@ -1191,6 +1191,7 @@ class PostgresFollower:
         self._buffer: deque[Event] = deque()
         self._waker = asyncio.Event()
         self._hub: _Hub | None = None
+        self._error: InvalidLog | None = None
         self._closed = False
 
     def __aiter__(self) -> PostgresFollower:
@@ -1200,13 +1201,17 @@ class PostgresFollower:
         if self._closed:
             raise StopAsyncIteration
         while not self._buffer:
+            if self._error is not None:
+                raise self._error  # a bad row stops the follower where it is, every time
             hub = await self._join()
             self._waker.clear()  # before reading: a notification during the read is kept
             try:
                 rows = await hub.read_after(self.session_id, self.last_seq, _MAX_BATCH)
-            except psycopg.Error:
+            except psycopg.OperationalError:
                 await asyncio.sleep(self._delay)  # the hub's LISTEN reconnects meanwhile
                 continue
+            except psycopg.Error as error:
+                raise _store_error(f"session {self.session_id!r} on {hub.where}", error) from None
             if rows:
                 self._take(rows)
             else:
@@ -1260,12 +1265,16 @@ class PostgresFollower:
         return hub
 
     def _take(self, rows: list[Any]) -> None:
-        for row in rows:
-            event = decode_row(self.session_id, *row)
-            if event["seq"] != self.last_seq + 1 and self.last_seq >= 0:
-                raise InvalidLog(
-                    f"session {self.session_id!r}, seq {event['seq']}: follows seq "
-                    f"{self.last_seq} (events are missing)"
-                )
-            self.last_seq = event["seq"]
-            self._buffer.append(event)
+        """Buffer the rows' events; the events before a bad row are yielded before its error."""
+        try:
+            for row in rows:
+                event = decode_row(self.session_id, *row)
+                if event["seq"] != self.last_seq + 1 and self.last_seq >= 0:
+                    raise InvalidLog(
+                        f"session {self.session_id!r}, seq {event['seq']}: follows seq "
+                        f"{self.last_seq} (events are missing)"
+                    )
+                self.last_seq = event["seq"]
+                self._buffer.append(event)
+        except InvalidLog as error:
+            self._error = error
