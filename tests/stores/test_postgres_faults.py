@@ -26,6 +26,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
 
 from dsh_tool_todo.errors import ToolFailure
@@ -36,6 +37,7 @@ from .contract import Event, new_host
 from .test_postgres import insert_row
 
 SESSION = "agent-1"
+IDLE = TransactionStatus.IDLE
 
 
 def plan(n: int) -> list[dict[str, str]]:
@@ -319,7 +321,8 @@ class FlakyConnection(psycopg.Connection[Any]):
         return cursor
 
     def commit(self) -> None:
-        fault = self._next("COMMIT")
+        # only a COMMIT that ends a transaction meets a fault, not the pool's no-op one
+        fault = self._next("COMMIT") if self.info.transaction_status != IDLE else "none"
         self._break("before", fault)
         super().commit()
         self._break("after", fault)
@@ -420,3 +423,71 @@ def test_a_row_found_in_the_place_of_an_unknown_commit_makes_the_writer_stale(
     with pytest.raises(postgres.WriterConflict, match=f"session '{SESSION}': seq 0"):
         session.append("note", {"n": 1})
     assert [event["data"] for event in rows(pg_dsn)] == [{"by": "another writer"}]
+
+
+class FlakyAsyncConnection(psycopg.AsyncConnection[Any]):
+    """:class:`FlakyConnection` for the asyncio session."""
+
+    faults: dict[str, list[str]] = {}  # noqa: RUF012 - set per test
+
+    async def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        fault = self._next(query if isinstance(query, str) else "")
+        await self._break("before", fault)
+        cursor = await super().execute(query, params, **kwargs)
+        await self._break("after", fault)
+        return cursor
+
+    async def commit(self) -> None:
+        fault = self._next("COMMIT") if self.info.transaction_status != IDLE else "none"
+        await self._break("before", fault)
+        await super().commit()
+        await self._break("after", fault)
+
+    def _next(self, key: str) -> str:
+        planned = self.faults.get(key, [])
+        return planned.pop(0) if planned else "none"
+
+    async def _break(self, when: str, fault: str) -> None:
+        if fault == when:
+            await self.close()
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+
+def test_the_async_session_settles_lost_answers_as_the_sync_one_does(pg_dsn: str) -> None:
+    from psycopg_pool import AsyncConnectionPool
+
+    from dsh_tool_todo.stores.postgres import AsyncPostgresSession
+
+    FlakyAsyncConnection.faults = {
+        postgres._INSERT: ["before"],
+        "COMMIT": ["none", "after", "before"],  # the appends' COMMITs, in order
+        postgres._READ_ONE: ["none", "before", "before"],
+    }
+
+    async def main() -> list[Event]:
+        heard: list[Event] = []
+        async with (
+            AsyncConnectionPool(
+                pg_dsn,
+                connection_class=FlakyAsyncConnection,
+                min_size=1,
+                max_size=3,
+                timeout=2.0,
+                kwargs={"autocommit": True},
+                open=False,
+            ) as pool,
+            AsyncPostgresSession(pool, SESSION) as session,
+        ):
+            session.subscribe(heard.append)
+            await session.append("note", {"n": 0})  # insert lost: sent again
+            await session.append("note", {"n": 1})  # committed, answer lost: read back
+            with pytest.raises(CommitUnknown, match="seq 2"):
+                await session.append("note", {"n": 2})  # lost, and cannot be checked
+            await session.append("note", {"n": 3})  # settles seq 2 (absent) first
+        return heard
+
+    heard = asyncio.run(main())
+    recorded = rows(pg_dsn)
+    assert [event["data"]["n"] for event in recorded] == [0, 1, 3]
+    assert heard == recorded
+    assert all(not planned for planned in FlakyAsyncConnection.faults.values())
