@@ -418,3 +418,18 @@ def test_a_follower_on_an_unreachable_server_fails_at_once() -> None:
         await follower.aclose()
 
     asyncio.run(main())
+
+
+def test_a_session_id_with_colons_and_any_script_is_followed_and_listed(pg_dsn: str) -> None:
+    name = "team:α/agent 7:ü"
+    writer = PostgresSession(pg_dsn, name)
+    decoy = PostgresSession(pg_dsn, "team")  # a prefix of the name before its first colon
+
+    async def main() -> None:
+        async with postgres.PostgresFollower(pg_dsn, name) as follower:
+            await asyncio.to_thread(decoy.append, "note", {})
+            await asyncio.to_thread(writer.append, "note", {"n": 0})
+            assert await take(follower, 1) == [{"seq": 0, "type": "note", "data": {"n": 0}}]
+
+    asyncio.run(main())
+    assert {info.session_id for info in postgres.list_sessions(pg_dsn)} == {name, "team"}
