@@ -224,8 +224,9 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
     if _on_database(args):
         from .stores import postgres_cli
 
-        return postgres_cli.show(args, out, _drawer(out, args.ascii))
-    plan = current_plan(_existing(args.log))
+        plan = postgres_cli.current_plan(args)
+    else:
+        plan = current_plan(_existing(args.log))
     if args.format == "json":
         _print_utf8(out, canonical_json(plan))
     elif args.format == "acp":
@@ -240,14 +241,16 @@ def _watch(args: argparse.Namespace, out: TextIO) -> int:
     if _on_database(args):
         from .stores import postgres_cli
 
-        clear = _clear_screen(out)
-        return postgres_cli.watch(args, out, _drawer(out, args.ascii), clear)
+        title, plans = postgres_cli.follow_plans(args)
+    else:
+        title = str(args.log)
+        plans = follow_plan(_existing(args.log), interval=args.interval, sleep=time.sleep)
     text = _text_out(out, args.ascii)
     draw = _drawer(text, args.ascii)
     clear = _clear_screen(out)
-    header = escape_content(str(args.log), encoding=text.encoding)
+    header = escape_content(title, encoding=text.encoding)
     lead = clear
-    for plan in follow_plan(_existing(args.log), interval=args.interval, sleep=time.sleep):
+    for plan in plans:
         print(f"{lead}{header}\n{draw(plan or [])}", file=text, flush=True)
         lead = clear or f"{REDRAW_SEPARATOR}\n"  # piped or TERM=dumb: redraws one after another
     return 0

@@ -135,3 +135,14 @@ def test_watch_redraws_when_a_writer_in_another_process_records_a_plan(
     finally:
         watcher.terminate()
         watcher.communicate(timeout=10)
+
+
+def test_show_writes_a_lone_surrogate_from_the_database_as_its_json_escape(pg_dsn: str) -> None:
+    hostile = [{"content": "half \ud800 of a pair", "status": "pending"}]
+    with PostgresSession(pg_dsn, SESSION) as session:
+        session.append("todo/write", {"todos": hostile})
+    run = dsh_todo("show", url(pg_dsn), "--session", SESSION, "--format", "json")
+    assert "\\ud800" in run.stdout
+    assert json.loads(run.stdout) == hostile
+    text = dsh_todo("show", url(pg_dsn), "--session", SESSION, "--ascii").stdout
+    assert "half \\ud800 of a pair" in text

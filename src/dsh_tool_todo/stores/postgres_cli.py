@@ -1,7 +1,8 @@
 """The ``dsh-todo`` commands for session logs in PostgreSQL: show, watch, sessions, db init.
 
 Kept apart from :mod:`dsh_tool_todo.cli` so that the CLI imports psycopg only
-when a database URL is given. Errors are :class:`~dsh_tool_todo.errors.TodoError`
+when a database URL is given. ``show`` and ``watch`` get their plans here and
+draw them as they draw a file's. Errors are :class:`~dsh_tool_todo.errors.TodoError`
 (or ``OSError``) subclasses, which the CLI prints as one line and exit 2.
 """
 
@@ -9,14 +10,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Callable
-from typing import Any, TextIO
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, TextIO
 
-from ..acp_plan import plan_update
 from ..contract import EVENT_TYPE, TURN_START
 from ..errors import UsageError
-from ..schema import canonical_json
 from . import postgres
+
+if TYPE_CHECKING:
+    from ..model import TodoItem
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -41,49 +43,46 @@ def _require_session(url: str, session_id: str) -> int:
     return last
 
 
-def show(args: argparse.Namespace, out: TextIO, draw: Callable[[Any], str]) -> int:
+def current_plan(args: argparse.Namespace) -> list[TodoItem] | None:
+    """``show``: the plan of the session ``--session`` names in the database ``LOG`` names."""
     url: str = args.log
     session_id = _session(args)
     _require_session(url, session_id)
-    plan = postgres.current_plan(url, session_id)
-    if args.format == "json":
-        print(canonical_json(plan), file=out)
-    elif args.format == "acp":
-        print(canonical_json(plan_update(plan or [])), file=out)
-    else:
-        print(draw(plan or []), file=out)
-    return 0
+    return postgres.current_plan(url, session_id)
 
 
-def watch(args: argparse.Namespace, out: TextIO, draw: Callable[[Any], str], clear: str) -> int:
+def follow_plans(args: argparse.Namespace) -> tuple[str, Iterator[list[TodoItem] | None]]:
+    """``watch``: a title, and the session's plan now and after each change, pushed by NOTIFY.
+
+    The session is checked before this returns, so a bad URL or session fails
+    before anything is drawn; the follower reconnects by itself afterwards.
+    """
     url: str = args.log
     session_id = _session(args)
     last = _require_session(url, session_id)
     plan = postgres.current_plan(url, session_id)
-    title = f"{session_id} ({postgres.server_name(url)})"
-    print(f"{clear}{title}\n{draw(plan or [])}", file=out, flush=True)
-    asyncio.run(_follow(url, session_id, last, title, out, draw, clear))
-    return 0
+    return f"{session_id} ({postgres.server_name(url)})", _plans(url, session_id, last, plan)
 
 
-async def _follow(
-    url: str,
-    session_id: str,
-    last: int,
-    title: str,
-    out: TextIO,
-    draw: Callable[[Any], str],
-    clear: str,
-) -> None:
-    async with postgres.PostgresFollower(url, session_id, after_seq=last) as follower:
-        async for event in follower:
+def _plans(
+    url: str, session_id: str, last: int, plan: list[TodoItem] | None
+) -> Iterator[list[TodoItem] | None]:
+    yield plan
+    loop = asyncio.new_event_loop()
+    follower = postgres.PostgresFollower(url, session_id, after_seq=last)
+    try:
+        while True:
+            try:
+                event = loop.run_until_complete(follower.__anext__())
+            except StopAsyncIteration:
+                return
             if event["type"] == EVENT_TYPE:
-                plan = event["data"]["todos"]
+                yield event["data"]["todos"]
             elif event["type"] == TURN_START:
-                plan = None
-            else:
-                continue
-            print(f"{clear}{title}\n{draw(plan or [])}", file=out, flush=True)
+                yield None
+    finally:
+        loop.run_until_complete(follower.aclose())
+        loop.close()
 
 
 def sessions(args: argparse.Namespace, out: TextIO) -> int:
