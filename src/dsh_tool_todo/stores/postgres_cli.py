@@ -20,14 +20,6 @@ from . import postgres
 if TYPE_CHECKING:
     from ..model import TodoItem
 
-URL_SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_database_url(text: str) -> bool:
-    """Whether a LOG argument names a database rather than a file."""
-    return text.startswith(URL_SCHEMES)
-
-
 def _session(args: argparse.Namespace) -> str:
     if args.session is None:
         raise UsageError("a database URL needs --session ID (list them: dsh-todo sessions URL)")
