@@ -38,7 +38,7 @@ def accept_json(raw: str | bytes, *, allow_parallel: bool) -> TodoResult | None:
     "run the full validation" (never "refused")."""
     try:
         args = from_json(raw)
-    except ValueError:
+    except (ValueError, TypeError):  # TypeError: a str holding a lone surrogate has no UTF-8
         return None
     if type(args) is not dict or len(args) != 1:
         return None
