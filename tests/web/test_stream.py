@@ -9,8 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
 from dsh_tool_todo.stores.jsonl import JsonlSession
+from dsh_tool_todo.web import sources
 
 from .conftest import NOTE, TURN, LiveServer, SseStream, plan_write, todo, write_log
 
@@ -187,3 +189,38 @@ def test_the_wire_bytes_of_a_stream_opening(tmp_path: Path, live_server: Server)
         b": dsh-todo projection stream\r\nretry: 1000\r\n\r\n"
         b"id: 0\r\nevent: projection\r\ndata: " + frame.encode() + b"\r\n\r\n"
     )
+
+
+def test_a_resume_too_far_behind_gets_a_snapshot_instead_of_every_step(
+    tmp_path: Path, live_server: Server, sse: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "MAX_REPLAY", 3)
+    write_log(tmp_path / "s.jsonl", [plan_write(todo(f"v{n}")) for n in range(10)])
+    server = live_server(tmp_path)
+
+    near = sse(stream_url(server), {"last-event-id": "6"})
+    far = sse(stream_url(server), {"last-event-id": "2"})
+
+    assert [near.projection().id for _ in range(3)] == ["7", "8", "9"]
+    frame = far.projection()
+    assert (frame.id, frame.json()["cause"], frame.json()["plan"]) == (
+        "9",
+        "snapshot",
+        [todo("v9")],
+    )
+
+
+def test_a_burst_of_appends_arrives_whole_and_in_order(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    path = tmp_path / "s.jsonl"
+    write_log(path, [plan_write(todo("start"))])
+    stream = sse(stream_url(live_server(tmp_path)))
+    stream.projection()
+    filler = "x" * 2000
+
+    write_log(path, [plan_write(todo(f"{n} {filler}")) for n in range(1, 101)])  # ~200 KiB
+
+    frames = [stream.projection() for _ in range(100)]
+    assert [frame.id for frame in frames] == [str(n) for n in range(1, 101)]
+    assert frames[-1].json()["plan"] == [todo(f"100 {filler}")]

@@ -31,6 +31,8 @@ PLAN_EVENTS = (EVENT_TYPE, TURN_START)
 SUFFIX = ".jsonl"
 POLL_INTERVAL = 0.025  # seconds between looks at a followed log (one stat call each)
 READ_CHUNK = 1 << 20  # bytes a follower reads at once
+IN_LOOP_READ = 64 << 10  # new bytes read on the event loop; more are read in a worker thread
+MAX_REPLAY = 10_000  # events a resume may replay; a client further behind gets a snapshot
 
 
 class SessionNotFound(LookupError):
@@ -250,7 +252,13 @@ class JsonlDirectorySource:
                 raise LogReplaced(name)
             if info.st_size == offset:
                 continue
-            events, offset = _read_whole_lines(path, identity, offset, info.st_size)
+            if info.st_size - offset <= IN_LOOP_READ:  # a few appends: cheaper than a thread hop
+                events, offset = _read_whole_lines(path, identity, offset, info.st_size)
+            else:
+                read = await asyncio.to_thread(
+                    _read_whole_lines, path, identity, offset, info.st_size
+                )
+                events, offset = read
             for event in events:
                 if event["seq"] <= last:
                     raise LogReplaced(name)
@@ -312,7 +320,12 @@ def _tail(path: Path, before: int | None, limit: int, types: Collection[str] | N
 
 
 def _events_after(path: Path, after: int) -> tuple[int, int, list[Event]]:
-    """The log's inode, the end of its whole lines, and its events with a seq above ``after``."""
+    """The log's inode, the end of its whole lines, and its events with a seq above ``after``.
+
+    Raises :class:`LogReplaced` (start from a snapshot) rather than hold more
+    than :data:`MAX_REPLAY` events: a client that far behind is better served
+    by the current plan than by every step it missed.
+    """
     with _open_regular(path) as file:
         identity = os.fstat(file.fileno()).st_ino
         end, lines = _whole_lines_backwards(file, path)
@@ -321,6 +334,8 @@ def _events_after(path: Path, after: int) -> tuple[int, int, list[Event]]:
             event = _event_at(path, offset, line)
             if event["seq"] <= after:
                 break
+            if len(missed) == MAX_REPLAY:
+                raise LogReplaced(f"{path}: more than {MAX_REPLAY} events after seq {after}")
             missed.append(event)
     missed.reverse()
     return identity, end, missed
