@@ -7,6 +7,7 @@ and rows never cross between tests.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -433,3 +434,44 @@ def test_a_session_id_with_colons_and_any_script_is_followed_and_listed(pg_dsn: 
 
     asyncio.run(main())
     assert {info.session_id for info in postgres.list_sessions(pg_dsn)} == {name, "team"}
+
+
+def test_the_async_sessions_sync_latest_knows_each_resume_type(pg_dsn: str) -> None:
+    insert_row(pg_dsn, SESSION, 0, "todo/write", '{"todos": [{"content": "", "status": "x"}]}')
+    insert_row(pg_dsn, SESSION, 1, "todo/write", json.dumps({"todos": PLAN}))
+    insert_row(pg_dsn, SESSION, 2, "turn/start", "{}")
+
+    async def main() -> None:
+        async with AsyncPostgresSession(pg_dsn, SESSION) as session:
+            assert session.latest(["todo/write"]) == {
+                "seq": 1,
+                "type": "todo/write",
+                "data": {"todos": PLAN},
+            }
+            assert session.latest(postgres.RESUME_TYPES) == {
+                "seq": 2,
+                "type": "turn/start",
+                "data": {},
+            }
+            host = new_host()
+            host.new_agent(session=session)
+            assert host.projection(session, "todos") is None
+            await session.append("todo/write", {"todos": PLAN[:1]})
+            await session.append("turn/start", {"n": 2})
+            assert session.latest(["todo/write"]) == {
+                "seq": 3,
+                "type": "todo/write",
+                "data": {"todos": PLAN[:1]},
+            }
+            newest = session.latest(["turn/start", "todo/write"])
+            assert newest is not None
+            assert newest["seq"] == 4
+        insert_row(pg_dsn, SESSION, 5, "todo/write", '{"todos": "broken"}')
+        async with AsyncPostgresSession(pg_dsn, SESSION) as again:
+            start = {"seq": 4, "type": "turn/start", "data": {"n": 2}}
+            assert again.latest(["turn/start"]) == start
+            with pytest.raises(InvalidLog, match=f"session '{SESSION}', seq 5"):
+                again.latest(postgres.RESUME_TYPES)
+        await postgres.close_async_shared_pools()
+
+    asyncio.run(main())

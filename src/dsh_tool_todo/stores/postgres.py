@@ -862,7 +862,8 @@ class AsyncPostgresSession(_SessionCore):
         self._source = conninfo_or_pool
         self._apool: APool | None = None
         self._alock: asyncio.Lock | None = None
-        self._resume: dict[str, Event] = {}
+        self._resume: dict[str, Event] = {}  # the newest event of each resume type
+        self._resume_rows: dict[str, tuple[Any, ...]] = {}  # the same, as read at open
         self._opened_once = False
 
     async def open(self) -> AsyncPostgresSession:
@@ -873,17 +874,16 @@ class AsyncPostgresSession(_SessionCore):
         try:
             async with pool.connection() as conn:
                 row = await (await conn.execute(_OPEN, (self.session_id,))).fetchone()
-                latest = await (
-                    await conn.execute(_latest_query(RESUME_TYPES), (self.session_id,))
-                ).fetchone()
+                for kind in RESUME_TYPES:  # one index probe each; decoded when asked for
+                    cursor = await conn.execute(_latest_query([kind]), (self.session_id,))
+                    found = await cursor.fetchone()
+                    if found is not None:
+                        self._resume_rows[kind] = tuple(found)
                 await _afinish(conn)
         except (psycopg.Error, PoolTimeout) as error:
             raise _wrap(f"session {self.session_id!r} on {self.where}", error) from None
         assert row is not None
         self._opened(*row)
-        if latest is not None:
-            event = decode_row(self.session_id, *latest)
-            self._resume[event["type"]] = event
         self._alock = asyncio.Lock()
         self._opened_once = True
         return self
@@ -899,8 +899,6 @@ class AsyncPostgresSession(_SessionCore):
                 await self._settle_pending()
             pending = _Pending({"seq": self._seq, "type": type, "data": data}, text)
             await self._write(pending)
-            if type in RESUME_TYPES:
-                self._resume = {type: pending.event}
             return self._recorded(pending.event)
 
     def latest(self, types: Collection[str], /) -> Event | None:
@@ -915,8 +913,28 @@ class AsyncPostgresSession(_SessionCore):
                 f"latest() answers for {', '.join(RESUME_TYPES)} only: "
                 "use `await session.alatest(types)`"
             )
-        found = [event for kind, event in self._resume.items() if kind in types]
-        return max(found, key=lambda event: int(event["seq"]), default=None)
+        newest: tuple[int, str] | None = None
+        for kind in types:
+            if kind in self._resume:
+                seq = int(self._resume[kind]["seq"])
+            elif kind in self._resume_rows:
+                seq = int(self._resume_rows[kind][0])
+            else:
+                continue
+            if newest is None or seq > newest[0]:
+                newest = (seq, kind)
+        if newest is None:
+            return None
+        kind = newest[1]
+        if kind not in self._resume:  # a row read at open, checked only when it matters
+            self._resume[kind] = decode_row(self.session_id, *self._resume_rows.pop(kind))
+        return self._resume[kind]
+
+    def _recorded(self, event: Event) -> Event:
+        if event["type"] in RESUME_TYPES:
+            self._resume[event["type"]] = event
+            self._resume_rows.pop(event["type"], None)
+        return super()._recorded(event)
 
     async def alatest(self, types: Collection[str], /) -> Event | None:
         """The newest recorded event whose type is in ``types``: one index probe."""
