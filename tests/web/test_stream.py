@@ -224,3 +224,25 @@ def test_a_burst_of_appends_arrives_whole_and_in_order(
     frames = [stream.projection() for _ in range(100)]
     assert [frame.id for frame in frames] == [str(n) for n in range(1, 101)]
     assert frames[-1].json()["plan"] == [todo(f"100 {filler}")]
+
+
+def test_a_log_rewritten_in_place_starts_over_from_a_snapshot(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    path = tmp_path / "s.jsonl"
+    write_log(path, [plan_write(todo("A"))])
+    stream = sse(stream_url(live_server(tmp_path)))
+    stream.projection()
+
+    # the same file (same inode), rewritten with longer lines: the old offset is mid-line
+    rewritten = tmp_path / "other.jsonl"
+    write_log(rewritten, [plan_write(todo("a much longer first plan")), plan_write(todo("B"))])
+    with path.open("r+b") as log:
+        log.write(rewritten.read_bytes())
+
+    frame = stream.projection()
+    assert (frame.id, frame.json()["cause"], frame.json()["plan"]) == (
+        "1",
+        "snapshot",
+        [todo("B")],
+    )

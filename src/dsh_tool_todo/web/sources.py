@@ -351,6 +351,10 @@ def _read_whole_lines(path: Path, identity: int, offset: int, size: int) -> tupl
     with _open_regular(path) as file:
         if os.fstat(file.fileno()).st_ino != identity:
             raise LogReplaced(str(path))
+        if offset > 0:  # the bytes consumed must still end a line, or the file was rewritten
+            file.seek(offset - 1)
+            if file.read(1) != b"\n":
+                raise LogReplaced(str(path))
         while offset < size:
             file.seek(offset)
             chunk = file.read(min(READ_CHUNK, size - offset))
