@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
+from psycopg.conninfo import conninfo_to_dict
 
+from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.jsonl import JsonlSession
 
+from ...stores.conftest import fresh_database
 from ..conftest import NOTE, TURN, ServeProcess, free_port, todo, write_log
 from .conftest import PageErrors, Proxy
 
@@ -295,3 +298,29 @@ def test_a_malformed_session_address_is_an_unknown_session_not_a_script_error(
 
     expect(page.locator("#plan-empty")).to_contain_text("There is no session named")
     assert [error for error in page_errors if error.startswith("pageerror")] == []
+
+
+def test_a_page_on_a_postgresql_session_redraws_when_another_process_appends(
+    serve_process: Starter, page: Page, page_errors: PageErrors
+) -> None:
+    with fresh_database() as conninfo:
+        postgres.setup(conninfo)
+        params = conninfo_to_dict(conninfo)
+        url = f"postgresql://{params['user']}@{params['host']}:{params['port']}/{params['dbname']}"
+        with postgres.PostgresSession(conninfo, "agent-7") as session:
+            session.append("todo/write", {"todos": [todo("A", "in_progress"), todo("B")]})
+            child = serve_process(url)
+            page.goto(f"{child.url}/s/agent-7")
+            expect(page.locator("#plan-figures")).to_have_text("0/2 completed")
+
+            session.append(
+                "todo/write", {"todos": [todo("A", "completed"), todo("B", "in_progress")]}
+            )
+            expect(page.locator("#plan-figures")).to_have_text("1/2 completed", timeout=REDRAW_MS)
+            expect(page.locator("#plan-now .content")).to_have_text(["B"])
+
+            session.append(*TURN)
+            expect(page.locator("#plan-empty")).to_contain_text("cleared", timeout=REDRAW_MS)
+        child.process.kill()  # before the database is dropped
+        child.process.wait(timeout=10)
+    assert page_errors == []
