@@ -20,6 +20,7 @@ from . import postgres
 if TYPE_CHECKING:
     from ..model import TodoItem
 
+
 def _session(args: argparse.Namespace) -> str:
     if args.session is None:
         raise UsageError("a database URL needs --session ID (list them: dsh-todo sessions URL)")
