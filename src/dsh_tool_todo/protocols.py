@@ -118,7 +118,12 @@ class ResumableUnit(ProjectionUnit[State, View], Protocol):
 
 
 class ProjectionRegistry(Protocol):
-    """Where plugins register session projections (``ctx.session_projections``)."""
+    """Where plugins register session projections (``ctx.session_projections``).
+
+    Units are registered while the host applies its plugins; a host may refuse
+    later registrations (the reference host does: a late unit would have no
+    state for the agents that already exist).
+    """
 
     def register(self, key: str, unit: ProjectionUnit[Any, Any], /) -> None: ...
 
