@@ -166,3 +166,15 @@ FIELD_ALIASES = {
     "content": ("title", "task", "step", "description", "text", "name", "todo", "summary"),
     "status": ("state",),
 }
+
+# The compaction reminder (reminder.py), also model-visible: it sits in the prompt, and a
+# changed byte breaks the prefix cache of every conversation that carries it.
+REMINDER_HEADER = (
+    "Your current todo_write plan, carried over from before the conversation was compacted:"
+)
+REMINDER_ITEM = "- [{status}] {content}"
+REMINDER_LEFT_OUT = "- … {count:,} more todos not shown"
+REMINDER_FOOTER = (
+    "To change the plan, call todo_write with the ENTIRE list, every todo with its status: "
+    "each call replaces the previous list."
+)

@@ -19,20 +19,21 @@ True
 from __future__ import annotations
 
 from .checklist import Todos, escape_content, plan_items
+from .contract import REMINDER_FOOTER, REMINDER_HEADER, REMINDER_ITEM, REMINDER_LEFT_OUT
 
-# Model-visible and kept byte-stable: the reminder sits in the prompt, and a
-# changed byte breaks the prefix cache of every conversation that carries it.
-REMINDER_HEADER = (
-    "Your current todo_write plan, carried over from before the conversation was compacted:"
-)
-REMINDER_ITEM = "- [{status}] {content}"
-REMINDER_LEFT_OUT = "- … {count:,} more todos not shown"
+__all__ = [
+    "REMINDER_FOOTER",
+    "REMINDER_HEADER",
+    "REMINDER_ITEM",
+    "REMINDER_LEFT_OUT",
+    "REMINDER_MAX_CONTENT",
+    "REMINDER_MAX_ITEMS",
+    "plan_reminder",
+]
+
+# Model-visible: the texts live with every other one in contract.py.
 REMINDER_MAX_ITEMS = 50  # real plans: median 6 items, largest seen 22
 REMINDER_MAX_CONTENT = 300  # characters of escaped content per item (real p99: 126)
-REMINDER_FOOTER = (
-    "To change the plan, call todo_write with the ENTIRE list, every todo with its status: "
-    "each call replaces the previous list."
-)
 
 
 def plan_reminder(todos: Todos | None) -> str | None:
