@@ -1,8 +1,8 @@
 """The plan as an Agent Client Protocol (ACP) ``plan`` session update.
 
 :func:`plan_update` needs nothing beyond this package. :func:`agent_plan_update`
-and :func:`forward_plans` need the optional SDK (``pip install
-'dsh-tool-todo[acp]'``), imported only when they are called.
+and :func:`forward_plans` need the optional SDK (the ``acp``
+extra: ``pip install '.[acp]'`` from a checkout), imported only when they are called.
 
 Content goes out as the model wrote it: an ACP update is structured data, and
 the client that displays it escapes it for its own medium.
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 from .checklist import Todos, plan_items
 from .contract import EVENT_TYPE
 from .errors import UsageError
+from .integrations._extras import MissingExtra, missing_extra
 from .model import Status
 
 if TYPE_CHECKING:
@@ -26,9 +27,6 @@ if TYPE_CHECKING:
 
 Priority = Literal["high", "medium", "low"]
 PRIORITIES: tuple[Priority, ...] = ("high", "medium", "low")
-_MISSING_SDK = (
-    "the ACP plan bridge needs the agent-client-protocol SDK: pip install 'dsh-tool-todo[acp]'"
-)
 
 
 class PlanEntryPayload(TypedDict):
@@ -42,8 +40,8 @@ class PlanUpdatePayload(TypedDict):
     entries: list[PlanEntryPayload]
 
 
-class AcpUnavailable(UsageError, ImportError):
-    """The optional ACP SDK is not installed."""
+class AcpUnavailable(MissingExtra):
+    """The optional ACP SDK (``agent-client-protocol``) is not installed."""
 
 
 class PlanConnection(Protocol):
@@ -235,11 +233,15 @@ def _check_priority(priority: str) -> Priority:
     raise UsageError(f"priority must be high, medium or low (ACP's priorities), got {priority!r}")
 
 
+def _missing_sdk(cause: ImportError) -> str:
+    return str(missing_extra("the ACP plan bridge", "acp", cause, module="acp"))
+
+
 def _sdk_model() -> type[AgentPlanUpdate]:
     try:
         from acp.schema import AgentPlanUpdate
     except ImportError as error:
-        raise AcpUnavailable(_MISSING_SDK) from error
+        raise AcpUnavailable(_missing_sdk(error)) from error
     return AgentPlanUpdate
 
 

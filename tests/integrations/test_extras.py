@@ -18,6 +18,8 @@ FRAMEWORKS = ("mcp", "agents", "langchain", "langchain_core", "pydantic_ai", "ps
 ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.mcp": ("mcp", "mcp"),
     "dsh_tool_todo.integrations.openai_agents": ("agents", "openai-agents"),
+    "dsh_tool_todo.integrations.langchain": ("langchain", "langchain"),
+    "dsh_tool_todo.integrations.pydantic_ai": ("pydantic_ai", "pydantic-ai"),
 }
 
 
