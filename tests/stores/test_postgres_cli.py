@@ -146,3 +146,9 @@ def test_show_writes_a_lone_surrogate_from_the_database_as_its_json_escape(pg_ds
     assert json.loads(run.stdout) == hostile
     text = dsh_todo("show", url(pg_dsn), "--session", SESSION, "--ascii").stdout
     assert "half \\ud800 of a pair" in text
+
+
+def test_a_password_in_the_url_never_reaches_the_error_line() -> None:
+    run = dsh_todo("sessions", "postgresql://postgres:s3cr3t@127.0.0.1:1/none", check=False)
+    assert_usage_error(run, r"PostgreSQL at 127\.0\.0\.1:1/none: ")
+    assert "s3cr3t" not in run.stderr
