@@ -294,7 +294,10 @@ def test_an_exhausted_pool_fails_the_append_clearly_and_records_nothing(pg_dsn: 
         session = PostgresSession(pool, SESSION)
         with (
             pool.connection(),  # the only connection, held elsewhere
-            pytest.raises(postgres.StoreUnavailable, match=r"no connection.*not recorded"),
+            pytest.raises(
+                postgres.StoreUnavailable,
+                match=r"no connection.*all 1 connections of the pool are in use.*not recorded",
+            ),
         ):
             session.append("note", {"n": 0})
         assert session.append("note", {"n": 1})["seq"] == 0
@@ -491,3 +494,13 @@ def test_the_async_session_settles_lost_answers_as_the_sync_one_does(pg_dsn: str
     assert [event["data"]["n"] for event in recorded] == [0, 1, 3]
     assert heard == recorded
     assert all(not planned for planned in FlakyAsyncConnection.faults.values())
+
+
+def test_a_session_on_an_unreachable_server_says_why_the_pool_got_no_connection() -> None:
+    with (
+        ConnectionPool(
+            "postgresql://postgres@127.0.0.1:1/none", min_size=1, timeout=0.5, open=True
+        ) as pool,
+        pytest.raises(postgres.StoreUnavailable, match=r"127\.0\.0\.1:1/none.*refused"),
+    ):
+        PostgresSession(pool, SESSION)

@@ -443,6 +443,40 @@ async def _arollback_quietly(conn: psycopg.AsyncConnection[Any]) -> None:
             await conn.rollback()
 
 
+def _explained(pool: ConnectionPool[Any], error: PoolTimeout) -> PoolTimeout:
+    """The pool's timeout, with why: the server's own refusal, or every connection in use.
+
+    The pool logs its failed connection attempts but its timeout does not say
+    them, so one direct attempt (an error path only) finds the reason.
+    """
+    if not isinstance(pool.conninfo, str):
+        return error  # a conninfo function: nothing to probe with
+    try:
+        with psycopg.Connection.connect(pool.conninfo, **_probe_kwargs(pool)):
+            reason = f"the server answers; all {pool.max_size} connections of the pool are in use"
+    except psycopg.Error as probe:
+        reason = _reason(probe)
+    return PoolTimeout(f"{_reason(error)}: {reason}")
+
+
+async def _aexplained(pool: AsyncConnectionPool[Any], error: PoolTimeout) -> PoolTimeout:
+    if not isinstance(pool.conninfo, str):
+        return error
+    try:
+        probe_conn = await psycopg.AsyncConnection.connect(pool.conninfo, **_probe_kwargs(pool))
+        await probe_conn.close()
+        reason = f"the server answers; all {pool.max_size} connections of the pool are in use"
+    except psycopg.Error as probe:
+        reason = _reason(probe)
+    return PoolTimeout(f"{_reason(error)}: {reason}")
+
+
+def _probe_kwargs(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> dict[str, Any]:
+    kwargs = dict(pool.kwargs) if isinstance(pool.kwargs, dict) else {}
+    kwargs["connect_timeout"] = 3
+    return kwargs
+
+
 def _finish(conn: psycopg.Connection[Any]) -> None:
     if not conn.autocommit:
         conn.commit()
@@ -742,7 +776,10 @@ class PostgresSession(_SessionCore):
             with self._pool.connection() as conn:
                 row = conn.execute(_OPEN, (self.session_id,)).fetchone()
                 _finish(conn)
-        except (psycopg.Error, PoolTimeout) as error:
+        except PoolTimeout as error:
+            where = f"session {self.session_id!r} on {self.where}"
+            raise _wrap(where, _explained(self._pool, error)) from None
+        except psycopg.Error as error:
             raise _wrap(f"session {self.session_id!r} on {self.where}", error) from None
         assert row is not None
         self._opened(*row)
@@ -792,7 +829,7 @@ class PostgresSession(_SessionCore):
                 conn.commit()
             return
         except PoolTimeout as error:  # (an OperationalError) no connection: nothing was sent
-            raise self._failed(error) from None
+            raise self._failed(_explained(self._pool, error)) from None
         except psycopg.OperationalError as error:
             if isinstance(error, psycopg.errors.QueryCanceled):
                 raise self._failed(error) from None  # the statement's transaction rolled back
@@ -880,7 +917,10 @@ class AsyncPostgresSession(_SessionCore):
                     if found is not None:
                         self._resume_rows[kind] = tuple(found)
                 await _afinish(conn)
-        except (psycopg.Error, PoolTimeout) as error:
+        except PoolTimeout as error:
+            where = f"session {self.session_id!r} on {self.where}"
+            raise _wrap(where, await _aexplained(pool, error)) from None
+        except psycopg.Error as error:
             raise _wrap(f"session {self.session_id!r} on {self.where}", error) from None
         assert row is not None
         self._opened(*row)
@@ -990,7 +1030,7 @@ class AsyncPostgresSession(_SessionCore):
                 await conn.commit()
             return
         except PoolTimeout as error:  # (an OperationalError) no connection: nothing was sent
-            raise self._failed(error) from None
+            raise self._failed(await _aexplained(pool, error)) from None
         except psycopg.OperationalError as error:
             if isinstance(error, psycopg.errors.QueryCanceled):
                 raise self._failed(error) from None
