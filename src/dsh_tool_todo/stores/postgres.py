@@ -76,6 +76,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHANNEL",
+    "DEFAULT_POOL_SIZE",
     "RESUME_TYPES",
     "SCHEMA_VERSION",
     "TABLE",
@@ -91,11 +92,16 @@ __all__ = [
     "alatest_event",
     "alist_sessions",
     "aread_tail",
+    "check_session_id",
+    "close_async_shared_pools",
+    "close_shared_pools",
     "current_plan",
+    "decode_row",
     "delete_session",
     "latest_event",
     "list_sessions",
     "read_tail",
+    "server_name",
     "setup",
 ]
 
