@@ -20,6 +20,7 @@ ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.openai_agents": ("agents", "openai-agents"),
     "dsh_tool_todo.integrations.langchain": ("langchain", "langchain"),
     "dsh_tool_todo.integrations.pydantic_ai": ("pydantic_ai", "pydantic-ai"),
+    "dsh_tool_todo.stores.postgres": ("psycopg", "postgres"),
 }
 
 

@@ -61,9 +61,16 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
-import psycopg
-from psycopg import sql
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from ..integrations._extras import missing_extra
+
+try:
+    import psycopg
+    from psycopg import sql
+    from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+except ImportError as _import_error:
+    raise missing_extra(
+        "the PostgreSQL store", "postgres", _import_error, module="psycopg"
+    ) from _import_error
 from pydantic_core import PydanticSerializationError, to_json
 
 from ..contract import EVENT_TYPE, TURN_START
