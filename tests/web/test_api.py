@@ -283,7 +283,7 @@ def test_with_a_token_every_request_must_carry_it(logs: Path) -> None:
         bare = await client.get("/api/sessions")
         wrong = await client.get("/api/sessions", headers={"authorization": "Bearer nope"})
         bearer = await client.get("/api/sessions", headers={"authorization": "Bearer s3cret"})
-        traded = await client.get("/s/alpha?token=s3cret&x=1")
+        traded = await client.get("/s/alice%2540example?token=s3cret&x=1")
         with_cookie = await client.get("/api/sessions")  # the client keeps the cookie
         return [bare, wrong, bearer, traded, with_cookie]
 
@@ -293,7 +293,7 @@ def test_with_a_token_every_request_must_carry_it(logs: Path) -> None:
     assert "token" in bare.text
     assert bearer.status_code == 200
     assert traded.status_code == 303
-    assert traded.headers["location"] == "/s/alpha?x=1"
+    assert traded.headers["location"] == "/s/alice%2540example?x=1"
     assert "httponly" in traded.headers["set-cookie"].lower()
     assert "samesite=strict" in traded.headers["set-cookie"].lower()
     assert with_cookie.status_code == 200

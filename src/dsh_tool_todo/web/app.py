@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iter
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.applications import Starlette
@@ -170,7 +170,9 @@ class _Guard:
         if given and secrets.compare_digest(given[0].encode(), expected):
             # Trade the token in the address for a cookie, so it leaves the address bar.
             rest = urlencode([(key, value) for key, value in query if key != "token"])
-            target = scope["path"] + (f"?{rest}" if rest else "")
+            raw = scope.get("raw_path")  # as sent: decoding would change names with escapes
+            path = raw.decode("latin-1") if raw else quote(scope["path"])
+            target = path + (f"?{rest}" if rest else "")
             response = RedirectResponse(target, status_code=303)
             response.set_cookie(
                 TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/"
