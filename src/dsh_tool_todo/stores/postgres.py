@@ -69,7 +69,7 @@ try:
     from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 except ImportError as _import_error:
     raise missing_extra(
-        "the PostgreSQL store", "postgres", _import_error, module="psycopg"
+        "dsh_tool_todo.stores.postgres", "postgres", _import_error, module="psycopg"
     ) from _import_error
 from pydantic_core import PydanticSerializationError, to_json
 
