@@ -3,7 +3,9 @@
 Checks run in the order the contract fixes: the schema, then each item, then the
 whole list; the first failing check decides the text, which then names every other
 problem it can see (rejections.py). Ownership is checked by the tool before this runs.
-The accepted path is one pydantic validation and one pass over the items.
+The accepted path is one pydantic validation and one pass over the items; for a raw
+JSON text, one decode by pydantic-core's parser and one pass (accept.py), which can only
+accept and leaves every refusal to pydantic.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails, from_json
 
+from .accept import accept_json
 from .errors import ToolCallRejected
 from .model import TodoItem, TodoResult, TodoWriteArgs
 from .rejections import list_refusal, not_json, refusal
@@ -103,7 +106,15 @@ def check_todos(todos: list[TodoItem], *, allow_parallel: bool) -> TodoResult:
 
 
 def validate_call(args: Any, *, allow_parallel: bool) -> TodoResult:
-    """The whole validation of one call, from raw arguments to the canonical result."""
+    """The whole validation of one call, from raw arguments to the canonical result.
+
+    A valid raw JSON text takes a shortcut that can only accept (accept.py); anything
+    it does not accept whole goes through pydantic, the judge of every refusal.
+    """
+    if type(args) is str or type(args) is bytes:
+        accepted = accept_json(args, allow_parallel=allow_parallel)
+        if accepted is not None:
+            return accepted
     return check_todos(
         parse_todos(args, allow_parallel=allow_parallel), allow_parallel=allow_parallel
     )
