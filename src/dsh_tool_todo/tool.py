@@ -60,17 +60,46 @@ class TodoWriteTool:
         A refused call returns its error text and records nothing; a failure to
         record raises :class:`ToolFailure`. What reference hosts call.
         """
+        # _record, _prepare, _append and render_result written out: the per-call hot path
+        agent = None if call is None else call.agent
+        if agent is None:
+            return ToolCallRejected(NO_OWNER).model_text
         try:
-            return render_result(self._record(args, call))
+            result = validate_call(args, allow_parallel=self.options.allow_parallel_in_progress)
         except ToolCallRejected as rejected:
             return rejected.model_text
+        session = agent.session
+        try:
+            written = session.append(EVENT_TYPE, {"todos": result["todos"]})
+        except Exception as error:
+            raise _failure(error) from error
+        if written is not None and type(written) is not dict:
+            _check_sync_result(session, written)
+        return _SUCCESS_PERCENT % result["counts"]
 
     async def arun(self, args: Any, call: ToolExec | None) -> str:
         """:meth:`run` for asyncio hosts; the session's ``append`` may be a coroutine."""
+        # as :meth:`run`, written out
+        agent = None if call is None else call.agent
+        if agent is None:
+            return ToolCallRejected(NO_OWNER).model_text
         try:
-            return render_result(await self._arecord(args, call))
+            result = validate_call(args, allow_parallel=self.options.allow_parallel_in_progress)
         except ToolCallRejected as rejected:
             return rejected.model_text
+        session = agent.session
+        try:
+            written = session.append(EVENT_TYPE, {"todos": result["todos"]})
+        except Exception as error:
+            raise _failure(error) from error
+        if _awaitable(written):
+            try:
+                await written
+            except Exception as error:
+                raise _failure(error) from error
+        elif written is not None and type(written) is not dict:
+            _refuse_generator(session, written)
+        return _SUCCESS_PERCENT % result["counts"]
 
     def call(self, args: Any, session: Session) -> str:
         """Run one call owned by ``session``'s agent; return exactly the text the model reads.
