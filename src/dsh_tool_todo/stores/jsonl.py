@@ -25,7 +25,6 @@ import stat
 import threading
 import warnings
 from collections.abc import Callable, Collection, Mapping
-from types import TracebackType
 from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
@@ -46,6 +45,7 @@ from ..logread import (
     whole_end,
     whole_lines_backwards,
 )
+from ._closing import ClosedOnExit
 
 try:
     import fcntl
@@ -71,7 +71,7 @@ _OPEN_FLAGS = (
 )
 
 
-class JsonlSession:
+class JsonlSession(ClosedOnExit):
     """An append-only session log in a JSON Lines file; safe to append from several threads.
 
     With ``fsync=True`` each :meth:`append` returns only once its event is on
@@ -155,17 +155,6 @@ class JsonlSession:
             fd, self._fd = self._fd, -1
             if fd >= 0:
                 os.close(fd)
-
-    def __enter__(self) -> JsonlSession:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __del__(self, _close: Callable[[int], None] = os.close) -> None:
         # As Python's own files do: release the descriptor (and so the lock), then warn.

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Collection, Mapping
-from types import TracebackType
 from typing import Any
 
 from ..errors import UsageError
 from ..listeners import Event, Listener, Listeners
+from ._closing import ClosedOnExit
 
 __all__ = ["AsyncMemorySession", "MemorySession"]
 
 
-class MemorySession:
+class MemorySession(ClosedOnExit):
     """An append-only, in-memory session log; safe to append from several threads.
 
     It speaks the store protocol (:class:`~dsh_tool_todo.protocols.StoreSession`):
@@ -65,17 +65,6 @@ class MemorySession:
         """Refuse further appends; the recorded events stay readable. Safe to call twice."""
         with self._lock:
             self._closed = True
-
-    def __enter__(self) -> MemorySession:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 class AsyncMemorySession(MemorySession):

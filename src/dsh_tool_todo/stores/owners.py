@@ -44,11 +44,11 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..contract import TURN_START
 from ..errors import UsageError
+from ._closing import ClosedOnExit
 
 if TYPE_CHECKING:
     from ..protocols import StoreSession
@@ -163,7 +163,7 @@ class _Entry:
         self.closed = False
 
 
-class OwnerRegistry:
+class OwnerRegistry(ClosedOnExit):
     """Owner key → session, opened on first use, closed when evicted.
 
     ``directory``: where durable sessions live (``None``: in memory, lost with
@@ -323,17 +323,6 @@ class OwnerRegistry:
             with entry.lock, self._lock:
                 if self._entries.get(key) is entry:
                     self._evict(key, entry)
-
-    def __enter__(self) -> OwnerRegistry:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _acquire(self, owner: str) -> _Entry:
         if not isinstance(owner, str) or not owner:

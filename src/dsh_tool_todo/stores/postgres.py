@@ -77,6 +77,7 @@ from ..contract import EVENT_TYPE, TURN_START
 from ..errors import InvalidLog, LogBusy, TodoError, UsageError
 from ..listeners import Event, Listener, Listeners
 from ..projection import check_logged_write
+from ._closing import ClosedOnExit
 
 if TYPE_CHECKING:
     from ..model import TodoItem
@@ -763,7 +764,7 @@ class _SessionCore:
         return _store_error(f"session {self.session_id!r} on {self.where}", error)
 
 
-class PostgresSession(_SessionCore):
+class PostgresSession(_SessionCore, ClosedOnExit):
     """A session log in PostgreSQL speaking the store protocol, for threaded hosts.
 
     ``conninfo_or_pool`` is a conninfo string (sessions of one process given
@@ -815,17 +816,6 @@ class PostgresSession(_SessionCore):
     def close(self) -> None:
         """Refuse further appends (the pool is shared, so nothing else to release)."""
         self._closed = True
-
-    def __enter__(self) -> PostgresSession:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _write(self, pending: _Pending, *, retry: bool = True) -> None:
         committing = False
