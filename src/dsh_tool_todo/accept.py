@@ -37,7 +37,7 @@ def accept_json(raw: str | bytes, *, allow_parallel: bool) -> TodoResult | None:
     """The canonical result of a valid call's raw JSON arguments, or ``None``, which means
     "run the full validation" (never "refused")."""
     try:
-        args = from_json(raw, cache_strings="keys")  # contents are not kept in its cache
+        args = from_json(raw)  # strings cached as validate_json caches them: repeats shared
     except (ValueError, TypeError):  # TypeError: a str holding a lone surrogate has no UTF-8
         return None
     if type(args) is not dict or len(args) != 1:
