@@ -10,7 +10,6 @@ the client that displays it escapes it for its own medium.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -23,6 +22,8 @@ from .integrations._extras import MissingExtra, missing_extra
 from .model import Status
 
 if TYPE_CHECKING:
+    import asyncio  # imported where a loop is looked up: 20 ms a CLI start need not pay
+
     from acp.schema import AgentPlanUpdate
 
 Priority = Literal["high", "medium", "low"]
@@ -104,6 +105,8 @@ def forward_plans(
     _check_priority(priority)
     model = _sdk_model()
     if loop is None:
+        import asyncio
+
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -246,6 +249,8 @@ def _sdk_model() -> type[AgentPlanUpdate]:
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
+    import asyncio
+
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
