@@ -7,7 +7,6 @@ import io
 import math
 import os
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -210,6 +209,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _demo(args: argparse.Namespace, out: TextIO) -> int:
+    import tempfile  # here, not at import: it brings shutil and the compression modules
+
     from .demo import run_demo
 
     log = args.log or Path(tempfile.mkdtemp(prefix="dsh-todo-")) / "session.jsonl"
