@@ -881,7 +881,7 @@ class PostgresSession(_SessionCore, ClosedOnExit):
             self._pending = None
 
 
-class AsyncPostgresSession(_SessionCore):
+class AsyncPostgresSession(_SessionCore, ClosedOnExit):
     """:class:`PostgresSession` for asyncio hosts: ``append`` is a coroutine.
 
     Open it with ``async with`` (or ``await session.open()``): opening reads
@@ -991,17 +991,6 @@ class AsyncPostgresSession(_SessionCore):
         return await self.open()
 
     async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __enter__(self) -> AsyncPostgresSession:
-        return self
-
-    def __exit__(
         self,
         kind: type[BaseException] | None,
         error: BaseException | None,
