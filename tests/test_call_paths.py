@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from dsh_tool_todo import ToolCallRejected, ToolFailure, UsageError
+from dsh_tool_todo import ToolCallRejected, ToolFailure, UsageError, contract
 from dsh_tool_todo.host import AsyncMemorySession, Host, HostAgent
-from tests.conftest import todo
+from tests.conftest import HostFactory, todo
 
 ARGS = {"todos": [todo("a", "in_progress"), todo("b")]}
 
@@ -106,3 +107,34 @@ def test_fakes_fit_the_protocols_without_subclassing(host: Host) -> None:
     assert host.tools["todo_write"].render(result) == (
         "Updated todo list: 1 pending, 1 in progress, 0 completed."
     )
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("shape", ["json", "dict"])
+def test_every_split_reads_as_the_contract_template(
+    make_host: HostFactory, parallel: bool, shape: str
+) -> None:
+    """The hot path's text, remembered per split of the counts, is the contract's text for
+    every split, past the number of splits a tool remembers, on both shells."""
+    host = make_host(parallel=parallel)
+    agent = host.new_agent()  # a plain session: both shells call it
+    splits = [
+        (pending, in_progress, completed)
+        for total in range(19)
+        for pending in range(total + 1)
+        for in_progress in range(0, 1 + (total - pending if parallel else min(1, total - pending)))
+        for completed in [total - pending - in_progress]
+    ]
+    for pending, in_progress, completed in splits * 2:  # the second round reads remembered texts
+        statuses = ["pending"] * pending + ["in_progress"] * in_progress
+        items = [todo(f"step {index}", status) for index, status in enumerate(statuses)]
+        items += [todo(f"done {index}", "completed") for index in range(completed)]
+        args: Any = {"todos": items}
+        if shape == "json":
+            args = json.dumps(args)
+        expected = contract.SUCCESS_TEXT.format(
+            pending=pending, inProgress=in_progress, completed=completed
+        )
+        assert host.call_tool("todo_write", args, agent=agent) == expected
+        assert asyncio.run(host.acall_tool("todo_write", args, agent=agent)) == expected
+    assert len(host.tools["todo_write"]._texts) <= 1024  # remembered, within a bound

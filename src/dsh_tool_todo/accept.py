@@ -27,15 +27,26 @@ from __future__ import annotations
 
 from pydantic_core import from_json
 
-from .model import TodoResult
+from .model import TodoItem, TodoResult
+
+Counted = tuple[dict[str, list[TodoItem]], tuple[int, int, int]]
+"""Accepted arguments ``{todos}``, the event's data as is, and the list's counts:
+``(data, (pending, in_progress, completed))``."""
 
 _CONTENT_FIRST = '{"content":'
 _CONTENT_FIRST_BYTES = _CONTENT_FIRST.encode()
+_isspace = str.isspace
 
 
 def accept_json(raw: str | bytes, *, allow_parallel: bool) -> TodoResult | None:
     """The canonical result of a valid call's raw JSON arguments, or ``None``, which means
     "run the full validation" (never "refused")."""
+    counted = accept_counted(raw, allow_parallel)
+    return None if counted is None else as_result(counted)
+
+
+def accept_counted(raw: str | bytes, allow_parallel: bool) -> Counted | None:
+    """:func:`accept_json`'s answer as a tuple: what the tool's hot path reads."""
     try:
         args = from_json(raw)  # strings cached as validate_json caches them: repeats shared
     except (ValueError, TypeError):  # TypeError: a str holding a lone surrogate has no UTF-8
@@ -45,27 +56,37 @@ def accept_json(raw: str | bytes, *, allow_parallel: bool) -> TodoResult | None:
     todos = args.get("todos")
     if type(todos) is not list:
         return None
-    contents = set()
-    pending = in_progress = 0
-    for item in todos:
-        if type(item) is not dict or len(item) != 2:
+    contents: set[str] = set()
+    add = contents.add
+    pending = in_progress = keys = 0
+    try:  # a non-dict item, a missing key or an unhashable content raises: not accepted
+        for item in todos:
+            keys += len(item)
+            add(item["content"])
+            status = item["status"]
+            if status == "pending":
+                pending += 1
+            elif status == "in_progress":
+                in_progress += 1
+            elif status != "completed":  # only a str equals one; anything else is refused
+                return None
+        # str.isspace refuses a content that is not a str with TypeError
+        if "" in contents or any(map(_isspace, contents)):
             return None
-        content = item.get("content")
-        status = item.get("status")
-        if type(content) is not str or not content or content.isspace():
-            return None
-        contents.add(content)
-        if status == "pending":
-            pending += 1
-        elif status == "in_progress":
-            in_progress += 1
-        elif status != "completed":  # only a str equals one; anything else is refused
-            return None
-    if len(contents) != len(todos) or (in_progress > 1 and not allow_parallel):
+    except (KeyError, TypeError):
+        return None
+    count = len(todos)
+    # every item holds content and status, so 2 keys per item means no other key
+    if keys != 2 * count or len(contents) != count or (in_progress > 1 and not allow_parallel):
         return None
     first = _CONTENT_FIRST if type(raw) is str else _CONTENT_FIRST_BYTES
-    if raw.count(first) != len(todos):  # type: ignore[arg-type]
+    if raw.count(first) != count:  # type: ignore[arg-type]
         return None
-    completed = len(todos) - pending - in_progress
+    return args, (pending, in_progress, count - pending - in_progress)
+
+
+def as_result(counted: Counted) -> TodoResult:
+    """The canonical result of an accepted, counted list."""
+    data, (pending, in_progress, completed) = counted
     counts = {"pending": pending, "inProgress": in_progress, "completed": completed}
-    return {"todos": todos, "counts": counts}  # type: ignore[return-value]
+    return {"todos": data["todos"], "counts": counts}  # type: ignore[typeddict-item]

@@ -125,19 +125,24 @@ class _ProjectionStates:
         # Events heard between subscribing and resuming; None once resumed.
         self._pending: list[Event] | None = []
         self._lock = threading.Lock()
+        self._folds = tuple((key, unit.apply) for key, unit in self.units.items())
+        self._plain = False  # resumed and not broken: feed folds straight away
 
     def feed(self, event: Event) -> None:
-        if self._pending is not None and self._buffer(event):
-            return
-        if self.broken:
-            self._fold_around_broken(event)
+        if not self._plain:
+            self._feed_unresumed_or_broken(event)
             return
         states = self.states
-        for key, unit in self.units.items():
+        for key, apply in self._folds:
             try:
-                states[key] = unit.apply(states[key], event)
+                states[key] = apply(states[key], event)
             except Exception as error:
                 self._break(key, event, error)
+
+    def _feed_unresumed_or_broken(self, event: Event) -> None:
+        if self._pending is not None and self._buffer(event):
+            return
+        self._fold_around_broken(event)
 
     def resume(self, session: object) -> None:
         """Seed each resumable unit from ``session.latest``, then fold what arrived meanwhile.
@@ -165,6 +170,7 @@ class _ProjectionStates:
                     if after is not None and seq is not None and seq <= after:
                         continue  # already in the resumed state
                     self._fold_one(key, unit, event)
+            self._plain = not self.broken
 
     def view(self, key: str) -> Any:
         state = self.states[key]
@@ -183,6 +189,7 @@ class _ProjectionStates:
         for key, unit in self.units.items():
             self._fold_one(key, unit, event)
         self.broken = any(isinstance(state, _Broken) for state in self.states.values())
+        self._plain = not self.broken
 
     def _fold_one(self, key: str, unit: ProjectionUnit[Any, Any], event: Event) -> None:
         state = self.states[key]
@@ -208,6 +215,7 @@ class _ProjectionStates:
         )
         self.states[key] = _Broken(message)
         self.broken = True
+        self._plain = False
         import logging
 
         logging.getLogger(LOGGER_NAME).error(message, exc_info=error)
@@ -230,16 +238,13 @@ class Host:
             options=dict(options or {}),
             session_projections=ProjectionTable() if projections else None,
         )
+        self.tools: ToolTable = self.context.tools  # an attribute: read on every call
         self.plugins = load_plugins(self.plugin_manager, plugins, self.context)
         if self.context.session_projections is not None:
             self.context.session_projections.seal()
         # By id, and dropped when the session is collected: the host never pins an agent.
         self._projections: dict[int, _ProjectionStates] = {}
         self._agents_lock = threading.Lock()
-
-    @property
-    def tools(self) -> ToolTable:
-        return self.context.tools
 
     def new_agent(self, session: ObservableSession | None = None) -> HostAgent:
         """An agent owning ``session`` (a fresh :class:`MemorySession` by default).

@@ -26,28 +26,31 @@ class Listeners:
     """
 
     def __init__(self) -> None:
-        self._callbacks: tuple[Listener, ...] = ()
+        #: The listeners now, in order: a store whose append is a hot path may loop over
+        #: it itself, calling :func:`report` for one that raises, as :meth:`notify` does.
+        self.callbacks: tuple[Listener, ...] = ()
 
     def add(self, listener: Listener) -> Callable[[], None]:
         """Subscribe ``listener``; call the returned function to unsubscribe it (once or more)."""
-        self._callbacks = (*self._callbacks, listener)
+        self.callbacks = (*self.callbacks, listener)
         return lambda: self._remove(listener)
 
     def notify(self, event: Event) -> None:
-        for listener in self._callbacks:
+        for listener in self.callbacks:
             try:
                 listener(event)
             except Exception:  # the append has succeeded: report, never propagate
-                _report(listener, event)
+                report(listener, event)
 
     def _remove(self, listener: Listener) -> None:
-        callbacks = list(self._callbacks)
+        callbacks = list(self.callbacks)
         if listener in callbacks:
             callbacks.remove(listener)
-        self._callbacks = tuple(callbacks)
+        self.callbacks = tuple(callbacks)
 
 
-def _report(listener: Listener, event: Event) -> None:
+def report(listener: Listener, event: Event) -> None:
+    """Log that ``listener`` raised on ``event`` (call it from the ``except`` block)."""
     import logging  # only on failure: keeps `import dsh_tool_todo` light
 
     logging.getLogger(LOGGER_NAME).error(

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails, from_json
 
-from .accept import accept_json
+from .accept import Counted, accept_counted, as_result
 from .errors import ToolCallRejected
 from .model import TodoItem, TodoResult, TodoWriteArgs
 from .rejections import list_refusal, not_json, refusal
@@ -86,9 +86,13 @@ def _sole_error(error: ValidationError) -> ErrorDetails | None:
 
 def check_todos(todos: list[TodoItem], *, allow_parallel: bool) -> TodoResult:
     """Apply the item and list rules to a well-formed list and count it."""
+    return as_result(_counted(todos, allow_parallel))
+
+
+def _counted(todos: list[TodoItem], allow_parallel: bool) -> Counted:
     pending = in_progress = 0
     contents: set[str] = set()
-    for item in todos:  # one pass: this is the per-call hot path
+    for item in todos:  # one pass
         content = item["content"]
         if not content or content.isspace():
             raise ToolCallRejected(list_refusal(todos, allow_parallel=allow_parallel))
@@ -100,9 +104,7 @@ def check_todos(todos: list[TodoItem], *, allow_parallel: bool) -> TodoResult:
             in_progress += 1
     if len(contents) != len(todos) or (in_progress > 1 and not allow_parallel):
         raise ToolCallRejected(list_refusal(todos, allow_parallel=allow_parallel))
-    completed = len(todos) - pending - in_progress
-    counts = {"pending": pending, "inProgress": in_progress, "completed": completed}
-    return {"todos": todos, "counts": counts}  # type: ignore[typeddict-item]
+    return {"todos": todos}, (pending, in_progress, len(todos) - pending - in_progress)
 
 
 def validate_call(args: Any, *, allow_parallel: bool) -> TodoResult:
@@ -111,10 +113,19 @@ def validate_call(args: Any, *, allow_parallel: bool) -> TodoResult:
     A valid raw JSON text takes a shortcut that can only accept (accept.py); anything
     it does not accept whole goes through pydantic, the judge of every refusal.
     """
+    return as_result(judge(args, allow_parallel))
+
+
+def judge(args: Any, allow_parallel: bool) -> Counted:
+    """:func:`validate_call`'s answer as a tuple ``({todos}, (pending, in_progress, completed))``:
+    what the tool's hot path reads."""
     if type(args) is str or type(args) is bytes:
-        accepted = accept_json(args, allow_parallel=allow_parallel)
-        if accepted is not None:
-            return accepted
-    return check_todos(
-        parse_todos(args, allow_parallel=allow_parallel), allow_parallel=allow_parallel
-    )
+        counted = accept_counted(args, allow_parallel)
+        if counted is not None:
+            return counted
+    return judge_in_full(args, allow_parallel)
+
+
+def judge_in_full(args: Any, allow_parallel: bool) -> Counted:
+    """:func:`judge` without the shortcut: pydantic's pass, then the item and list rules."""
+    return _counted(parse_todos(args, allow_parallel=allow_parallel), allow_parallel)
