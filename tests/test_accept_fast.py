@@ -165,6 +165,12 @@ def test_arbitrary_text_agrees(raw: str | bytes) -> None:
         '{"todos":[{"content":"\ud800 raw","status":"pending"}]}',  # a raw lone surrogate
         '{"todos":[{"content":"a","status":"pending"}]} ',
         '{"todos":[{"content":"a","status":"pending"}]}x',
+        '{"todos":[{"content":"a","status":"pending"},{"status":"pending","content":"b"}]}',
+        '{"todos":[{"content":"a","status":"pending","x":1},{"content":"b"}]}',
+        '{"todos":[["content","status"]]}',
+        '{"todos":["cs"]}',
+        '{"todos":[{"content":["a"],"status":"pending"}]}',
+        '{"todos":[{"content":1,"status":"pending"}]}',
     ],
 )
 def test_edge_cases_agree(raw: str) -> None:

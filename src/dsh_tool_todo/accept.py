@@ -16,11 +16,8 @@ refused and of every text the model reads.
 
 Key order: pydantic builds each item as ``{content, status}``, whatever order
 the model wrote. The decoded item keeps the written order, so it is used as it
-is only when every item was written ``{"content":`` first: inside a JSON string
-a ``"`` is always escaped, so each ``{"content":`` in the text opens an object
-whose first key is ``content``, and (the top level being ``{todos}``) each such
-object is an item. Any other spelling (a space after the brace, an escaped key)
-is left to the full validation.
+is only when its first key is ``content``; an item written ``status`` first is
+left to the full validation.
 """
 
 from __future__ import annotations
@@ -33,8 +30,6 @@ Counted = tuple[dict[str, list[TodoItem]], tuple[int, int, int]]
 """Accepted arguments ``{todos}``, the event's data as is, and the list's counts:
 ``(data, (pending, in_progress, completed))``."""
 
-_CONTENT_FIRST = '{"content":'
-_CONTENT_FIRST_BYTES = _CONTENT_FIRST.encode()
 _isspace = str.isspace
 
 
@@ -58,10 +53,14 @@ def accept_counted(raw: str | bytes, allow_parallel: bool) -> Counted | None:
         return None
     contents: set[str] = set()
     add = contents.add
-    pending = in_progress = keys = 0
-    try:  # a non-dict item, a missing key or an unhashable content raises: not accepted
+    pending = in_progress = 0
+    # A non-dict item, more or fewer than two keys, a missing key or an unhashable content
+    # raises: not accepted.
+    try:
         for item in todos:
-            keys += len(item)
+            first, _ = item  # a dict unpacks into its keys, in the order written
+            if first != "content":
+                return None
             add(item["content"])
             status = item["status"]
             if status == "pending":
@@ -73,14 +72,10 @@ def accept_counted(raw: str | bytes, allow_parallel: bool) -> Counted | None:
         # str.isspace refuses a content that is not a str with TypeError
         if "" in contents or any(map(_isspace, contents)):
             return None
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, ValueError):
         return None
     count = len(todos)
-    # every item holds content and status, so 2 keys per item means no other key
-    if keys != 2 * count or len(contents) != count or (in_progress > 1 and not allow_parallel):
-        return None
-    first = _CONTENT_FIRST if type(raw) is str else _CONTENT_FIRST_BYTES
-    if raw.count(first) != count:  # type: ignore[arg-type]
+    if len(contents) != count or (in_progress > 1 and not allow_parallel):
         return None
     return args, (pending, in_progress, count - pending - in_progress)
 
