@@ -14,10 +14,12 @@ from collections.abc import Coroutine
 from typing import Any
 
 from pydantic import TypeAdapter
+from pydantic_core import from_json
 from report import Row, fmt_ns, skipped
 from timing import Call, batched, cache_walker, cold, interleaved, threaded
 from workloads import CALL_SIZES, FloorTodo, limit_validator, new_host, real_args
 
+from dsh_tool_todo.accept import accept_counted
 from dsh_tool_todo.host import AsyncMemorySession
 
 LIMIT_TARGET, LIMIT_AIM = 1.8, 1.5
@@ -219,10 +221,58 @@ def thread_rows(seconds: float) -> list[Row]:
     ]
 
 
+class _SilentSession:
+    """A session whose append records nothing: the tool's own cost, without a store."""
+
+    def append(self, type: str, data: Any, /) -> None:
+        return None
+
+
+class _SilentAgent:
+    session = _SilentSession()
+
+    @property
+    def agent(self) -> _SilentAgent:
+        return self
+
+
+def anatomy_rows(seconds: float) -> list[Row]:
+    """The 6-item call taken apart: each layer timed against the limit in the same rounds,
+    with no other side between them (so the call's ratio here is the pair's)."""
+    host = new_host()
+    raw = real_args(HEADLINE)
+    call, reset = our_call(host, raw)
+    strict, _ = references(raw)
+    tool = host.tools["todo_write"]
+    silent = _SilentAgent()
+    layers: dict[str, tuple[str, Call]] = {
+        "parser": ("pydantic_core.from_json", lambda: from_json(raw)),
+        "shortcut": ("accept.py's decode and checks", lambda: accept_counted(raw, False)),
+        "tool": ("tool.run, append does nothing", lambda: tool.run(raw, silent)),
+        "call": ("call_tool, MemorySession + projection", call),
+    }
+    sides = {"limit": batched(strict)} | {name: batched(side) for name, (_, side) in layers.items()}
+    result = interleaved(sides, reference="limit", seconds=seconds, reset=reset)
+    ns = result.per_call_ns
+    return [
+        _row(
+            "1 call, taken apart",
+            f"{HEADLINE} items",
+            f"{label} {fmt_ns(ns[name])}",
+            f"validate_json {fmt_ns(ns['limit'])}",
+            result.ratio(name, "limit"),
+            target="info",
+            numbers=result.numbers(name, "limit"),
+        )
+        for name, (label, _) in layers.items()
+    ]
+
+
 def floor_rows(seconds: float) -> list[Row]:
-    """Every in-memory call row: vs the limit and floor, cold, async, on two threads."""
+    """Every in-memory call row: vs the limit and floor, taken apart, cold, async, threads."""
     return [
         *limit_rows(seconds),
+        *anatomy_rows(seconds),
         *cold_rows(seconds),
         *async_rows(seconds),
         *thread_rows(seconds),
