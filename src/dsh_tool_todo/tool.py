@@ -6,7 +6,6 @@ import inspect
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeGuard
 
-from .accept import accept_counted
 from .contract import (
     DESCRIPTION_PARALLEL,
     DESCRIPTION_SINGLE,
@@ -20,7 +19,7 @@ from .model import TodoResult
 from .options import TodoOptions
 from .protocols import PluginContext, Session, ToolExec
 from .schema import parameters
-from .validation import judge_in_full, validate_call
+from .validation import judge, validate_call
 
 
 class TodoWriteTool:
@@ -65,19 +64,14 @@ class TodoWriteTool:
         record raises :class:`ToolFailure`. What reference hosts call.
         """
         # _record, _prepare, validate_call, _append and render_result written out: the per-call
-        # hot path, where the model's raw JSON text takes the shortcut (accept.py) first
+        # hot path
         agent = None if call is None else call.agent
         if agent is None:
             return ToolCallRejected(NO_OWNER).model_text
-        allow_parallel = self.options.allow_parallel_in_progress
-        raw = type(args) is str or type(args) is bytes
-        counted = accept_counted(args, allow_parallel) if raw else None
-        if counted is None:
-            try:
-                counted = judge_in_full(args, allow_parallel)
-            except ToolCallRejected as rejected:
-                return rejected.model_text
-        data, counts = counted
+        try:
+            data, counts = judge(args, self.options.allow_parallel_in_progress)
+        except ToolCallRejected as rejected:
+            return rejected.model_text
         session = agent.session
         try:
             written = session.append(EVENT_TYPE, data)
@@ -93,15 +87,10 @@ class TodoWriteTool:
         agent = None if call is None else call.agent
         if agent is None:
             return ToolCallRejected(NO_OWNER).model_text
-        allow_parallel = self.options.allow_parallel_in_progress
-        raw = type(args) is str or type(args) is bytes
-        counted = accept_counted(args, allow_parallel) if raw else None
-        if counted is None:
-            try:
-                counted = judge_in_full(args, allow_parallel)
-            except ToolCallRejected as rejected:
-                return rejected.model_text
-        data, counts = counted
+        try:
+            data, counts = judge(args, self.options.allow_parallel_in_progress)
+        except ToolCallRejected as rejected:
+            return rejected.model_text
         session = agent.session
         try:
             written = session.append(EVENT_TYPE, data)

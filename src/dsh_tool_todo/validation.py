@@ -123,9 +123,4 @@ def judge(args: Any, allow_parallel: bool) -> Counted:
         counted = accept_counted(args, allow_parallel)
         if counted is not None:
             return counted
-    return judge_in_full(args, allow_parallel)
-
-
-def judge_in_full(args: Any, allow_parallel: bool) -> Counted:
-    """:func:`judge` without the shortcut: pydantic's pass, then the item and list rules."""
     return _counted(parse_todos(args, allow_parallel=allow_parallel), allow_parallel)
