@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -13,6 +14,7 @@ import pytest
 
 from dsh_tool_todo.stores.jsonl import JsonlSession
 from dsh_tool_todo.web import sources
+from dsh_tool_todo.web.sources import JsonlDirectorySource, LogReplaced
 
 from .conftest import NOTE, TURN, LiveServer, SseStream, plan_write, todo, write_log
 
@@ -246,3 +248,24 @@ def test_a_log_rewritten_in_place_starts_over_from_a_snapshot(
         "snapshot",
         [todo("B")],
     )
+
+
+def test_a_log_rewritten_between_the_snapshot_and_the_follow_is_seen(tmp_path: Path) -> None:
+    """The stream goes on from where its snapshot was read, not from a second read: a
+    rewrite in place that lands in between is a replaced log, not an append."""
+    path = tmp_path / "s.jsonl"
+    write_log(path, [plan_write(todo("A"))])
+    source = JsonlDirectorySource(tmp_path, poll_interval=0.001)
+
+    async def first_after_a_rewrite() -> object:
+        snapshot = await source.snapshot("s")
+        rewritten = tmp_path / "other.jsonl"
+        write_log(rewritten, [plan_write(todo("a much longer first plan")), plan_write(todo("B"))])
+        with path.open("r+b") as log:
+            log.write(rewritten.read_bytes())
+        async for event in source.follow("s", after=snapshot.last_seq, since=snapshot):
+            return event
+        return None
+
+    with pytest.raises(LogReplaced, match=r"s\.jsonl"):
+        asyncio.run(first_after_a_rewrite())

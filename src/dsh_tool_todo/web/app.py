@@ -354,7 +354,7 @@ def create_app(
                         position = snapshot.last_seq
                     assert position is not None
                     try:
-                        async for event in plans.follow(name, after=position):
+                        async for event in plans.follow(name, after=position, since=snapshot):
                             if event["type"] in PLAN_EVENTS:
                                 where = f"session {name!r}, seq {event['seq']}"
                                 yield _sse(projection_frame(checked_deciding(event, where)))

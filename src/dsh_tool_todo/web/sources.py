@@ -68,6 +68,9 @@ class Snapshot:
 
     last_seq: int  # -1 for an empty log
     deciding: Event | None  # the latest todo/write or turn/start, None if neither
+    # Where the read ended, for a source whose log can change under it: (inode, offset of
+    # the end of its whole lines) for a JSONL file; None where there is no such place.
+    position: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,10 +100,15 @@ class PlanSource(Protocol):
 
     async def snapshot(self, name: str) -> Snapshot: ...
 
-    def follow(self, name: str, *, after: int) -> AsyncIterator[Event]:
+    def follow(
+        self, name: str, *, after: int, since: Snapshot | None = None
+    ) -> AsyncIterator[Event]:
         """Every event with a seq above ``after``, in order, then each new one, forever.
 
-        Raises :class:`LogReplaced` when the log no longer continues the one read so far.
+        ``since`` is the snapshot the stream just sent, when ``after`` is its seq: a
+        source whose log can be rewritten under it goes on from exactly where that
+        snapshot was read. Raises :class:`LogReplaced` when the log no longer continues
+        the one read so far.
         """
         ...
 
@@ -235,9 +243,15 @@ class JsonlDirectorySource:
         path = self.path_of(name)
         return await asyncio.to_thread(_snapshot, path)
 
-    async def follow(self, name: str, *, after: int) -> AsyncIterator[Event]:
+    async def follow(
+        self, name: str, *, after: int, since: Snapshot | None = None
+    ) -> AsyncIterator[Event]:
         path = self.path_of(name)
-        identity, offset, missed = await asyncio.to_thread(_events_after, path, after)
+        missed: list[Event] = []
+        if since is not None and since.position is not None and since.last_seq == after:
+            identity, offset = since.position  # on from where the snapshot was read
+        else:
+            identity, offset, missed = await asyncio.to_thread(_events_after, path, after)
         last = after
         for event in missed:
             last = event["seq"]
@@ -291,15 +305,17 @@ def _event_at(path: Path, offset: int, line: bytes) -> Event:
 
 def _snapshot(path: Path) -> Snapshot:
     with _open_regular(path) as file:
-        _, lines = _whole_lines_backwards(file, path)
+        end, lines = _whole_lines_backwards(file, path)
+        position = (os.fstat(file.fileno()).st_ino, end)
         last_seq = -1
         for offset, line in lines:
             event = _event_at(path, offset, line)
             if last_seq < 0:
                 last_seq = event["seq"]
             if event["type"] in PLAN_EVENTS:
-                return Snapshot(last_seq, checked_deciding(event, f"{path}, byte {offset}"))
-        return Snapshot(last_seq, None)
+                deciding = checked_deciding(event, f"{path}, byte {offset}")
+                return Snapshot(last_seq, deciding, position)
+        return Snapshot(last_seq, None, position)
 
 
 def _tail(path: Path, before: int | None, limit: int, types: Collection[str] | None) -> TailPage:
@@ -492,7 +508,10 @@ class PostgresSource:
         deciding = await self._call(name, self._pg.alatest_event, name, PLAN_EVENTS)
         return Snapshot(last[0]["seq"], deciding)
 
-    async def follow(self, name: str, *, after: int) -> AsyncIterator[Event]:
+    async def follow(
+        self, name: str, *, after: int, since: Snapshot | None = None
+    ) -> AsyncIterator[Event]:
+        # rows are never rewritten in place: the follower goes on from ``after`` alone
         try:
             self._pg.check_session_id(name)
         except UsageError:
