@@ -245,11 +245,11 @@ def anatomy_rows(seconds: float) -> list[Row]:
     strict, _ = references(raw)
     tool = host.tools["todo_write"]
     silent = _SilentAgent()
-    layers: dict[str, tuple[str, Call]] = {
-        "parser": ("pydantic_core.from_json", lambda: from_json(raw)),
-        "shortcut": ("accept.py's decode and checks", lambda: accept_counted(raw, False)),
-        "tool": ("tool.run, append does nothing", lambda: tool.run(raw, silent)),
-        "call": ("call_tool, MemorySession + projection", call),
+    layers: dict[str, tuple[str, Call]] = {  # each its own case, so repeat.py keeps them apart
+        "1 the parser": ("pydantic_core.from_json", lambda: from_json(raw)),
+        "2 the shortcut": ("accept.py's decode and checks", lambda: accept_counted(raw, False)),
+        "3 the tool": ("tool.run, append does nothing", lambda: tool.run(raw, silent)),
+        "4 the call": ("call_tool, MemorySession + projection", call),
     }
     sides = {"limit": batched(strict)} | {name: batched(side) for name, (_, side) in layers.items()}
     result = interleaved(sides, reference="limit", seconds=seconds, reset=reset)
@@ -257,7 +257,7 @@ def anatomy_rows(seconds: float) -> list[Row]:
     return [
         _row(
             "1 call, taken apart",
-            f"{HEADLINE} items",
+            f"{HEADLINE} items, {name}",
             f"{label} {fmt_ns(ns[name])}",
             f"validate_json {fmt_ns(ns['limit'])}",
             result.ratio(name, "limit"),
