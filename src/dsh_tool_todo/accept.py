@@ -2,7 +2,7 @@
 
 Nearly every call the model makes is valid. For those, pydantic's strict
 ``validate_json`` builds its own tree of the text and then a new dict for each
-item, and the item rules walk the list once more. :func:`accept_json` decodes
+item, and the item rules walk the list once more. :func:`accept_counted` decodes
 the text once with pydantic-core's JSON parser (the one ``validate_json`` itself
 uses, so strings, escapes and repeated keys read the same) and checks the schema
 and the item and list rules in one Python pass over what it decoded.
@@ -33,15 +33,9 @@ Counted = tuple[dict[str, list[TodoItem]], tuple[int, int, int]]
 _isspace = str.isspace
 
 
-def accept_json(raw: str | bytes, *, allow_parallel: bool) -> TodoResult | None:
-    """The canonical result of a valid call's raw JSON arguments, or ``None``, which means
-    "run the full validation" (never "refused")."""
-    counted = accept_counted(raw, allow_parallel)
-    return None if counted is None else as_result(counted)
-
-
 def accept_counted(raw: str | bytes, allow_parallel: bool) -> Counted | None:
-    """:func:`accept_json`'s answer as a tuple: what the tool's hot path reads."""
+    """A valid call's raw JSON arguments, counted, or ``None``, which means "run the full
+    validation" (never "refused")."""
     try:
         args = from_json(raw)  # strings cached as validate_json caches them: repeats shared
     except (ValueError, TypeError):  # TypeError: a str holding a lone surrogate has no UTF-8

@@ -26,31 +26,28 @@ class Listeners:
     """
 
     def __init__(self) -> None:
-        #: The listeners now, in order: a store whose append is a hot path may loop over
-        #: it itself, calling :func:`report` for one that raises, as :meth:`notify` does.
-        self.callbacks: tuple[Listener, ...] = ()
+        self._callbacks: tuple[Listener, ...] = ()
 
     def add(self, listener: Listener) -> Callable[[], None]:
         """Subscribe ``listener``; call the returned function to unsubscribe it (once or more)."""
-        self.callbacks = (*self.callbacks, listener)
+        self._callbacks = (*self._callbacks, listener)
         return lambda: self._remove(listener)
 
     def notify(self, event: Event) -> None:
-        for listener in self.callbacks:
+        for listener in self._callbacks:
             try:
                 listener(event)
             except Exception:  # the append has succeeded: report, never propagate
-                report(listener, event)
+                _report(listener, event)
 
     def _remove(self, listener: Listener) -> None:
-        callbacks = list(self.callbacks)
+        callbacks = list(self._callbacks)
         if listener in callbacks:
             callbacks.remove(listener)
-        self.callbacks = tuple(callbacks)
+        self._callbacks = tuple(callbacks)
 
 
-def report(listener: Listener, event: Event) -> None:
-    """Log that ``listener`` raised on ``event`` (call it from the ``except`` block)."""
+def _report(listener: Listener, event: Event) -> None:
     import logging  # only on failure: keeps `import dsh_tool_todo` light
 
     logging.getLogger(LOGGER_NAME).error(

@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from ..errors import UsageError
-from ..listeners import Event, Listener, Listeners, report
+from ..listeners import Event, Listener, Listeners
 from ._closing import ClosedOnExit
 
 __all__ = ["AsyncMemorySession", "MemorySession"]
@@ -47,11 +47,7 @@ class MemorySession(ClosedOnExit):
             event: Event = {"seq": self._seq, "type": type, "data": data}
             self.events.append(event)
             self._seq += 1
-            for listener in self._listeners.callbacks:  # Listeners.notify, written out
-                try:
-                    listener(event)
-                except Exception:  # recorded: report, never propagate
-                    report(listener, event)
+            self._listeners.notify(event)
         finally:
             lock.release()
         return event
