@@ -22,6 +22,7 @@ import bench_adapters  # noqa: E402
 import bench_calls  # noqa: E402
 import bench_durable  # noqa: E402
 import bench_import  # noqa: E402
+import bench_instructions  # noqa: E402
 import bench_langchain  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_model  # noqa: E402
@@ -51,6 +52,7 @@ QUICK = Budget(per_pair=1.0, replay_max=10**5, log_sizes_mb=(10, 100), durable_c
 def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
     return [
         ("per call vs limit and floor", lambda: bench_calls.floor_rows(budget.per_pair)),
+        ("per call vs limit, in instructions", lambda: bench_instructions.rows(budget is QUICK)),
         ("per call vs LangChain", lambda: bench_calls.peer_rows(budget.per_pair)),
         ("durable call", lambda: bench_durable.rows(budget.durable_calls)),
         ("replay in memory", lambda: bench_replay.memory_rows(budget.replay_max)),

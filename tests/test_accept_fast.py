@@ -157,6 +157,7 @@ def test_arbitrary_text_agrees(raw: str | bytes) -> None:
     [
         '{"todos":[{"content":"a","status":"pending"},{"content":"a","status":"pending"}]}',
         '{"todos":[{"content":" ","status":"pending"}]}',
+        '{"todos":[{"content":"","status":"pending"}]}',
         '{"todos":[{"content":"a","status":"in_progress"},{"content":"b","status":"in_progress"}]}',
         '{"todos":[{"status":"pending","content":"a"}]}',
         '{"todos":[{ "content":"a","status":"pending"}]}',
@@ -177,6 +178,10 @@ def test_arbitrary_text_agrees(raw: str | bytes) -> None:
         '{"todos":["cs"]}',
         '{"todos":[{"content":["a"],"status":"pending"}]}',
         '{"todos":[{"content":1,"status":"pending"}]}',
+        '{"todos":[{"content":0,"status":"pending"}]}',
+        '{"todos":[{"content":true,"status":"pending"}]}',
+        '{"todos":[{"content":{"a":1},"status":"pending"}]}',
+        '{"todos":[{"content":"a","status":"pending"},{"content":"\\u3000","status":"pending"}]}',
     ],
 )
 def test_edge_cases_agree(raw: str) -> None:

@@ -30,9 +30,6 @@ Counted = tuple[dict[str, list[TodoItem]], tuple[int, int, int]]
 """Accepted arguments ``{todos}``, the event's data as is, and the list's counts:
 ``(data, (pending, in_progress, completed))``."""
 
-_isspace = str.isspace
-
-
 def accept_counted(raw: str | bytes, allow_parallel: bool) -> Counted | None:
     """A valid call's raw JSON arguments, counted, or ``None``, which means "run the full
     validation" (never "refused")."""
@@ -48,14 +45,17 @@ def accept_counted(raw: str | bytes, allow_parallel: bool) -> Counted | None:
     contents: set[str] = set()
     add = contents.add
     pending = in_progress = 0
-    # A non-dict item, more or fewer than two keys, a missing key or an unhashable content
-    # raises: not accepted.
+    # A non-dict item, more or fewer than two keys, a missing key, or a content that is not
+    # a str (no isspace) or cannot be hashed raises: not accepted.
     try:
         for item in todos:
             first, _ = item  # a dict unpacks into its keys, in the order written
             if first != "content":
                 return None
-            add(item["content"])
+            content = item["content"]
+            if not content or content.isspace():
+                return None
+            add(content)
             status = item["status"]
             if status == "pending":
                 pending += 1
@@ -63,10 +63,7 @@ def accept_counted(raw: str | bytes, allow_parallel: bool) -> Counted | None:
                 in_progress += 1
             elif status != "completed":  # only a str equals one; anything else is refused
                 return None
-        # str.isspace refuses a content that is not a str with TypeError
-        if "" in contents or any(map(_isspace, contents)):
-            return None
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None
     count = len(todos)
     if len(contents) != count or (in_progress > 1 and not allow_parallel):

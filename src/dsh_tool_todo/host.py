@@ -20,8 +20,7 @@ import copy
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pluggy
@@ -54,11 +53,11 @@ class HostAgent:
     """An agent of the host, owning one session."""
 
     session: Any
+    call: ToolCall = field(init=False, repr=False)
+    """The exec context of this agent's tool calls, made once rather than per call."""
 
-    @cached_property
-    def call(self) -> ToolCall:
-        """The exec context of this agent's tool calls, made once rather than per call."""
-        return ToolCall(self)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "call", ToolCall(self))
 
 
 _NO_AGENT = ToolCall(None)

@@ -1,0 +1,86 @@
+"""Row 1 counted in instructions: the call and the strict limit under callgrind.
+
+The timed rows are medians over interleaved rounds, and on two shared cores a
+round's ratio still moves with what else runs there. Instructions executed do
+not: callgrind counts them exactly, so the same code and inputs give the same
+figure on an idle or a loaded machine. Instructions are not time (a cache miss
+costs many), so this row only cross-checks the timed one; the target stays on
+time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from report import Row, skipped
+from workloads import CALL_SIZES
+
+CHILD = Path(__file__).resolve().parent / "instructions_child.py"
+_COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def _count(side: str, size: int, calls: int) -> int:
+    """Instructions a fresh interpreter executes to set up, warm up and make ``calls`` calls."""
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--callgrind-out-file=/dev/null",
+            sys.executable,
+            str(CHILD),
+            side,
+            str(size),
+            str(calls),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},  # the same dict layouts in every run
+    )
+    found = _COLLECTED.search(done.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind printed no count:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def rows(quick: bool) -> list[Row]:
+    section = "1 call vs strict limit, instructions"
+    if shutil.which("valgrind") is None:
+        return [skipped(section, f"{CALL_SIZES[0]} items", "valgrind is not installed")]
+    calls = 1000 if quick else 4000
+    sizes = CALL_SIZES[:1] if quick else CALL_SIZES[:2]
+    runs = [("loop", size, 0) for size in sizes]  # the baseline: set up, warm up, no call
+    runs += [(side, size, calls) for size in sizes for side in ("call", "limit", "loop")]
+    with ThreadPoolExecutor(max_workers=2) as pool:  # each run is one process
+        counted = dict(zip(runs, pool.map(lambda run: _count(*run), runs)))
+    result = []
+    for size in sizes:
+        base = counted[("loop", size, 0)]
+
+        def per_call(side: str, size: int = size, base: int = base) -> float:
+            return (counted[(side, size, calls)] - base) / calls
+
+        loop = per_call("loop")
+        call, limit = per_call("call") - loop, per_call("limit") - loop
+        result.append(
+            Row(
+                section,
+                f"{size} items",
+                f"call_tool {call:,.0f}",
+                f"validate_json {limit:,.0f}",
+                call / limit,
+                target="info",
+                note=(
+                    f"instructions per call, callgrind, {calls:,} calls less none, the loop's "
+                    f"own {loop:,.0f} taken out: the same on a loaded machine"
+                ),
+                numbers={"call": call, "limit": limit, "loop": loop},
+            )
+        )
+    return result
