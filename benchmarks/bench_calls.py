@@ -236,35 +236,50 @@ class _SilentAgent:
         return self
 
 
+# The call's layers, innermost first, by case (each its own, so repeat.py keeps them apart);
+# each layer's cost is the step from the one before, and the last is the whole call.
+LAYERS = {
+    "1 the parser": "pydantic_core.from_json",
+    "2 the shortcut": "accept.py's decode and checks",
+    "3 the tool": "tool.run, append does nothing",
+    "4 the call": "call_tool, MemorySession + projection",
+}
+
+
+def call_layers(host: Any, raw: str) -> tuple[dict[str, Call], Call]:
+    """Each of :data:`LAYERS` on ``raw``, and what empties the session of the whole call."""
+    call, reset = our_call(host, raw)
+    tool = host.tools["todo_write"]
+    silent = _SilentAgent()
+    sides = [
+        lambda: from_json(raw),
+        lambda: accept_counted(raw, False),
+        lambda: tool.run(raw, silent),
+        call,
+    ]
+    return dict(zip(LAYERS, sides, strict=True)), reset
+
+
 def anatomy_rows(seconds: float) -> list[Row]:
     """The 6-item call taken apart: each layer timed against the limit in the same rounds,
     with no other side between them (so the call's ratio here is the pair's)."""
-    host = new_host()
     raw = real_args(HEADLINE)
-    call, reset = our_call(host, raw)
+    layers, reset = call_layers(new_host(), raw)
     strict, _ = references(raw)
-    tool = host.tools["todo_write"]
-    silent = _SilentAgent()
-    layers: dict[str, tuple[str, Call]] = {  # each its own case, so repeat.py keeps them apart
-        "1 the parser": ("pydantic_core.from_json", lambda: from_json(raw)),
-        "2 the shortcut": ("accept.py's decode and checks", lambda: accept_counted(raw, False)),
-        "3 the tool": ("tool.run, append does nothing", lambda: tool.run(raw, silent)),
-        "4 the call": ("call_tool, MemorySession + projection", call),
-    }
-    sides = {"limit": batched(strict)} | {name: batched(side) for name, (_, side) in layers.items()}
+    sides = {"limit": batched(strict)} | {name: batched(side) for name, side in layers.items()}
     result = interleaved(sides, reference="limit", seconds=seconds, reset=reset)
     ns = result.per_call_ns
     return [
         _row(
             "1 call, taken apart",
             f"{HEADLINE} items, {name}",
-            f"{label} {fmt_ns(ns[name])}",
+            f"{LAYERS[name]} {fmt_ns(ns[name])}",
             f"validate_json {fmt_ns(ns['limit'])}",
             result.ratio(name, "limit"),
             target="info",
             numbers=result.numbers(name, "limit"),
         )
-        for name, (label, _) in layers.items()
+        for name in layers
     ]
 
 

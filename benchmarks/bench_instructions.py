@@ -18,6 +18,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from bench_calls import LAYERS
 from report import Row, skipped
 from workloads import CALL_SIZES
 
@@ -50,37 +51,42 @@ def _count(side: str, size: int, calls: int) -> int:
 
 
 def rows(quick: bool) -> list[Row]:
+    """The whole call against the limit at 6 and 12 items, and at 6 the call's layers."""
     section = "1 call vs strict limit, instructions"
+    headline = CALL_SIZES[0]
     if shutil.which("valgrind") is None:
-        return [skipped(section, f"{CALL_SIZES[0]} items", "valgrind is not installed")]
+        return [skipped(section, f"{headline} items", "valgrind is not installed")]
     calls = 1000 if quick else 4000
     sizes = CALL_SIZES[:1] if quick else CALL_SIZES[:2]
+    whole = list(LAYERS)[-1]
+    cases = [(name, headline) for name in LAYERS]  # every layer at the headline size
+    cases += [(whole, size) for size in sizes[1:]]
     runs = [("loop", size, 0) for size in sizes]  # the baseline: set up, warm up, no call
-    runs += [(side, size, calls) for size in sizes for side in ("call", "limit", "loop")]
+    runs += [(side, size, calls) for size in sizes for side in ("limit", "loop")]
+    runs += [(side, size, calls) for side, size in cases]
     with ThreadPoolExecutor(max_workers=2) as pool:  # each run is one process
-        counted = dict(zip(runs, pool.map(lambda run: _count(*run), runs)))
+        counted = dict(zip(runs, pool.map(lambda run: _count(*run), runs), strict=True))
+
+    def per_call(side: str, size: int) -> float:
+        return (counted[(side, size, calls)] - counted[("loop", size, 0)]) / calls
+
     result = []
-    for size in sizes:
-        base = counted[("loop", size, 0)]
-
-        def per_call(side: str, size: int = size, base: int = base) -> float:
-            return (counted[(side, size, calls)] - base) / calls
-
-        loop = per_call("loop")
-        call, limit = per_call("call") - loop, per_call("limit") - loop
+    for side, size in cases:
+        loop = per_call("loop", size)
+        mine, limit = per_call(side, size) - loop, per_call("limit", size) - loop
         result.append(
             Row(
                 section,
-                f"{size} items",
-                f"call_tool {call:,.0f}",
+                f"{size} items" if side == whole else f"{size} items, {side}",
+                f"{LAYERS[side]} {mine:,.0f}",
                 f"validate_json {limit:,.0f}",
-                call / limit,
+                mine / limit,
                 target="info",
                 note=(
                     f"instructions per call, callgrind, {calls:,} calls less none, the loop's "
                     f"own {loop:,.0f} taken out: the same on a loaded machine"
                 ),
-                numbers={"call": call, "limit": limit, "loop": loop},
+                numbers={"instructions": mine, "limit": limit, "loop": loop},
             )
         )
     return result

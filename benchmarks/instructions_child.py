@@ -5,39 +5,36 @@
 Every run builds and warms the same things (a host, an agent, the limit's
 validator, every side called a few hundred times), whatever its side, then calls
 SIDE at SIZE items CALLS times: the difference between a run of N calls and a
-run of none is the cost of N calls alone. SIDE is ``call`` (``host.call_tool``,
-whose session is emptied afterwards, as the timed rows empty it between
-batches), ``limit`` (one strict ``validate_json``) or ``loop`` (a call of a
-function that does nothing: the loop's own cost, taken out of both).
+run of none is the cost of N calls alone. SIDE is ``limit`` (one strict
+``validate_json``), ``loop`` (a call of a function that does nothing: the
+loop's own cost, taken out of every other side) or one of the call's layers of
+``bench_calls.call_layers``, the last of which is the whole call (its session
+is emptied afterwards, as the timed rows empty it between batches).
 """
 
 from __future__ import annotations
 
 import gc
 import sys
-from collections.abc import Callable
 
-from workloads import limit_validator, new_host, real_args
+from bench_calls import call_layers, references
+from timing import Call
+from workloads import new_host, real_args
 
 WARMUP = 300
 
 
-def sides(size: int) -> tuple[dict[str, Callable[[], object]], Callable[[], None]]:
+def sides(size: int) -> tuple[dict[str, Call], Call]:
     raw = real_args(size)
-    limit = limit_validator()
-    host = new_host()
-    agent = host.new_agent()
-
-    def call() -> object:
-        return host.call_tool("todo_write", raw, agent=agent)
-
-    def strict() -> object:
-        return limit.validate_json(raw)
+    layers, empty = call_layers(new_host(), raw)
+    strict, _ = references(raw)
 
     def nothing() -> object:
         return None
 
-    return {"call": call, "limit": strict, "loop": nothing}, agent.session.events.clear
+    every = {"limit": strict, "loop": nothing}
+    every |= layers
+    return every, empty
 
 
 def main(side: str, size: int, calls: int) -> None:

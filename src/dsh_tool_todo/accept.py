@@ -30,6 +30,7 @@ Counted = tuple[dict[str, list[TodoItem]], tuple[int, int, int]]
 """Accepted arguments ``{todos}``, the event's data as is, and the list's counts:
 ``(data, (pending, in_progress, completed))``."""
 
+
 def accept_counted(raw: str | bytes, allow_parallel: bool) -> Counted | None:
     """A valid call's raw JSON arguments, counted, or ``None``, which means "run the full
     validation" (never "refused")."""
