@@ -57,7 +57,8 @@ class HostAgent:
     """The exec context of this agent's tool calls, made once rather than per call."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "call", ToolCall(self))
+        # A field, not a cached property: read on every call, it is then a plain attribute.
+        object.__setattr__(self, "call", ToolCall(self))  # frozen: set once, here
 
 
 _NO_AGENT = ToolCall(None)
