@@ -42,7 +42,7 @@ def _count(side: str, size: int, calls: int) -> int:
         capture_output=True,
         text=True,
         check=True,
-        env={**os.environ, "PYTHONHASHSEED": "0"},  # the same dict layouts in every run
+        env={**os.environ, "PYTHONHASHSEED": "0"},  # the same string hashes in every run
     )
     found = _COLLECTED.search(done.stderr)
     if found is None:
@@ -84,7 +84,7 @@ def rows(quick: bool) -> list[Row]:
                 target="info",
                 note=(
                     f"instructions per call, callgrind, {calls:,} calls less none, the loop's "
-                    f"own {loop:,.0f} taken out: the same on a loaded machine"
+                    f"own {loop:,.0f} taken out: the load on the machine does not move it"
                 ),
                 numbers={"instructions": mine, "limit": limit, "loop": loop},
             )
