@@ -47,7 +47,7 @@ def accept_counted(raw: str | bytes, allow_parallel: bool) -> Counted | None:
     add = contents.add
     pending = in_progress = 0
     # A non-dict item, more or fewer than two keys, a missing key, or a content that is not
-    # a str (no isspace) or cannot be hashed raises: not accepted.
+    # a str (no isspace; only a str reaches the set) raises: not accepted.
     try:
         for item in todos:
             first, _ = item  # a dict unpacks into its keys, in the order written
