@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 from .checklist import Todos, plan_items
 from .contract import EVENT_TYPE
-from .errors import UsageError
-from .integrations._extras import MissingExtra, missing_extra
+from .errors import MissingExtra, UsageError, missing_extra
 from .model import Status
 
 if TYPE_CHECKING:

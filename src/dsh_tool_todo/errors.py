@@ -4,7 +4,10 @@ Three kinds are kept apart: the model's mistakes (:class:`ToolCallRejected`,
 whose text is what the model reads), failures of the host's session while
 recording a valid call (:class:`ToolFailure`), and mistakes of the program
 that hosts the tool (:class:`UsageError`). :class:`InvalidLog` is raised when a
-recorded session log breaks its invariant.
+recorded session log breaks its invariant. The readers of stored logs add
+:class:`SessionNotFound`, :class:`LogReplaced` and :class:`StoreUnavailable`;
+an optional dependency that is not installed raises :class:`MissingExtra`.
+Every one of them is a :class:`TodoError`.
 """
 
 from __future__ import annotations
@@ -36,3 +39,42 @@ class LogBusy(UsageError):
 
 class InvalidLog(TodoError, ValueError):
     """A session log breaks the durable ``todo/write`` invariant."""
+
+
+class MissingExtra(UsageError, ImportError):
+    """An optional part's dependency is missing (or shadowed by a module of the same name).
+
+    An ``ImportError`` too, so ``except ImportError`` keeps working. The
+    message names the extra: the package installs from its repository, not
+    from an index, so it says how to install from a checkout.
+    """
+
+
+class SessionNotFound(TodoError, LookupError):
+    """No session of that name is in the store (also: a name that leads outside it)."""
+
+
+class LogReplaced(TodoError):
+    """The log a follower reads was replaced, cut short or deleted: start over from a snapshot."""
+
+
+class StoreUnavailable(TodoError, ConnectionError):
+    """The store cannot be reached now (a PostgreSQL server that is down, say)."""
+
+
+def missing_extra(
+    adapter: str, extra: str, cause: ImportError, *, module: str | None = None
+) -> MissingExtra:
+    """The error to raise ``from cause`` when ``adapter`` cannot import its framework.
+
+    With ``module`` (the framework's top-level name): when that module was
+    found but is not the framework (a user's own ``agents.py`` or ``mcp/`` on
+    ``sys.path``), the message says so.
+    """
+    absent = isinstance(cause, ModuleNotFoundError) and module in (None, cause.name)
+    hider = "a module of yours of the same name" if module is None else f"your own {module!r}"
+    shadowed = "" if absent else f"; if it is installed, {hider} may be hiding it"
+    return MissingExtra(
+        f"{adapter} needs the {extra!r} extra: install dsh-tool-todo[{extra}] "
+        f"(from this repository: pip install '.[{extra}]'){shadowed} ({cause})"
+    )

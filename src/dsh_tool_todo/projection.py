@@ -8,11 +8,13 @@ from typing import Any
 from .contract import EVENT_TYPE, TURN_START
 from .errors import InvalidLog, ToolCallRejected
 from .model import TodoItem
-from .protocols import PluginContext
+from .protocols import Event, PluginContext, Progress
 from .validation import validate_call
 
 PROJECTION_KEY = "todos"
 Plan = list[TodoItem] | None
+PLAN_EVENTS: tuple[str, ...] = (EVENT_TYPE, TURN_START)
+"""The event types that each decide the whole plan: the newest of them gives it."""
 
 
 class TodosProjection:
@@ -31,7 +33,7 @@ class TodosProjection:
 
     state_version = 2
     init: Plan = None
-    resume_from: tuple[str, ...] = (EVENT_TYPE, TURN_START)
+    resume_from: tuple[str, ...] = PLAN_EVENTS
 
     def resume(self, event: Mapping[str, Any] | None) -> Plan:
         """The state after ``event``, the newest of ``resume_from`` in a log (``None``: none).
@@ -130,3 +132,28 @@ def check_logged_write(event: Mapping[str, Any], position: object) -> None:
         validate_call(data, allow_parallel=True)
     except ToolCallRejected as rejected:
         raise InvalidLog(f"event {position}: {rejected}") from None
+
+
+def checked_deciding(event: Event, where: str) -> Event:
+    """``event`` if it is a ``todo/write`` the tool could have written (or another event).
+
+    Every reader checks a deciding event it returns here, so a log a host
+    broke is reported the same way by every store: :class:`InvalidLog`
+    naming ``where``.
+    """
+    if event["type"] == EVENT_TYPE:
+        try:
+            check_logged_write(event, event["seq"])
+        except InvalidLog as error:
+            raise InvalidLog(f"{where}: {error}") from None
+    return event
+
+
+def progress_of(deciding: Mapping[str, Any] | None) -> Progress:
+    """The figures of the plan a deciding event leaves (``None``: a cleared or empty plan)."""
+    if deciding is None or deciding["type"] != EVENT_TYPE:
+        return Progress(0, 0, 0, cleared=True)
+    todos: Sequence[Mapping[str, Any]] = deciding["data"]["todos"]
+    completed = sum(1 for todo in todos if todo["status"] == "completed")
+    active = sum(1 for todo in todos if todo["status"] == "in_progress")
+    return Progress(completed, len(todos), active, cleared=False)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 State = TypeVar("State")
@@ -142,3 +143,90 @@ class PluginContext(Protocol):
 
     @property
     def session_projections(self) -> ProjectionRegistry | None: ...
+
+
+# --- reading stored logs: the seam between a store and its viewers ---------------------
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The current plan in figures: what a session list shows per session."""
+
+    completed: int
+    total: int
+    in_progress: int
+    cleared: bool  # the latest deciding event was a turn/start (or nothing was ever written)
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One row of a session list."""
+
+    name: str
+    last_activity: float  # seconds since the epoch
+    progress: Progress | None  # None when the log could not be read
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What a stream starts from: the newest seq and the event that fixes the plan."""
+
+    last_seq: int  # -1 for an empty log
+    deciding: Event | None  # the latest todo/write or turn/start, None if neither
+    # Where the read ended, for a store whose log can change under it: (inode, offset of
+    # the end of its whole lines) for a JSONL file; None where there is no such place.
+    position: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class TailPage:
+    """Events before a seq, oldest first, and whether older ones exist."""
+
+    events: list[Event]
+    more: bool
+
+
+class LogReader(Protocol):
+    """Read-only access to a store's session logs: what every viewer (web, CLI) reads through.
+
+    A store's reader answers four questions: which sessions exist (with their
+    last activity and progress), what the last events before a given seq are
+    (the history tail page), what the newest event and the event deciding the
+    plan are (the snapshot a stream starts from), and which events follow a
+    given seq (the live follow). Every read goes from the end of a log: its
+    cost depends on how far back it reaches, never on the log's length.
+
+    Unknown sessions raise :class:`~dsh_tool_todo.errors.SessionNotFound`, a
+    store that cannot be reached :class:`~dsh_tool_todo.errors.StoreUnavailable`,
+    a log that breaks its invariant :class:`~dsh_tool_todo.errors.InvalidLog`.
+    """
+
+    async def sessions(self, query: str, limit: int) -> tuple[list[SessionSummary], int]:
+        """Sessions whose name contains ``query``, newest activity first, at most ``limit``;
+        and how many matched in all."""
+        ...
+
+    async def tail(
+        self,
+        name: str,
+        *,
+        before: int | None,
+        limit: int,
+        types: Collection[str] | None = None,
+    ) -> TailPage: ...
+
+    async def snapshot(self, name: str) -> Snapshot: ...
+
+    def follow(
+        self, name: str, *, after: int, since: Snapshot | None = None
+    ) -> AsyncIterator[Event]:
+        """Every event with a seq above ``after``, in order, then each new one, forever.
+
+        ``since`` is the snapshot the stream just sent, when ``after`` is its seq: a
+        store whose log can be rewritten under it goes on from exactly where that
+        snapshot was read. Raises :class:`~dsh_tool_todo.errors.LogReplaced` when
+        the log no longer continues the one read so far.
+        """
+        ...
+
+    async def aclose(self) -> None: ...

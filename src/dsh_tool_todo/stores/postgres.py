@@ -61,7 +61,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
-from ..integrations._extras import missing_extra
+from ..errors import missing_extra
 
 try:
     import psycopg

@@ -1,6 +1,6 @@
 """The read-only web view: session pages, the history tail page and the projection push stream.
 
-:func:`create_app` builds a Starlette app over a :class:`~.sources.PlanSource`.
+:func:`create_app` builds a Starlette app over a :class:`~dsh_tool_todo.protocols.LogReader`.
 It only answers ``GET`` (and ``HEAD``): nothing it serves can change a log.
 The wire format is this library's own, documented in ``docs/web.md``:
 
@@ -39,19 +39,10 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..contract import EVENT_TYPE
-from ..errors import InvalidLog
-from ..projection import TodosProjection
-from .sources import (
-    PLAN_EVENTS,
-    Event,
-    LogReplaced,
-    PlanSource,
-    SessionNotFound,
-    Snapshot,
-    SourceUnavailable,
-    checked_deciding,
-    open_source,
-)
+from ..errors import InvalidLog, LogReplaced, SessionNotFound, StoreUnavailable
+from ..projection import PLAN_EVENTS, TodosProjection, checked_deciding
+from ..protocols import Event, LogReader, Snapshot
+from ..stores import open_reader
 
 STATIC = Path(__file__).parent / "static"
 TOKEN_COOKIE = "dsh_todo_token"
@@ -260,7 +251,7 @@ def _sse(frame: dict[str, Any]) -> ServerSentEvent:
 
 
 def create_app(
-    source: PlanSource | str | Path,
+    source: LogReader | str | Path,
     *,
     host: str = "127.0.0.1",
     port: int = 8765,
@@ -270,7 +261,7 @@ def create_app(
     retry_ms: int = 1000,
     send_timeout: float = 30.0,
 ) -> Starlette:
-    """The web view of ``source`` (a :class:`PlanSource`, a directory, or a ``postgresql://`` URL).
+    """The web view of ``source`` (a :class:`LogReader`, a directory, or a ``postgresql://`` URL).
 
     ``host`` and ``port`` are the address it is served at: requests naming
     any other in their ``Host`` header are refused. With ``token``, every
@@ -278,7 +269,7 @@ def create_app(
     gets, or ``?token=`` once). ``ping`` is the keep-alive period of streams
     in seconds, ``retry_ms`` the reconnect delay they advise.
     """
-    plans = open_source(source) if isinstance(source, (str, Path)) else source
+    plans = open_reader(source) if isinstance(source, (str, Path)) else source
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -395,7 +386,7 @@ def create_app(
         SessionNotFound: not_found,
         _BadRequest: bad_request,
         InvalidLog: invalid_log,
-        SourceUnavailable: unavailable,
+        StoreUnavailable: unavailable,
     }
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
     app.add_middleware(_Guard, hosts=served_hosts(host, port, extra_hosts), token=token)

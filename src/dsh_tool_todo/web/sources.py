@@ -16,18 +16,17 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO
 
-from ..contract import EVENT_TYPE, TURN_START
-from ..errors import InvalidLog, UsageError
+from ..errors import InvalidLog, LogReplaced, SessionNotFound, StoreUnavailable, UsageError
 from ..logread import open_log, parse_event, whole_end, whole_lines_backwards
-from ..projection import check_logged_write
+from ..projection import PLAN_EVENTS, checked_deciding, progress_of
+from ..protocols import LogReader, Progress, SessionSummary, Snapshot, TailPage
 
 Event = dict[str, Any]
-PLAN_EVENTS = (EVENT_TYPE, TURN_START)
 SUFFIX = ".jsonl"
 POLL_INTERVAL = 0.025  # seconds between looks at a followed log (one stat call each)
 READ_CHUNK = 1 << 20  # bytes a follower reads at once
@@ -35,104 +34,10 @@ IN_LOOP_READ = 64 << 10  # new bytes read on the event loop; more are read in a 
 MAX_REPLAY = 10_000  # events a resume may replay; a client further behind gets a snapshot
 
 
-class SessionNotFound(LookupError):
-    """No session of that name is served (also: a name that leads outside the directory)."""
-
-
-class LogReplaced(Exception):
-    """The log a follower reads was replaced or cut short: start over from a snapshot."""
-
-
-@dataclass(frozen=True)
-class Progress:
-    """The current plan in figures: what the session list shows per session."""
-
-    completed: int
-    total: int
-    in_progress: int
-    cleared: bool  # the latest deciding event was a turn/start (or nothing was ever written)
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """One row of the session list."""
-
-    name: str
-    last_activity: float  # seconds since the epoch
-    progress: Progress | None  # None when the log could not be read
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What a stream starts from: the newest seq and the event that fixes the plan."""
-
-    last_seq: int  # -1 for an empty log
-    deciding: Event | None  # the latest todo/write or turn/start, None if neither
-    # Where the read ended, for a source whose log can change under it: (inode, offset of
-    # the end of its whole lines) for a JSONL file; None where there is no such place.
-    position: tuple[int, int] | None = None
-
-
-@dataclass(frozen=True)
-class TailPage:
-    """Events before a seq, oldest first, and whether older ones exist."""
-
-    events: list[Event]
-    more: bool
-
-
-class PlanSource(Protocol):
-    """The read-only seam between the web app and a store of session logs."""
-
-    async def sessions(self, query: str, limit: int) -> tuple[list[SessionInfo], int]:
-        """Sessions whose name contains ``query``, newest activity first, at most ``limit``;
-        and how many matched in all."""
-        ...
-
-    async def tail(
-        self,
-        name: str,
-        *,
-        before: int | None,
-        limit: int,
-        types: Collection[str] | None = None,
-    ) -> TailPage: ...
-
-    async def snapshot(self, name: str) -> Snapshot: ...
-
-    def follow(
-        self, name: str, *, after: int, since: Snapshot | None = None
-    ) -> AsyncIterator[Event]:
-        """Every event with a seq above ``after``, in order, then each new one, forever.
-
-        ``since`` is the snapshot the stream just sent, when ``after`` is its seq: a
-        source whose log can be rewritten under it goes on from exactly where that
-        snapshot was read. Raises :class:`LogReplaced` when the log no longer continues
-        the one read so far.
-        """
-        ...
-
-    async def aclose(self) -> None: ...
-
-
-def progress_of(deciding: Event | None) -> Progress:
-    """The figures of the plan a deciding event leaves (``None``: a cleared or empty plan)."""
-    if deciding is None or deciding["type"] != EVENT_TYPE:
-        return Progress(0, 0, 0, cleared=True)
-    todos: Sequence[Mapping[str, Any]] = deciding["data"]["todos"]
-    completed = sum(1 for todo in todos if todo["status"] == "completed")
-    active = sum(1 for todo in todos if todo["status"] == "in_progress")
-    return Progress(completed, len(todos), active, cleared=False)
-
-
-def checked_deciding(event: Event, where: str) -> Event:
-    """``event`` if it is a ``todo/write`` the tool could have written (or a turn/start)."""
-    if event["type"] == EVENT_TYPE:
-        try:
-            check_logged_write(event, event["seq"])
-        except InvalidLog as error:
-            raise InvalidLog(f"{where}: {error}") from None
-    return event
+# The seam and its value types live with the core; their old names stay importable here.
+PlanSource = LogReader
+SessionInfo = SessionSummary
+SourceUnavailable = StoreUnavailable
 
 
 # --- JSONL directory -------------------------------------------------------------
@@ -397,10 +302,6 @@ def _read_line(file: BinaryIO, offset: int) -> bytes:
 # --- PostgreSQL ------------------------------------------------------------------
 
 
-class SourceUnavailable(ConnectionError):
-    """The store cannot be reached now (the PostgreSQL server is down, say)."""
-
-
 class PostgresSource:
     """The sessions of a PostgreSQL store (:mod:`dsh_tool_todo.stores.postgres`), read-only.
 
@@ -529,9 +430,8 @@ class PostgresSource:
             await pool.close()
 
 
-def open_source(spec: str | os.PathLike[str]) -> PlanSource:
-    """The source ``spec`` names: a ``postgresql://`` (or ``postgres://``) URL, or a directory."""
-    text = os.fspath(spec)
-    if text.startswith(("postgresql://", "postgres://")):
-        return PostgresSource(text)
-    return JsonlDirectorySource(Path(text))
+def open_source(spec: str | os.PathLike[str]) -> LogReader:
+    """The reader ``spec`` names: see :func:`dsh_tool_todo.stores.open_reader`."""
+    from ..stores import open_reader
+
+    return open_reader(spec)
