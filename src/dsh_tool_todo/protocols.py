@@ -180,10 +180,17 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class TailPage:
-    """Events before a seq, oldest first, and whether older ones exist."""
+    """Events before a seq, oldest first, and whether older ones exist.
+
+    A page filtered by type reads a bounded stretch of the log per request, so
+    it may hold fewer than ``limit`` events (none, even) while ``more`` is true:
+    the next page starts before ``cursor``, the lowest seq the page looked at
+    (``None`` when the page has no older part to continue from).
+    """
 
     events: list[Event]
     more: bool
+    cursor: int | None = None
 
 
 class LogReader(Protocol):
