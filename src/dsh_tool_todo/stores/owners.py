@@ -7,7 +7,9 @@ owner's calls, and closes it again when the owner goes idle or the registry is
 full. With a ``directory`` the sessions are durable, one JSONL log per owner
 at ``<directory>/<owner_file_name(key)>``; a registry started later on the same
 directory (after a restart) opens the same files, so each owner's plan is still
-there, and a host resumes it through the session protocol's ``latest``.
+there, and a host resumes it through the session protocol's ``latest``. With
+``open_session`` the sessions live in whatever store that function opens them
+in, e.g. PostgreSQL.
 
 >>> import tempfile
 >>> from dsh_tool_todo import todo_write_tool
