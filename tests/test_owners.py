@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -614,6 +615,19 @@ def test_open_session_and_directory_together_are_refused(tmp_path: Path) -> None
         OwnerRegistry(tmp_path, open_session=lambda key: MemorySession())
 
 
+def test_an_open_session_returning_no_session_is_refused() -> None:
+    owners = OwnerRegistry(open_session=lambda key: None)  # type: ignore[arg-type,return-value]
+    with pytest.raises(
+        UsageError,
+        match=re.escape(
+            "open_session returned NoneType for owner 'a', not a session "
+            "(append, subscribe, latest and close)"
+        ),
+    ):
+        owners.call("a", TOOL, plan("A"))
+    assert len(owners) == 0
+
+
 def test_an_open_session_that_raises_leaves_nothing_behind() -> None:
     def refuse(key: str) -> StoreSession:
         raise ConnectionError(f"no store for {key}")
@@ -722,6 +736,16 @@ def test_on_open_asking_the_registry_for_its_own_owner_is_refused() -> None:
     owners = OwnerRegistry(on_open=on_open)
     with pytest.raises(UsageError, match="on_open is still running for owner 'a'"):
         finishes_within(10, lambda: owners.session("a"))
+    assert len(owners) == 0
+
+
+def test_on_open_calling_for_its_own_owner_is_refused() -> None:
+    def on_open(key: str, session: StoreSession) -> None:
+        owners.call(key, TOOL, plan("from on_open"))
+
+    owners = OwnerRegistry(on_open=on_open)
+    with pytest.raises(UsageError, match="owner 'a' is held or awaited by this thread already"):
+        finishes_within(10, lambda: owners.call("a", TOOL, plan("A")))
     assert len(owners) == 0
 
 
@@ -996,3 +1020,35 @@ def test_a_session_whose_close_raises_fails_no_other_owners_call(
     (record,) = caplog.records
     assert "closing owner 'a'" in record.getMessage()
     assert "close failed" in str(record.exc_info[1])  # type: ignore[index]
+
+
+WRITER_PROCESS = """
+import sys
+from dsh_tool_todo import todo_write_tool
+from dsh_tool_todo.stores.owners import OwnerRegistry
+tool = todo_write_tool(allow_parallel_in_progress=False)
+owners = OwnerRegistry(sys.argv[1], max_owners=1)
+for index in range(100_000):
+    owner = "ab"[index % 2]
+    owners.call(owner, tool, {"todos": [{"content": str(index), "status": "pending"}]})
+    print(owner, index, flush=True)
+"""
+
+
+def test_a_writer_killed_mid_run_keeps_every_acknowledged_call(tmp_path: Path) -> None:
+    with subprocess.Popen(
+        [sys.executable, "-c", WRITER_PROCESS, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    ) as writer:
+        assert writer.stdout is not None
+        acknowledged = [writer.stdout.readline().split() for _ in range(300)]
+        writer.kill()  # SIGKILL: mid-append, mid-eviction, wherever it is
+        acknowledged += [line.split() for line in writer.stdout.read().splitlines()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a torn last line is cut off, with a warning
+        with OwnerRegistry(tmp_path) as owners:
+            for owner in "ab":
+                owners.session(owner)
+    recorded = recorded_by_owner(tmp_path, ["a", "b"])
+    for owner, content in acknowledged:
+        assert content in recorded[owner]
+    assert len(recorded["a"]) + len(recorded["b"]) <= len(acknowledged) + 1  # at most one unread

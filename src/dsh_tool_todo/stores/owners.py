@@ -52,10 +52,10 @@ from typing import TYPE_CHECKING, Any
 from ..contract import TURN_START
 from ..errors import UsageError
 from ..listeners import LOGGER_NAME
+from ..protocols import StoreSession
 from ._closing import ClosedOnExit
 
 if TYPE_CHECKING:
-    from ..protocols import StoreSession
     from ..tool import TodoWriteTool
 
 __all__ = ["OwnerNameError", "OwnerRegistry", "owner_file_name", "owner_key"]
@@ -525,6 +525,11 @@ class OwnerRegistry(ClosedOnExit):
                 if self._open_session is None
                 else (self._open_session(entry.key))
             )
+            if not isinstance(session, StoreSession):
+                raise UsageError(
+                    f"open_session returned {type(session).__name__} for owner {entry.key!r}, "
+                    "not a session (append, subscribe, latest and close)"
+                )
             if self._on_open is not None:
                 self._on_open(entry.key, session)
         except BaseException:
@@ -532,7 +537,7 @@ class OwnerRegistry(ClosedOnExit):
                 entry.failed = True
                 entry.users -= 1
                 del self._entries[entry.key]
-                if session is not None:
+                if isinstance(session, StoreSession):
                     _close_session(entry.key, session)
             entry.opened.set()
             entry.lock.release()
