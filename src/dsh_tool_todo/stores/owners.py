@@ -7,7 +7,9 @@ owner's calls, and closes it again when the owner goes idle or the registry is
 full. With a ``directory`` the sessions are durable, one JSONL log per owner
 at ``<directory>/<owner_file_name(key)>``; a registry started later on the same
 directory (after a restart) opens the same files, so each owner's plan is still
-there, and a host resumes it through the session protocol's ``latest``.
+there, and a host resumes it through the session protocol's ``latest``. With
+``open_session`` the sessions live in whatever store that function opens them
+in, e.g. PostgreSQL.
 
 >>> import tempfile
 >>> from dsh_tool_todo import todo_write_tool
@@ -40,18 +42,20 @@ import math
 import os
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..contract import TURN_START
 from ..errors import UsageError
+from ..listeners import LOGGER_NAME
+from ..protocols import StoreSession
 from ._closing import ClosedOnExit
 
 if TYPE_CHECKING:
-    from ..protocols import StoreSession
     from ..tool import TodoWriteTool
 
 __all__ = ["OwnerNameError", "OwnerRegistry", "owner_file_name", "owner_key"]
@@ -134,66 +138,202 @@ def owner_key(file_stem: str) -> str:
     return key
 
 
-async def _acquire_polling(lock: threading.Lock) -> None:
-    """Wait for a lock a thread caller holds, without blocking the loop.
-
-    Polling rather than a worker thread: a cancelled wait then never leaves a
-    thread behind that takes the lock later and holds it forever.
-    """
-    while not lock.acquire(blocking=False):
-        await asyncio.sleep(0.001)
-
-
 def _escape(char: str) -> str:
     return "".join(f"%{byte:02x}" for byte in char.encode("utf-8", "surrogatepass"))
 
 
+class _Waiter:
+    """A caller queued for an owner: a thread (woken by ``event``) or a task (``future``)."""
+
+    __slots__ = ("event", "future", "granted", "task", "thread")
+
+    def __init__(
+        self, thread: int, task: asyncio.Task[Any] | None, future: asyncio.Future[None] | None
+    ) -> None:
+        self.thread = thread  # a task's: its event loop's thread
+        self.task = task  # the task waiting, blocking its loop or not
+        self.future = future
+        self.event = threading.Event() if future is None else None
+        self.granted = False
+
+    def wake(self) -> bool:
+        """Tell the waiter it holds the lock; False if it can never run again."""
+        if self.event is not None:
+            self.event.set()
+            return True
+        assert self.future is not None
+        try:
+            self.future.get_loop().call_soon_threadsafe(_resolve, self.future)
+        except RuntimeError:  # its event loop is closed
+            return False
+        return True
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    """The task running in this thread, if any: it holds what it locks, even by a blocking call."""
+    # _get_running_loop (in asyncio.events.__all__) answers None where current_task()
+    # would raise: a thread's call costs 0.05 us instead of 1.8 us.
+    loop = asyncio._get_running_loop()
+    return None if loop is None else asyncio.current_task(loop)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():  # a cancelled task passes the lock on itself
+        future.set_result(None)
+
+
+class _OwnerLock:
+    """One owner's calls one at a time, in arrival order, for threads and tasks of any loop.
+
+    ``asyncio.Lock`` binds to one event loop, and a thread lock polled from a loop
+    is neither fair nor prompt, so the lock is handed from holder to the first
+    waiter directly. A waiter interrupted or cancelled after it was handed the lock
+    passes it on, so it is never left held by a caller that has gone.
+    """
+
+    __slots__ = ("_holder", "_holder_task", "_mutex", "_queue")
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._holder: int | None = None  # the holder's thread (a task's: its loop's); None: free
+        self._holder_task: asyncio.Task[Any] | None = None
+        self._queue: deque[_Waiter] = deque()
+
+    def held_by_this_thread(self) -> bool:
+        return self._holder == threading.get_ident()
+
+    def held_by(self, task: asyncio.Task[Any] | None) -> bool:
+        return task is not None and self._holder_task is task
+
+    def acquire(self) -> bool:
+        """Block until held; ``False``, at once, when waiting could never end: this thread
+        holds the lock already, or its event loop has a task queued for it."""
+        me, task = threading.get_ident(), _current_task()
+        with self._mutex:
+            if self._holder is None:
+                self._holder, self._holder_task = me, task
+                return True
+            if self._holder == me or any(waiter.thread == me for waiter in self._queue):
+                return False
+            waiter = _Waiter(me, task, None)
+            self._queue.append(waiter)
+        assert waiter.event is not None
+        try:
+            waiter.event.wait()
+        except BaseException:
+            self._abandon(waiter)
+            raise
+        return True
+
+    async def acquire_async(self) -> bool:
+        """Wait until held, without blocking the event loop; ``False``, at once, when
+        this task holds the lock already."""
+        me, task = threading.get_ident(), asyncio.current_task()
+        with self._mutex:
+            if self._holder is None:
+                self._holder, self._holder_task = me, task
+                return True
+            if self.held_by(task):
+                return False
+            waiter = _Waiter(me, task, asyncio.get_running_loop().create_future())
+            self._queue.append(waiter)
+        assert waiter.future is not None
+        try:
+            await waiter.future
+        except BaseException:  # cancelled: maybe after being handed the lock
+            self._abandon(waiter)
+            raise
+        return True
+
+    def release(self) -> None:
+        with self._mutex:
+            self._pass_on()
+
+    def _abandon(self, waiter: _Waiter) -> None:
+        with self._mutex:
+            if waiter.granted:
+                self._pass_on()
+            else:
+                self._queue.remove(waiter)
+
+    def _pass_on(self) -> None:
+        # Under self._mutex.
+        while self._queue:
+            waiter = self._queue.popleft()
+            waiter.granted = True
+            self._holder, self._holder_task = waiter.thread, waiter.task
+            if waiter.wake():
+                return
+        self._holder, self._holder_task = None, None
+
+
 class _Entry:
-    """One owner's open session, its locks, and how many callers hold or wait for it."""
+    """One owner's session, its lock, and how many callers hold or wait for it.
 
-    __slots__ = ("alock", "closed", "key", "last_used", "lock", "session", "users")
+    The caller that creates an entry holds its lock until the session is open
+    and ``on_open`` has returned, so every other call waits for both.
+    """
 
-    def __init__(self, key: str, session: StoreSession, now: float) -> None:
+    __slots__ = ("failed", "key", "last_used", "lock", "opened", "session", "users")
+
+    session: StoreSession  # set once opened
+
+    def __init__(self, key: str, now: float) -> None:
         self.key = key
-        self.session = session
-        self.lock = threading.Lock()
-        self.alock = asyncio.Lock()  # binds to a loop on first contended use (3.10+)
+        self.lock = _OwnerLock()
+        self.opened = threading.Event()  # opening finished, successfully or not
+        self.failed = False
         self.users = 0
         self.last_used = now
-        self.closed = False
 
 
 class OwnerRegistry(ClosedOnExit):
     """Owner key → session, opened on first use, closed when evicted.
 
     ``directory``: where durable sessions live (``None``: in memory, lost with
-    the process). ``max_owners``: how many sessions stay open at once; opening
-    one more closes the least recently used idle one. ``idle_seconds``: close a
-    session unused that long (checked on each use of the registry and by
-    :meth:`evict_idle`). An evicted durable session is closed, so its file's
-    writer lock is released; it is reopened, plan intact, on its owner's next
-    call. A session with a call in progress or waiting is never evicted.
+    the process). ``open_session(key)``: instead of a directory, the function
+    that opens an owner's session in any store (a ``PostgresSession``, say).
+    ``max_owners``: how many sessions stay open at once; opening one more
+    closes the least recently used idle one. ``idle_seconds``: close a session
+    unused that long (checked on each use of the registry and by
+    :meth:`evict_idle`). An evicted session is closed, so a durable log's writer
+    lock is released; it is reopened, plan intact, on its owner's next call. A
+    session with a call in progress or waiting is never evicted.
 
     ``on_open(key, session)`` runs each time a session is opened (first use,
-    or again after eviction): a host attaches its projections there, e.g.
-    ``host.new_agent(session=session)``, which resumes the recorded plan.
+    or again after eviction), before any call uses it: a host attaches its
+    projections there, e.g. ``host.new_agent(session=session)``, which resumes
+    the recorded plan. If it raises, the session is closed and forgotten, and
+    the callers waiting for it open it afresh.
 
-    Calls for one owner run one at a time, in arrival order for asyncio callers
-    (:meth:`call`, :meth:`acall`, :meth:`locked`, :meth:`alocked`); calls for
-    different owners run in parallel. A second process that opens the same
+    Calls for one owner run one at a time, in arrival order, whether they come
+    from threads or asyncio tasks of any event loop (:meth:`call`,
+    :meth:`acall`, :meth:`locked`, :meth:`alocked`); calls for different owners
+    run in parallel. A blocking call that could never get its turn (nested in
+    a :meth:`locked` block for the same owner, or made on an event loop whose
+    task holds the owner) is refused. A second process that opens the same
     owner's file is refused by the JSONL store's one-writer lock.
+
+    :meth:`close` never waits: a session whose calls are in progress or waiting
+    is closed when the last of them ends; :meth:`aclose` also waits for that.
     """
 
     def __init__(
         self,
         directory: str | os.PathLike[str] | None = None,
         *,
+        open_session: Callable[[str], StoreSession] | None = None,
         max_owners: int | None = 1024,
         idle_seconds: float | None = None,
         fsync: bool = False,
         on_open: Callable[[str, StoreSession], object] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if directory is not None and open_session is not None:
+            raise UsageError(
+                "give a directory or open_session, not both: open_session decides where "
+                "the sessions live"
+            )
         if max_owners is not None and (
             isinstance(max_owners, bool) or not isinstance(max_owners, int) or max_owners < 1
         ):
@@ -210,6 +350,7 @@ class OwnerRegistry(ClosedOnExit):
         self.max_owners = max_owners
         self.idle_seconds = idle_seconds
         self.fsync = fsync
+        self._open_session = open_session
         self._on_open = on_open
         self._clock = clock
         self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently used first
@@ -218,6 +359,8 @@ class OwnerRegistry(ClosedOnExit):
 
     def path(self, owner: str) -> Path:
         """Where ``owner``'s log lives (durable registries only)."""
+        if self._open_session is not None:
+            raise UsageError("this registry's sessions come from open_session: no path")
         if self.directory is None:
             raise UsageError("this registry keeps its sessions in memory: no path")
         return self.directory / owner_file_name(owner)
@@ -225,34 +368,40 @@ class OwnerRegistry(ClosedOnExit):
     def session(self, owner: str) -> StoreSession:
         """``owner``'s session, opened if needed. Valid until evicted; calls go through
         :meth:`call`/:meth:`locked` to be serialised with the others."""
-        entry = self._acquire(owner)
-        self._release(entry)
-        return entry.session
+        while True:
+            entry, opening = self._enter(owner)
+            if opening:
+                self._open(entry)
+                entry.lock.release()
+            elif not entry.opened.is_set():
+                if entry.lock.held_by_this_thread():  # only the opener holds it before then
+                    self._release(entry)
+                    raise UsageError(
+                        f"on_open is still running for owner {owner!r}: "
+                        "use the session it was given"
+                    )
+                entry.opened.wait()
+            self._release(entry)
+            if not entry.failed:
+                return entry.session
 
     @contextmanager
     def locked(self, owner: str) -> Iterator[StoreSession]:
         """Hold ``owner``'s session exclusively (against threads and asyncio callers)."""
-        entry = self._acquire(owner)
+        entry = self._hold(owner)
         try:
-            with entry.lock:
-                yield entry.session
+            yield entry.session
         finally:
-            self._release(entry)
+            self._unhold(entry)
 
     @asynccontextmanager
     async def alocked(self, owner: str) -> AsyncIterator[StoreSession]:
-        """:meth:`locked` for asyncio callers: waits without blocking the loop, FIFO."""
-        entry = self._acquire(owner)
+        """:meth:`locked` for asyncio callers: waits without blocking the loop."""
+        entry = await self._ahold(owner)
         try:
-            async with entry.alock:  # FIFO among this loop's callers
-                if not entry.lock.acquire(blocking=False):
-                    await _acquire_polling(entry.lock)
-                try:
-                    yield entry.session
-                finally:
-                    entry.lock.release()
+            yield entry.session
         finally:
-            self._release(entry)
+            self._unhold(entry)
 
     def call(self, owner: str, tool: TodoWriteTool, args: Any) -> str:
         """One ``todo_write`` call owned by ``owner``: the text the model reads.
@@ -265,17 +414,11 @@ class OwnerRegistry(ClosedOnExit):
 
     async def acall(self, owner: str, tool: TodoWriteTool, args: Any) -> str:
         """:meth:`call` for asyncio callers."""
-        entry = self._acquire(owner)  # what alocked does, without its generator per call
+        entry = await self._ahold(owner)  # what alocked does, without its generator per call
         try:
-            async with entry.alock:
-                if not entry.lock.acquire(blocking=False):
-                    await _acquire_polling(entry.lock)
-                try:
-                    return await tool.acall(args, entry.session)
-                finally:
-                    entry.lock.release()
+            return await tool.acall(args, entry.session)
         finally:
-            self._release(entry)
+            self._unhold(entry)
 
     def start_turn(self, owner: str) -> None:
         """Append ``turn/start`` to ``owner``'s session: a new user turn clears the plan.
@@ -308,23 +451,50 @@ class OwnerRegistry(ClosedOnExit):
             return self._evict_idle(self._clock())
 
     def close(self, owner: str | None = None) -> None:
-        """Close ``owner``'s session (if open and idle), or, with no owner, every session
-        and the registry itself (calls in progress finish first)."""
-        if owner is not None:
-            with self._lock:
-                entry = self._entries.get(owner)
-                if entry is not None and entry.users == 0:
-                    self._evict(owner, entry)
-            return
+        """Close ``owner``'s session (if open and idle), or, with no owner, the registry:
+        it refuses new calls, closes every idle session now and every other one when its
+        last call in progress or waiting ends. Returns at once, even on an event loop."""
         with self._lock:
-            self._closed = True
-            entries = list(self._entries.items())
-        for key, entry in entries:
-            with entry.lock, self._lock:
-                if self._entries.get(key) is entry:
-                    self._evict(key, entry)
+            if owner is None:
+                self._closed = True
+                idle = [entry for entry in self._entries.values() if entry.users == 0]
+            else:
+                entry = self._entries.get(owner)
+                idle = [] if entry is None or entry.users else [entry]
+            for entry in idle:
+                self._evict(entry)
 
-    def _acquire(self, owner: str) -> _Entry:
+    async def aclose(self) -> None:
+        """:meth:`close`, then wait until the calls in progress and waiting have ended
+        and every session is closed."""
+        task = asyncio.current_task()
+        with self._lock:
+            mine = [entry.key for entry in self._entries.values() if entry.lock.held_by(task)]
+        if mine:
+            raise UsageError(
+                f"aclose() inside a call for owner {mine[0]!r} would wait for itself: "
+                "leave the call first, or use close()"
+            )
+        self.close()
+        delay = 0.001
+        while self._entries:
+            await asyncio.sleep(delay)
+            delay = min(2 * delay, 0.05)
+
+    async def __aenter__(self) -> OwnerRegistry:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _enter(self, owner: str) -> tuple[_Entry, bool]:
+        """``owner``'s entry, counted as used; ``True`` if this caller must open it
+        (it then holds the entry's lock)."""
         if not isinstance(owner, str) or not owner:
             raise OwnerNameError(f"an owner key must be a non-empty string, not {owner!r}")
         with self._lock:
@@ -332,35 +502,107 @@ class OwnerRegistry(ClosedOnExit):
                 raise UsageError("this owner registry is closed")
             now = self._clock()
             entry = self._entries.get(owner)
+            opening = entry is None
             if entry is None:
                 self._evict_idle(now)
                 self._make_room()
-                entry = _Entry(owner, self._open(owner), now)
-                self._entries[owner] = entry
-                opened = True
+                entry = self._entries[owner] = _Entry(owner, now)
+                entry.lock.acquire()  # a new lock: taken at once
             else:
                 self._entries.move_to_end(owner)
                 self._evict_idle(now)
-                opened = False
             entry.users += 1
             entry.last_used = now
-        if opened and self._on_open is not None:
+        return entry, opening
+
+    def _open(self, entry: _Entry) -> None:
+        """Open ``entry``'s session and run ``on_open``, holding its lock. On failure the
+        entry is gone and its session closed before any waiter wakes."""
+        session: StoreSession | None = None
+        try:
+            session = (
+                self._open_default(entry.key)
+                if self._open_session is None
+                else (self._open_session(entry.key))
+            )
+            if not isinstance(session, StoreSession):
+                raise UsageError(
+                    f"open_session returned {type(session).__name__} for owner {entry.key!r}, "
+                    "not a session (append, subscribe, latest and close)"
+                )
+            if self._on_open is not None:
+                self._on_open(entry.key, session)
+        except BaseException:
+            with self._lock:
+                entry.failed = True
+                entry.users -= 1
+                del self._entries[entry.key]
+                if isinstance(session, StoreSession):
+                    _close_session(entry.key, session)
+            entry.opened.set()
+            entry.lock.release()
+            raise
+        entry.session = session
+        entry.opened.set()
+
+    def _hold(self, owner: str) -> _Entry:
+        """``owner``'s opened entry, its lock held by this thread."""
+        while True:
+            entry, opening = self._enter(owner)
+            if opening:
+                self._open(entry)
+                return entry
             try:
-                self._on_open(owner, entry.session)
+                if not entry.lock.acquire():
+                    raise UsageError(
+                        f"owner {owner!r} is held or awaited by this thread already (an "
+                        "enclosing locked() block, or a task of this event loop), so this "
+                        "blocking call would never return: use acall or alocked in asyncio "
+                        "code, and do not nest calls for one owner"
+                    )
             except BaseException:
                 self._release(entry)
-                self.close(owner)
                 raise
-        return entry
+            if not entry.failed:
+                return entry
+            self._unhold(entry)  # its opening failed: open it afresh
+
+    async def _ahold(self, owner: str) -> _Entry:
+        """:meth:`_hold` for a task: waits without blocking its event loop."""
+        while True:
+            entry, opening = self._enter(owner)
+            if opening:
+                self._open(entry)
+                return entry
+            try:
+                if not await entry.lock.acquire_async():
+                    raise UsageError(
+                        f"owner {owner!r} is held by this task already: calls for one owner "
+                        "do not nest"
+                    )
+            except BaseException:
+                self._release(entry)
+                raise
+            if not entry.failed:
+                return entry
+            self._unhold(entry)
+
+    def _unhold(self, entry: _Entry) -> None:
+        entry.lock.release()
+        self._release(entry)
 
     def _release(self, entry: _Entry) -> None:
         with self._lock:
             entry.users -= 1
             entry.last_used = self._clock()
-            if self._entries.get(entry.key) is entry:  # a long call counts as recent use
-                self._entries.move_to_end(entry.key)
+            if self._entries.get(entry.key) is not entry:  # its opening failed
+                return
+            if self._closed and entry.users == 0:
+                self._evict(entry)
+            else:
+                self._entries.move_to_end(entry.key)  # a long call counts as recent use
 
-    def _open(self, owner: str) -> StoreSession:
+    def _open_default(self, owner: str) -> StoreSession:
         if self.directory is None:
             from .memory import MemorySession
 
@@ -374,26 +616,41 @@ class OwnerRegistry(ClosedOnExit):
     def _make_room(self) -> None:
         if self.max_owners is None:
             return
-        for key, entry in list(self._entries.items()):  # least recently used first
+        for entry in list(self._entries.values()):  # least recently used first
             if len(self._entries) < self.max_owners:
                 return
             if entry.users == 0:
-                self._evict(key, entry)
+                self._evict(entry)
 
     def _evict_idle(self, now: float) -> list[str]:
         if self.idle_seconds is None:
             return []
         evicted = []
-        for key, entry in list(self._entries.items()):
+        for entry in list(self._entries.values()):
             if now - entry.last_used < self.idle_seconds:
                 break  # ordered by last use: the rest are fresher
             if entry.users == 0:
-                self._evict(key, entry)
-                evicted.append(key)
+                self._evict(entry)
+                evicted.append(entry.key)
         return evicted
 
-    def _evict(self, key: str, entry: _Entry) -> None:
-        # Under self._lock, with no caller holding the entry.
-        del self._entries[key]
-        entry.closed = True
-        entry.session.close()
+    def _evict(self, entry: _Entry) -> None:
+        # Under self._lock, with no caller holding or awaiting the entry, so it is opened.
+        # Closing under the lock: an owner's next session opens only once this one is
+        # closed (a durable log admits one writer).
+        del self._entries[entry.key]
+        _close_session(entry.key, entry.session)
+
+
+def _close_session(key: str, session: StoreSession) -> None:
+    """Close a session the registry lets go of; a failure is logged, never another call's."""
+    try:
+        session.close()
+    except Exception:
+        import logging  # only on failure: keeps the import light
+
+        logging.getLogger(LOGGER_NAME).error(
+            "closing owner %r: its session's close() raised; the registry no longer holds it",
+            key,
+            exc_info=True,
+        )
