@@ -101,7 +101,7 @@ def rows(seconds: float) -> list[Row]:
         note=f"{SESSIONS_PER_ROUND} sessions per round; middle half of rounds {ratio.text()}",
         numbers=result.numbers("session", "limit"),
     )
-    return [whole, *part_rows(host, texts, seconds)]
+    return [whole, *part_rows(host, texts, seconds), *owner_rows(seconds)]
 
 
 def part_rows(host: Any, texts: list[str], seconds: float) -> list[Row]:
@@ -152,3 +152,69 @@ def part_rows(host: Any, texts: list[str], seconds: float) -> list[Row]:
         )
         for name in labels
     ]
+
+
+def owner_rows(seconds: float) -> list[Row]:
+    """The owner registry, which opens a session on an owner's first call (the MCP server
+    and web handlers use it): a new owner's first call, its session closed after it, against
+    a steady call of one owner, in memory and in a JSONL directory, the host's projections
+    attached on open as ``docs/owners.md`` shows."""
+    import itertools
+    import tempfile
+
+    from dsh_tool_todo.stores.owners import OwnerRegistry
+
+    host = new_host()
+    tool = host.tools["todo_write"]
+    first = session_texts()[0]
+    validate = limit_validator().validate_json
+    result_rows = []
+    with tempfile.TemporaryDirectory(prefix="dsh-todo-owners-") as directory:
+        for where, path in (("in memory", None), ("JSONL directory", directory)):
+            owners = OwnerRegistry(path, on_open=lambda _key, session: host.new_agent(session))
+            fresh = (f"owner-{n}" for n in itertools.count())
+            owners.call("steady", tool, first)
+
+            def open_first_close(owners: Any = owners, fresh: Any = fresh) -> object:
+                key = next(fresh)
+                text = owners.call(key, tool, first)
+                owners.close(key)
+                return text
+
+            def steady(owners: Any = owners) -> object:
+                return owners.call("steady", tool, first)
+
+            def one_pass() -> object:
+                return validate(first)
+
+            result = interleaved(
+                {
+                    "open": batched(open_first_close),
+                    "steady": batched(steady),
+                    "limit": batched(one_pass),
+                },
+                reference="limit",
+                seconds=seconds,
+                warmup=20,
+            )
+            ns = result.per_call_ns
+            ratio = result.ratio("open", "steady")
+            result_rows.append(
+                Row(
+                    SECTION,
+                    f"owner registry, {where}: a new owner's first call",
+                    f"open + first call + close {fmt_ns(ns['open'])}",
+                    f"a steady call {fmt_ns(ns['steady'])}",
+                    ratio.median,
+                    target="info",
+                    note=(
+                        f"steady call {result.ratio('steady', 'limit').median:.2f}x, "
+                        f"open + first call {result.ratio('open', 'limit').median:.2f}x "
+                        f"one strict pass ({fmt_ns(ns['limit'])}); "
+                        f"middle half of rounds {ratio.text()}"
+                    ),
+                    numbers=result.numbers("open", "steady"),
+                )
+            )
+            owners.close()
+    return result_rows

@@ -146,10 +146,21 @@ class _Units:
 class _ProjectionStates:
     """One agent's projection states, fed by a single subscription to its session."""
 
-    __slots__ = ("_lock", "_pending", "_plain", "_table", "broken", "session", "states", "units")
+    __slots__ = (
+        "_folds",
+        "_lock",
+        "_pending",
+        "_plain",
+        "_table",
+        "broken",
+        "session",
+        "states",
+        "units",
+    )
 
     def __init__(self, table: _Units) -> None:
         self._table = table
+        self._folds = table.folds
         self.units = table.by_key
         self.states: dict[str, Any] = {key: unit.init for key, unit in self.units.items()}
         self.broken = False
@@ -164,7 +175,7 @@ class _ProjectionStates:
             self._feed_unresumed_or_broken(event)
             return
         states = self.states
-        for key, apply in self._table.folds:
+        for key, apply in self._folds:
             try:
                 states[key] = apply(states[key], event)
             except Exception as error:
@@ -201,6 +212,13 @@ class _ProjectionStates:
                         continue  # already in the resumed state
                     self._fold_one(key, unit, event)
             self._plain = not self.broken
+
+    def resume_empty(self) -> None:
+        """:meth:`resume` for a log that holds no event and that only this host can append to."""
+        for key, resumable in self._table.resumable.items():
+            self.states[key] = resumable.resume(None)
+        self._pending = None
+        self._plain = True
 
     def view(self, key: str) -> Any:
         state = self.states[key]
@@ -311,7 +329,10 @@ class Host:
                 ) from None
             unsubscribe = owned.subscribe(states.feed)  # first: no event can slip past
             try:
-                states.resume(owned)
+                if session is None:  # made here: no event yet, and no one else can append
+                    states.resume_empty()
+                else:
+                    states.resume(owned)
             except BaseException:
                 unsubscribe()
                 raise
