@@ -133,14 +133,20 @@ class _Units:
     not made per agent.
     """
 
-    __slots__ = ("by_key", "folds", "resumable")
+    __slots__ = ("by_key", "folds", "identity", "resumable")
 
     def __init__(self, units: Mapping[str, ProjectionUnit[Any, Any]]) -> None:
         self.by_key = dict(units)  # a snapshot: what the agents' states are made for
+        self.identity = _identity(self.by_key)
         self.folds = tuple((key, unit.apply) for key, unit in self.by_key.items())
         self.resumable: dict[str, ResumableUnit[Any, Any]] = {
             key: unit for key, unit in self.by_key.items() if isinstance(unit, ResumableUnit)
         }
+
+
+def _identity(units: Mapping[str, object]) -> tuple[tuple[str, int], ...]:
+    """Keys and units by identity: a unit's own ``__eq__`` is never called."""
+    return tuple(zip(units, map(id, units.values()), strict=True))
 
 
 class _ProjectionStates:
@@ -316,7 +322,7 @@ class Host:
             key = id(owned)
             if key in self._projections:
                 return HostAgent(session=owned)  # one subscription per session per host
-            if self._units.by_key != units:  # a unit set past the registry's own method
+            if _identity(units) != self._units.identity:  # set past the registry's own method
                 self._units = _Units(units)
             states = _ProjectionStates(self._units)
             try:
