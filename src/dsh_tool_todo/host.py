@@ -159,7 +159,7 @@ class _ProjectionStates:
         "_plain",
         "_table",
         "broken",
-        "session",
+        "session_ref",
         "states",
         "units",
     )
@@ -174,7 +174,7 @@ class _ProjectionStates:
         self._pending: list[Event] | None = []
         self._lock = threading.Lock()
         self._plain = False  # resumed and not broken: feed folds straight away
-        self.session: weakref.ref[Any] | None = None  # set by the host, which needs it gone
+        self.session_ref: weakref.ref[Any] | None = None  # its callback drops these states
 
     def feed(self, event: Event) -> None:
         if not self._plain:
@@ -328,7 +328,7 @@ class Host:
             try:
                 # Freed, the session's entry goes at once: a later session may get its id.
                 # The callback is pop(key, ref): the dead ref lands as pop's default.
-                states.session = weakref.ref(owned, partial(self._projections.pop, key))
+                states.session_ref = weakref.ref(owned, partial(self._projections.pop, key))
             except TypeError:
                 raise UsageError(
                     "a session must be weak-referenceable (a __slots__ class needs __weakref__)"
