@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench_calls import LAYERS
+from bench_session import SECTION, SESSION_CALLS, SESSION_ITEMS
 from report import Row, skipped
 from workloads import CALL_SIZES
 
@@ -65,6 +66,8 @@ def rows(quick: bool) -> list[Row]:
     runs = [("loop", size, 0) for size in sizes]  # the baseline: set up, warm up, no call
     runs += [(side, size, calls) for size in sizes for side in ("limit", "loop")]
     runs += [(side, size, calls) for side, size in cases]
+    sessions = calls // SESSION_CALLS
+    runs += [(side, SESSION_ITEMS, sessions) for side in ("session", "session-limit")]
     with ThreadPoolExecutor(max_workers=2) as pool:  # each run is one process
         counted = dict(zip(runs, pool.map(lambda run: _count(*run), runs), strict=True))
 
@@ -90,4 +93,29 @@ def rows(quick: bool) -> list[Row]:
                 numbers={"instructions": mine, "limit": limit, "loop": loop},
             )
         )
+    result.append(session_row(counted, sessions))
     return result
+
+
+def session_row(counted: dict[tuple[str, int, int], int], sessions: int) -> Row:
+    """A whole agent session (``bench_session``) against one strict pass over each of its texts."""
+
+    def per_session(side: str) -> float:
+        run = counted[(side, SESSION_ITEMS, sessions)] - counted[("loop", SESSION_ITEMS, 0)]
+        return run / sessions
+
+    loop = (
+        counted[("loop", SESSION_ITEMS, sessions * SESSION_CALLS)]
+        - counted[("loop", SESSION_ITEMS, 0)]
+    ) / (sessions * SESSION_CALLS)
+    mine, limit = per_session("session") - loop, per_session("session-limit") - loop
+    return Row(
+        f"{SECTION}, instructions",
+        f"new_agent + {SESSION_CALLS} calls of {SESSION_ITEMS} items",
+        f"session {mine:,.0f}",
+        f"{SESSION_CALLS} validate_json {limit:,.0f}",
+        mine / limit,
+        target="info",
+        note=f"instructions per session, callgrind, {sessions:,} sessions less none",
+        numbers={"instructions": mine, "limit": limit, "loop": loop},
+    )

@@ -9,7 +9,10 @@ run of none is the cost of N calls alone. SIDE is ``limit`` (one strict
 ``validate_json``), ``loop`` (a call of a function that does nothing: the
 loop's own cost, taken out of every other side) or one of the call's layers of
 ``bench_calls.call_layers``, the last of which is the whole call (its session
-is emptied afterwards, as the timed rows empty it between batches).
+is emptied afterwards, as the timed rows empty it between batches). Two more
+sides count a whole agent session (``bench_session``): ``session`` (a fresh
+agent and its calls) and ``session-limit`` (one strict pass over each of its
+texts); their CALLS counts sessions.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import gc
 import sys
 
 from bench_calls import call_layers, references
+from bench_session import limit_passes, session_texts, whole_session
 from timing import Call
 from workloads import new_host, real_args
 
@@ -26,7 +30,8 @@ WARMUP = 300
 
 def sides(size: int) -> tuple[dict[str, Call], Call]:
     raw = real_args(size)
-    layers, empty = call_layers(new_host(), raw)
+    host = new_host()
+    layers, empty = call_layers(host, raw)
     strict, _ = references(raw)
 
     def nothing() -> object:
@@ -34,6 +39,8 @@ def sides(size: int) -> tuple[dict[str, Call], Call]:
 
     every = {"limit": strict, "loop": nothing}
     every |= layers
+    texts = session_texts()
+    every |= {"session": whole_session(host, texts), "session-limit": limit_passes(texts)}
     return every, empty
 
 

@@ -28,6 +28,7 @@ import bench_memory  # noqa: E402
 import bench_model  # noqa: E402
 import bench_postgres  # noqa: E402
 import bench_replay  # noqa: E402
+import bench_session  # noqa: E402
 import bench_tokens  # noqa: E402
 import bench_web  # noqa: E402
 from report import Row, markdown_table, text_table, write_json  # noqa: E402
@@ -53,6 +54,7 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
     return [
         ("per call vs limit and floor", lambda: bench_calls.floor_rows(budget.per_pair)),
         ("per call vs limit, in instructions", lambda: bench_instructions.rows(budget is QUICK)),
+        ("per call, whole agent session", lambda: bench_session.rows(budget.per_pair)),
         ("per call vs LangChain", lambda: bench_calls.peer_rows(budget.per_pair)),
         ("durable call", lambda: bench_durable.rows(budget.durable_calls)),
         ("replay in memory", lambda: bench_replay.memory_rows(budget.replay_max)),

@@ -92,6 +92,61 @@ def test_the_host_does_not_keep_finished_agents_alive(host: Host) -> None:
     assert host.projection(survivor.session, "todos") is None
 
 
+def test_a_dropped_agent_is_freed_without_waiting_for_the_collector(host: Host) -> None:
+    import gc
+    import weakref
+
+    gc.collect()
+    gc.disable()  # only reference counting frees anything from here
+    try:
+        agent = host.new_agent()
+        host.call_tool("todo_write", {"todos": [todo("a")]}, agent=agent)
+        dropped = weakref.ref(agent)
+        session = weakref.ref(agent.session)
+        del agent
+        assert (dropped(), session()) == (None, None)
+    finally:
+        gc.enable()
+
+
+def test_a_session_at_the_address_of_a_dropped_one_gets_its_own_projections(host: Host) -> None:
+    import gc
+
+    gc.collect()
+    gc.disable()  # freed at once, so the next session often lands at the same address
+    try:
+        addresses = set()
+        for index in range(50):
+            agent = host.new_agent()
+            addresses.add(id(agent.session))
+            host.call_tool("todo_write", {"todos": [todo(f"step {index}")]}, agent=agent)
+            assert host.projection(agent.session, "todos") == [todo(f"step {index}")]
+            del agent
+    finally:
+        gc.enable()
+    assert len(addresses) < 50  # the case above really happened
+
+
+def test_the_host_classifies_its_units_once_not_per_agent(host: Host) -> None:
+    from dsh_tool_todo.protocols import ResumableUnit
+
+    checks = 0
+    real = type(ResumableUnit).__instancecheck__
+
+    def counted(cls: type, instance: object) -> bool:
+        nonlocal checks
+        if cls is ResumableUnit:
+            checks += 1
+        return real(cls, instance)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(type(ResumableUnit), "__instancecheck__", counted)
+        agents = [host.new_agent() for _ in range(5)]
+    assert checks == 0  # every runtime protocol check costs tens of microseconds
+    host.call_tool("todo_write", {"todos": [todo("a")]}, agent=agents[-1])
+    assert host.projection(agents[-1].session, "todos") == [todo("a")]
+
+
 def test_a_session_that_cannot_be_weakly_referenced_is_refused(host: Host) -> None:
     class SlotSession:
         __slots__ = ()

@@ -605,3 +605,20 @@ def test_15_a_restarted_agent_on_a_jsonl_log_continues_its_plan(tmp_path: Path) 
     broken = r"event 2: Error: invalid todo: `content` must be"
     with JsonlSession(path) as session, pytest.raises(InvalidLog, match=broken):
         Host([dsh_tool_todo], options(False)).new_agent(session)
+
+
+def test_a_unit_swapped_in_past_the_registry_is_never_compared(host: Host) -> None:
+    class Uncomparable(_Counting):
+        def __eq__(self, other: object) -> bool:
+            raise AssertionError("the host compared two units")
+
+        __hash__ = object.__hash__
+
+    registry = host.context.session_projections
+    assert registry is not None
+    registry["count"] = Uncomparable()  # past the registry's own method
+    host.new_agent()
+    registry["count"] = Uncomparable()  # a different unit under the same key
+    agent = host.new_agent()
+    assert _call(host, agent).startswith("Updated")
+    assert host.projection(agent.session, "count") == 1

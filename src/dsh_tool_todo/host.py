@@ -20,7 +20,8 @@ import copy
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import pluggy
@@ -50,15 +51,24 @@ class ToolCall:
 
 @dataclass(frozen=True, eq=False)
 class HostAgent:
-    """An agent of the host, owning one session."""
+    """An agent of the host, owning one session.
+
+    It is the exec context of its own tool calls (its ``agent`` is itself):
+    an exec context holding the agent would make a reference cycle, and an
+    agent in a cycle, with its session and events, lives until the collector
+    runs rather than until it is dropped.
+    """
 
     session: Any
-    call: ToolCall = field(init=False, repr=False)
-    """The exec context of this agent's tool calls, made once rather than per call."""
 
-    def __post_init__(self) -> None:
-        # A field, not a cached property: read on every call, it is then a plain attribute.
-        object.__setattr__(self, "call", ToolCall(self))  # frozen: set once, here
+    @property
+    def agent(self) -> HostAgent:
+        return self
+
+    @property
+    def call(self) -> HostAgent:
+        """The exec context of this agent's tool calls (``tool.execute(args, agent.call)``)."""
+        return self
 
 
 _NO_AGENT = ToolCall(None)
@@ -115,18 +125,56 @@ class _Broken:
         self.message = message
 
 
+class _Units:
+    """A host's projection units, each classified and its fold looked up once.
+
+    Every agent's states are made from it: a runtime check against the
+    ``ResumableUnit`` protocol costs several calls' worth of time, so it is
+    not made per agent.
+    """
+
+    __slots__ = ("by_key", "folds", "identity", "resumable")
+
+    def __init__(self, units: Mapping[str, ProjectionUnit[Any, Any]]) -> None:
+        self.by_key = dict(units)  # a snapshot: what the agents' states are made for
+        self.identity = _identity(self.by_key)
+        self.folds = tuple((key, unit.apply) for key, unit in self.by_key.items())
+        self.resumable: dict[str, ResumableUnit[Any, Any]] = {
+            key: unit for key, unit in self.by_key.items() if isinstance(unit, ResumableUnit)
+        }
+
+
+def _identity(units: Mapping[str, object]) -> tuple[tuple[str, int], ...]:
+    """Keys and units by identity: a unit's own ``__eq__`` is never called."""
+    return tuple(zip(units, map(id, units.values()), strict=True))
+
+
 class _ProjectionStates:
     """One agent's projection states, fed by a single subscription to its session."""
 
-    def __init__(self, units: Mapping[str, ProjectionUnit[Any, Any]]) -> None:
-        self.units = dict(units)  # a snapshot: what this agent's states were made for
+    __slots__ = (
+        "_folds",
+        "_lock",
+        "_pending",
+        "_plain",
+        "_table",
+        "broken",
+        "session_ref",
+        "states",
+        "units",
+    )
+
+    def __init__(self, table: _Units) -> None:
+        self._table = table
+        self._folds = table.folds
+        self.units = table.by_key
         self.states: dict[str, Any] = {key: unit.init for key, unit in self.units.items()}
         self.broken = False
         # Events heard between subscribing and resuming; None once resumed.
         self._pending: list[Event] | None = []
         self._lock = threading.Lock()
-        self._folds = tuple((key, unit.apply) for key, unit in self.units.items())
         self._plain = False  # resumed and not broken: feed folds straight away
+        self.session_ref: weakref.ref[Any] | None = None  # its callback drops these states
 
     def feed(self, event: Event) -> None:
         if not self._plain:
@@ -154,11 +202,10 @@ class _ProjectionStates:
         latest = getattr(session, "latest", None)
         resumed: dict[str, tuple[Any, Any]] = {}
         if latest is not None:
-            for key, unit in self.units.items():
-                if isinstance(unit, ResumableUnit):
-                    event = latest(unit.resume_from)
-                    after = None if event is None else event.get("seq")
-                    resumed[key] = (unit.resume(event), after)
+            for key, resumable in self._table.resumable.items():
+                event = latest(resumable.resume_from)
+                after = None if event is None else event.get("seq")
+                resumed[key] = (resumable.resume(event), after)
         with self._lock:
             pending, self._pending = self._pending or [], None
             for key, (state, _after) in resumed.items():
@@ -171,6 +218,13 @@ class _ProjectionStates:
                         continue  # already in the resumed state
                     self._fold_one(key, unit, event)
             self._plain = not self.broken
+
+    def resume_empty(self) -> None:
+        """:meth:`resume` for a log that holds no event and that only this host can append to."""
+        for key, resumable in self._table.resumable.items():
+            self.states[key] = resumable.resume(None)
+        self._pending = None
+        self._plain = True
 
     def view(self, key: str) -> Any:
         state = self.states[key]
@@ -196,16 +250,18 @@ class _ProjectionStates:
         try:
             if not isinstance(state, _Broken):
                 self.states[key] = unit.apply(state, event)
-            elif isinstance(unit, ResumableUnit) and event.get("type") in unit.resume_from:
-                self.states[key] = unit.resume(event)  # this event alone fixes the state
+            elif (resumable := self._table.resumable.get(key)) is not None and event.get(
+                "type"
+            ) in resumable.resume_from:
+                self.states[key] = resumable.resume(event)  # this event alone fixes the state
         except Exception as error:
             self._break(key, event, error)
 
     def _break(self, key: str, event: Event, error: Exception) -> None:
-        unit = self.units[key]
+        resumable = self._table.resumable.get(key)
         until = (
-            f"until a later {' or '.join(unit.resume_from)} event"
-            if isinstance(unit, ResumableUnit)
+            f"until a later {' or '.join(resumable.resume_from)} event"
+            if resumable is not None
             else "from now on (the unit cannot resume)"
         )
         message = (
@@ -242,9 +298,11 @@ class Host:
         self.plugins = load_plugins(self.plugin_manager, plugins, self.context)
         if self.context.session_projections is not None:
             self.context.session_projections.seal()
-        # By id, and dropped when the session is collected: the host never pins an agent.
+        # By id, and dropped when the session is freed: the host never pins an agent.
         self._projections: dict[int, _ProjectionStates] = {}
         self._agents_lock = threading.Lock()
+        units = self.context.session_projections
+        self._units = _Units(units if units is not None else {})
 
     def new_agent(self, session: ObservableSession | None = None) -> HostAgent:
         """An agent owning ``session`` (a fresh :class:`MemorySession` by default).
@@ -261,23 +319,30 @@ class Host:
         if units is None:
             return HostAgent(session=owned)
         with self._agents_lock:
-            if id(owned) in self._projections:
+            key = id(owned)
+            if key in self._projections:
                 return HostAgent(session=owned)  # one subscription per session per host
-            states = _ProjectionStates(units)
+            if _identity(units) != self._units.identity:  # set past the registry's own method
+                self._units = _Units(units)
+            states = _ProjectionStates(self._units)
             try:
-                weakref.ref(owned)
+                # Freed, the session's entry goes at once: a later session may get its id.
+                # The callback is pop(key, ref): the dead ref lands as pop's default.
+                states.session_ref = weakref.ref(owned, partial(self._projections.pop, key))
             except TypeError:
                 raise UsageError(
                     "a session must be weak-referenceable (a __slots__ class needs __weakref__)"
                 ) from None
             unsubscribe = owned.subscribe(states.feed)  # first: no event can slip past
             try:
-                states.resume(owned)
+                if session is None:  # made here: no event yet, and no one else can append
+                    states.resume_empty()
+                else:
+                    states.resume(owned)
             except BaseException:
                 unsubscribe()
                 raise
-            self._projections[id(owned)] = states
-            weakref.finalize(owned, self._projections.pop, id(owned), None)
+            self._projections[key] = states
         return HostAgent(session=owned)
 
     def call_tool(self, name: str, args: Any, *, agent: HostAgent | None = None) -> str:
@@ -286,7 +351,7 @@ class Host:
             tool = self.tools[name]
         except KeyError:
             raise self._unknown_tool(name) from None
-        call = _NO_AGENT if agent is None else agent.call
+        call = _NO_AGENT if agent is None else agent
         run = getattr(tool, "run", None)
         if run is not None:  # the tool renders itself and hands out no result to copy
             text: str = run(args, call)
@@ -304,7 +369,7 @@ class Host:
             tool = self.tools[name]
         except KeyError:
             raise self._unknown_tool(name) from None
-        call = _NO_AGENT if agent is None else agent.call
+        call = _NO_AGENT if agent is None else agent
         arun = getattr(tool, "arun", None)
         if arun is not None:
             text: str = await arun(args, call)
