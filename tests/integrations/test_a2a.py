@@ -205,3 +205,24 @@ def test_without_the_sdk_the_import_names_the_extra(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert "[a2a]" in run.stdout, run.stdout
     assert "your own 'a2a'" in run.stdout, run.stdout
+
+
+def test_a_lone_surrogate_the_tool_recorded_still_goes_out_as_u_fffd() -> None:
+    host = Host([dsh_tool_todo], options(False))
+    agent = host.new_agent()
+    sent: list[Any] = []
+
+    class Queue:
+        async def enqueue_event(self, event: TaskArtifactUpdateEvent, /) -> None:
+            sent.append(plan_of(event))
+
+    async def main() -> None:
+        forwarder = forward_plan_artifacts(agent.session, Queue(), task_id="t", context_id="c")
+        arguments = '{"todos": [{"content": "a \\ud800 b 計画", "status": "pending"}]}'
+        text = await host.acall_tool("todo_write", arguments, agent=agent)
+        assert text.startswith("Updated todo list"), text
+        await forwarder.drain()
+        forwarder()
+
+    asyncio.run(main())
+    assert sent == [[{"content": "a \ufffd b 計画", "status": "pending"}]]

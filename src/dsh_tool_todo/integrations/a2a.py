@@ -55,10 +55,27 @@ class ArtifactQueue(Protocol):
 def plan_artifact_update(
     source: PlanSource, *, task_id: str, context_id: str
 ) -> TaskArtifactUpdateEvent:
-    """The plan of ``source`` (an event or a plan) as the SDK's ``TaskArtifactUpdateEvent``."""
+    """The plan of ``source`` (an event or a plan) as the SDK's ``TaskArtifactUpdateEvent``.
+
+    Protobuf strings are UTF-8, which has no form for a lone surrogate (text
+    the tool accepts and logs as the model sent it): each one becomes U+FFFD
+    here, so the plan still goes out, the rest of its text unchanged.
+    """
+    update = a2a_artifact_update(source, task_id=task_id, context_id=context_id)
+    part = update["artifact"]["parts"][0]
+    for todo in part["data"]["todos"]:
+        todo["content"] = _utf8_safe(todo["content"])
     event = TaskArtifactUpdateEvent()
-    ParseDict(a2a_artifact_update(source, task_id=task_id, context_id=context_id), event)
+    ParseDict(update, event)
     return event
+
+
+def _utf8_safe(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
+    return text
 
 
 class PlanArtifactForwarder(OrderedForwarder[TaskArtifactUpdateEvent]):
