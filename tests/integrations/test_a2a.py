@@ -37,13 +37,14 @@ from a2a.types import (
     TaskArtifactUpdateEvent,
     TaskState,
 )
-from google.protobuf.json_format import MessageToDict
+from google.protobuf.json_format import MessageToDict, ParseDict
 from starlette.applications import Starlette
 
 import dsh_tool_todo
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.integrations.a2a import forward_plan_artifacts, plan_artifact_update
+from dsh_tool_todo.wire import a2a_artifact_update
 
 from ..conftest import PLAN, options
 
@@ -143,10 +144,13 @@ def test_a_new_turn_sends_the_cleared_plan() -> None:
     assert MessageToDict(artifact.parts[0].data) == {"todos": []}
 
 
-def test_plan_artifact_update_is_the_sdks_type() -> None:
-    update = plan_artifact_update(PLAN, task_id="t", context_id="c")
+@pytest.mark.parametrize("source", [PLAN, {"type": "turn/start", "data": {}}, None])
+def test_plan_artifact_update_is_the_wire_form_parsed_by_the_sdk(source: Any) -> None:
+    update = plan_artifact_update(source, task_id="t", context_id="c")
     assert isinstance(update, TaskArtifactUpdateEvent)
-    assert plan_of(update) == PLAN
+    parsed = ParseDict(a2a_artifact_update(source, task_id="t", context_id="c"), type(update)())
+    assert update == parsed
+    assert plan_of(update) == (PLAN if source is PLAN else [])
 
 
 def test_forwarding_needs_the_tasks_ids_and_a_loop() -> None:
