@@ -10,14 +10,17 @@ ends with one plan artifact, the last.
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from a2a.client import ClientConfig, ClientFactory
 from a2a.helpers import new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -94,13 +97,13 @@ def plan_of(update: TaskArtifactUpdateEvent) -> Any:
     return MessageToDict(part.data)["todos"]
 
 
-async def converse(executor: AgentExecutor, text: str) -> tuple[list[Any], Any]:
-    """Send ``text`` with the SDK's client; the stream's events and the task the server kept."""
+def a2a_app(executor: AgentExecutor, url: str = URL) -> tuple[AgentCard, Starlette]:
+    """The SDK's request handler and JSON-RPC routes around ``executor``, and its card."""
     card = AgentCard(
         name="planner",
         description="writes plans",
         version="1.0.0",
-        supported_interfaces=[AgentInterface(protocol_binding="JSONRPC", url=URL)],
+        supported_interfaces=[AgentInterface(protocol_binding="JSONRPC", url=url)],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
         default_output_modes=["application/json"],
@@ -108,7 +111,12 @@ async def converse(executor: AgentExecutor, text: str) -> tuple[list[Any], Any]:
     handler = DefaultRequestHandler(
         agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card
     )
-    app = Starlette(routes=create_jsonrpc_routes(handler, "/"))
+    return card, Starlette(routes=create_jsonrpc_routes(handler, "/"))
+
+
+async def converse(executor: AgentExecutor, text: str) -> tuple[list[Any], Any]:
+    """Send ``text`` with the SDK's client; the stream's events and the task the server kept."""
+    card, app = a2a_app(executor)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=URL) as http:
         client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
         message = Message(message_id="m-1", role=Role.ROLE_USER, parts=[Part(text=text)])
@@ -230,3 +238,60 @@ def test_a_lone_surrogate_the_tool_recorded_still_goes_out_as_u_fffd() -> None:
 
     asyncio.run(main())
     assert sent == [[{"content": "a \ufffd b 計画", "status": "pending"}]]
+
+
+class LockstepExecutor(PlanningExecutor):
+    """Writes the next plan only once the client has seen the previous one."""
+
+    def __init__(self, seen: list[threading.Event]) -> None:
+        super().__init__()
+        self.seen = seen
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.message is not None
+        await event_queue.enqueue_event(new_task_from_user_message(context.message))
+        agent = self.host.new_agent()
+        forwarder = forward_plan_artifacts(
+            agent.session, event_queue, task_id=context.task_id, context_id=context.context_id
+        )
+        for index, plan in enumerate(PLANS):
+            await self.host.acall_tool("todo_write", {"todos": plan}, agent=agent)
+            await forwarder.drain()
+            if not await asyncio.to_thread(self.seen[index].wait, 10):
+                raise AssertionError(f"the client did not see plan {index} while the task ran")
+        forwarder()
+        await TaskUpdater(event_queue, context.task_id, context.context_id).complete()
+
+
+def test_over_http_the_client_sees_each_plan_while_the_task_runs() -> None:
+    seen = [threading.Event() for _ in PLANS]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    card, app = a2a_app(LockstepExecutor(seen), url=f"http://127.0.0.1:{port}/")
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive(), "the A2A server stopped while starting"
+        assert time.monotonic() < deadline, "the A2A server did not start within 10 s"
+        time.sleep(0.01)
+
+    async def read() -> list[Any]:
+        plans: list[Any] = []
+        async with httpx.AsyncClient(timeout=30) as http:
+            client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+            message = Message(message_id="m-1", role=Role.ROLE_USER, parts=[Part(text="go")])
+            async for event in client.send_message(SendMessageRequest(message=message)):
+                if event.HasField("artifact_update"):
+                    plans.append(plan_of(event.artifact_update))
+                    seen[len(plans) - 1].set()
+        return plans
+
+    try:
+        assert asyncio.run(read()) == PLANS
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
