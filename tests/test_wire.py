@@ -219,6 +219,10 @@ def test_a_list_the_tool_could_not_have_recorded_is_refused() -> None:
         wire.ai_sdk_data_part("s", write([{"content": "x", "status": "done"}]))
     with pytest.raises(UsageError, match=r"needs data \{'todos': \[\.\.\.\]\}"):
         wire.ai_sdk_data_part("s", {"type": "todo/write", "data": {}})
+    with pytest.raises(
+        UsageError, match=r"needs data \{'todos': \[\.\.\.\]\}, got \{'todos': None\}"
+    ):
+        wire.ai_sdk_data_part("s", {"type": "todo/write", "data": {"todos": None}})
     with pytest.raises(UsageError, match=r"todos must be a list of \{content, status\}, not str"):
         wire.ag_ui_state_snapshot("write the parser")  # type: ignore[arg-type]
 

@@ -97,7 +97,7 @@ def plan_of(source: PlanSource) -> list[PlanItem]:
                 f"and {TURN_START!r} events (or a plan)"
             )
         data = source.get("data")
-        if not isinstance(data, Mapping) or "todos" not in data:
+        if not isinstance(data, Mapping) or data.get("todos") is None:
             raise UsageError(f"a {EVENT_TYPE!r} event needs data {{'todos': [...]}}, got {data!r}")
         todos = data["todos"]
     return [{"content": content, "status": status} for content, status in plan_items(todos)]
