@@ -277,3 +277,19 @@ def test_the_ai_sdk_reads_data_plan_chunks_and_keeps_one_part_per_session() -> N
         {"type": "data-plan", "id": "plan:main", "data": {"todos": second}},
         {"type": "data-plan", "id": "plan:other", "data": {"todos": []}},
     ]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [write(PLAN), write([]), TURN_START, None],
+    ids=["a write", "an empty write", "turn/start", "no plan"],
+)
+def test_the_cleared_and_empty_forms_validate_too(source: Any) -> None:
+    strict(ActivitySnapshotEvent, dict(wire.ag_ui_activity_snapshot("k", source)))
+    strict(StateSnapshotEvent, dict(wire.ag_ui_state_snapshot(source)))
+    strict(StateDeltaEvent, dict(wire.ag_ui_state_delta(source)))
+    parse_a2a(dict(wire.a2a_artifact_update(source, task_id="t", context_id="c")))
+    strict(AgentPlanUpdate, dict(wire.acp_plan(source)))
+    operation = dict(wire.acp_plan_operation("k", source))
+    removed = operation["sessionUpdate"] == "plan_removed"
+    strict(AgentPlanRemovedUpdate if removed else AgentPlanContentUpdate, operation)
