@@ -13,6 +13,7 @@ import copy
 import json
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -293,3 +294,11 @@ def test_the_cleared_and_empty_forms_validate_too(source: Any) -> None:
     operation = dict(wire.acp_plan_operation("k", source))
     removed = operation["sessionUpdate"] == "plan_removed"
     strict(AgentPlanRemovedUpdate if removed else AgentPlanContentUpdate, operation)
+
+
+def test_the_converters_import_no_framework() -> None:
+    heavy = ("asyncio", "ag_ui", "a2a", "google.protobuf", "acp", "pydantic_ai", "langchain")
+    code = f"import sys, dsh_tool_todo.wire\nprint([m for m in {heavy!r} if m in sys.modules])"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
