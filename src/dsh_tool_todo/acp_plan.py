@@ -10,14 +10,13 @@ the client that displays it escapes it for its own medium.
 
 from __future__ import annotations
 
-import threading
-from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 from .checklist import Todos, plan_items
 from .contract import EVENT_TYPE
 from .errors import MissingExtra, UsageError, missing_extra
+from .forwarding import OrderedForwarder, Subscribable, event_loop
 from .model import Status
 
 if TYPE_CHECKING:
@@ -48,12 +47,6 @@ class PlanConnection(Protocol):
     """Where plan updates go: the SDK's agent-side connection fits."""
 
     async def session_update(self, session_id: str, update: Any) -> None: ...
-
-
-class Subscribable(Protocol):
-    """A session calling ``listener(event)`` for each appended event, as the reference host's."""
-
-    def subscribe(self, listener: Callable[[Mapping[str, Any]], None], /) -> Callable[[], None]: ...
 
 
 def plan_update(todos: Todos | None, *, priority: str = "medium") -> PlanUpdatePayload:
@@ -103,19 +96,12 @@ def forward_plans(
     """
     _check_priority(priority)
     model = _sdk_model()
-    if loop is None:
-        import asyncio
-
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            raise UsageError(
-                "forward_plans needs the host's event loop: call it from a coroutine or pass loop="
-            ) from None
-    return PlanForwarder(session, connection, session_id, model, priority, loop)
+    return PlanForwarder(
+        session, connection, session_id, model, priority, event_loop(loop, "forward_plans")
+    )
 
 
-class PlanForwarder:
+class PlanForwarder(OrderedForwarder["AgentPlanUpdate"]):
     """A subscription made by :func:`forward_plans`; calling it unsubscribes.
 
     Updates wait in one first-in, first-out queue, filled by the listener in
@@ -134,98 +120,15 @@ class PlanForwarder:
         priority: str,
         loop: asyncio.AbstractEventLoop,
     ) -> None:
-        self._connection = connection
-        self._session_id = session_id
-        self._model = model
-        self._priority = priority
-        self._loop = loop
-        self._lock = threading.Lock()
-        self._queue: deque[AgentPlanUpdate] = deque()
-        self._queued = 0  # updates ever queued (under the lock)
-        self._finished = 0  # updates whose send has ended, sent or failed (loop thread)
-        self._sender: asyncio.Task[None] | None = None  # loop thread only
-        self._waiters: list[asyncio.Future[None]] = []  # loop thread only
-        self._errors: list[Exception] = []
-        self._unsubscribe: Callable[[], None] | None = session.subscribe(self._on_event)
+        def convert(event: Mapping[str, Any]) -> AgentPlanUpdate | None:
+            if event.get("type") != EVENT_TYPE:
+                return None
+            return model.model_validate(plan_update(event["data"]["todos"], priority=priority))
 
-    def __call__(self) -> None:
-        """Stop forwarding; updates already queued are still sent. Safe to call twice."""
-        with self._lock:
-            unsubscribe, self._unsubscribe = self._unsubscribe, None
-        if unsubscribe is not None:
-            unsubscribe()
+        async def send(update: AgentPlanUpdate) -> None:
+            await connection.session_update(session_id=session_id, update=update)
 
-    async def drain(self) -> None:
-        """Wait until every update queued before this call has been sent (or has failed);
-        raise the first failure since the last drain.
-
-        Await it on the forwarder's loop. A failed send does not stop later
-        ones: the next plan supersedes it.
-        """
-        if _running_loop() is not self._loop:
-            raise UsageError("await drain() on the event loop the forwarder was made for")
-        with self._lock:
-            target = self._queued
-        self._wake()  # updates queued from other threads may still wait for their hand-over
-        while self._finished < target:
-            waiter = self._loop.create_future()
-            self._waiters.append(waiter)
-            await waiter
-        with self._lock:
-            errors, self._errors = self._errors, []
-        if errors:
-            raise errors[0]
-
-    def _on_event(self, event: Mapping[str, Any]) -> None:
-        # Never raise: the event is already in the log.
-        if event.get("type") != EVENT_TYPE:
-            return
-        try:
-            update = self._model.model_validate(
-                plan_update(event["data"]["todos"], priority=self._priority)
-            )
-        except Exception as error:
-            self._record(error)
-            return
-        with self._lock:
-            self._queue.append(update)
-            self._queued += 1
-        try:
-            if _running_loop() is self._loop:
-                self._wake()
-            else:
-                self._loop.call_soon_threadsafe(self._wake)
-        except Exception as error:  # a closed loop: nothing can be sent any more
-            self._record(error)
-
-    def _wake(self) -> None:
-        if self._sender is None or self._sender.done():  # done: cancelled mid-send
-            with self._lock:
-                if not self._queue:
-                    return
-            self._sender = self._loop.create_task(self._send_queued())
-
-    async def _send_queued(self) -> None:
-        while True:
-            with self._lock:
-                if not self._queue:
-                    self._sender = None
-                    return
-                update = self._queue.popleft()
-            try:
-                await self._connection.session_update(session_id=self._session_id, update=update)
-            except Exception as error:
-                self._record(error)
-            finally:
-                self._finished += 1
-                waiters, self._waiters = self._waiters, []
-                for waiter in waiters:
-                    if not waiter.done():
-                        waiter.set_result(None)
-
-    def _record(self, error: Exception) -> None:
-        with self._lock:
-            self._errors.append(error)
+        super().__init__(session, convert, send, loop)
 
 
 def _check_priority(priority: str) -> Priority:
@@ -245,12 +148,3 @@ def _sdk_model() -> type[AgentPlanUpdate]:
     except ImportError as error:
         raise AcpUnavailable(_missing_sdk(error)) from error
     return AgentPlanUpdate
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    import asyncio
-
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
