@@ -374,3 +374,46 @@ def test_a_users_own_pydantic_ai_module_is_named_as_hiding_the_framework(tmp_pat
         "dsh_tool_todo.integrations.pydantic_ai needs the 'pydantic-ai' extra"
     )
     assert "your own 'pydantic_ai' may be hiding it" in run.stdout
+
+
+def no_owner_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "dsh_tool_todo" and record.levelno == logging.WARNING
+    ]
+
+
+def test_a_toolset_that_finds_no_owner_warns_the_developer_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    toolset = todo_write_toolset(allow_parallel_in_progress=False)
+    scripts = [Script({"todos": PLAN_A}, {"todos": PLAN_B}), Script({"todos": PLAN_A})]
+    with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
+        for script in scripts:
+            asyncio.run(Agent(FunctionModel(script), toolsets=[toolset]).run("plan it"))
+    for script in scripts:  # the model still reads the specification's text
+        assert {(part.content, part.outcome) for part in script.returns()} == {
+            (NO_OWNER, "failed")
+        }
+    (warning,) = no_owner_warnings(caplog)
+    assert "found no owner" in warning
+    for remedy in ("deps=session", "session=", "owners="):
+        assert remedy in warning
+
+
+def test_a_registry_toolset_whose_owner_key_is_none_warns_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    script = Script({"todos": PLAN_A})
+    with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
+        run(script, None, owners=OwnerRegistry(), owner=lambda ctx: None)
+    assert [part.content for part in script.returns()] == [NO_OWNER]
+    (warning,) = no_owner_warnings(caplog)
+    assert "owner=" in warning
+
+
+def test_a_toolset_with_an_owner_does_not_warn(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
+        run(Script({"todos": PLAN_A}), MemorySession())
+    assert no_owner_warnings(caplog) == []

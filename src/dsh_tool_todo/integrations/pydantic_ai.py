@@ -19,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from ..contract import NOT_RECORDED, TOOL_NAME
+from ..contract import NO_OWNER, NOT_RECORDED, TOOL_NAME
 from ..errors import ToolCallRejected, ToolFailure, UsageError
 from ..model import TodoResult
 from ..protocols import Session
@@ -78,7 +78,9 @@ def todo_write_toolset(
       also across concurrent runs.
 
     A call with no owner (``None``) gets the tool's "requires an owning agent
-    session" text.
+    session" text, and the first such call of a toolset logs a WARNING on the
+    ``dsh_tool_todo`` logger naming what to pass, so a developer learns why the
+    plan stays empty.
 
     ``errors`` chooses the channel of a refused call:
 
@@ -124,9 +126,22 @@ def todo_write_toolset(
 class _Call:
     """The tool's function: run the core call for the owner, map the outcome to a channel."""
 
+    remedy = "pass the run's session log as deps (agent.run(..., deps=session)), or build the toolset with session= or owners="
+
     def __init__(self, tool: TodoWriteTool, errors: ErrorChannel) -> None:
         self.tool = tool
         self.errors = errors
+        self.warned = False  # per toolset: the developer is told once, the model every time
+
+    def no_owner(self) -> None:
+        """A call found no owner: the model gets the specification's text; tell the developer once."""
+        if not self.warned:
+            self.warned = True
+            logger.warning(
+                "todo_write found no owner for this run, so every call is refused with %r: %s",
+                NO_OWNER,
+                self.remedy,
+            )
 
     async def __call__(self, ctx: RunContext[Any], **args: Any) -> str:
         try:
@@ -159,7 +174,10 @@ class _SessionCall(_Call):
     async def execute(self, ctx: RunContext[Any], args: dict[str, Any]) -> TodoResult:
         found = self.find(ctx)
         session = await found if inspect.isawaitable(found) else found
-        return await self.tool.aexecute(args, None if session is None else _Owned(session))
+        if session is None:
+            self.no_owner()
+            return await self.tool.aexecute(args, None)  # refused: no owner
+        return await self.tool.aexecute(args, _Owned(session))
 
 
 class _RegistryCall(_Call):
@@ -169,10 +187,17 @@ class _RegistryCall(_Call):
         super().__init__(tool, errors)
         self.owners = owners
         self.key = key
+        if key is not _key_from_deps:
+            self.remedy = "owner= returned None: return the run's owner key from it"
+        else:
+            self.remedy = (
+                "pass the owner key as deps (agent.run(..., deps=user_id)), or pass owner="
+            )
 
     async def execute(self, ctx: RunContext[Any], args: dict[str, Any]) -> TodoResult:
         key = self.key(ctx)
         if key is None:
+            self.no_owner()
             return await self.tool.aexecute(args, None)  # refused: no owner
         async with self.owners.alocked(key) as session:
             return await self.tool.aexecute(args, _Owned(session))
