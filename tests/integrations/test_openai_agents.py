@@ -132,3 +132,21 @@ def test_raw_json_reaches_our_validation_untouched() -> None:
     assert asyncio.run(tool.on_invoke_tool(context, bad)) == todo_write_tool(
         allow_parallel_in_progress=False
     ).call(bad, OwnerRegistry().session("x"))
+
+
+def test_an_owner_function_that_finds_no_owner_gets_the_no_owner_text_and_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    owners = OwnerRegistry()
+    tool = todo_write_function_tool(
+        allow_parallel_in_progress=False, owner=lambda ctx: ctx.context.get("user"), owners=owners
+    )
+    calls = [function_call("todo_write", PLAN, call_id=c) for c in ("a", "b")]
+    with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
+        _, model = run(tool, calls, context={})
+        run(tool, [function_call("todo_write", PLAN, call_id="c")], context={})
+    assert outputs(model) == {"a": contract.NO_OWNER, "b": contract.NO_OWNER}
+    assert owners.owners() == []
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "found no owner" in warning
+    assert "owner= returned None" in warning
