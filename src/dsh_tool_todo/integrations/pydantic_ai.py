@@ -84,13 +84,14 @@ def todo_write_toolset(
 
     ``errors`` chooses the channel of a refused call:
 
-    - ``"failed"`` (default): ``ToolFailed`` — the model reads exactly the
-      tool's text, marked as a failed call (Anthropic's ``is_error``), and no
-      retry budget is spent, so a model that keeps sending bad lists never
-      ends the run with "exceeded maximum retries";
-    - ``"retry"``: ``ModelRetry`` — pydantic-ai adds its "Fix the errors and
-      try again." and counts the refusal against ``max_retries``;
-    - ``"text"``: the text as an ordinary result, as the seeds' tool returns it.
+    - ``"failed"`` (default): ``ToolFailed`` — a failed call: the tool's text
+      with the provider's error flag (Anthropic's ``is_error``), or, on a
+      provider without one (OpenAI's Chat Completions), the text wrapped as
+      ``{"error": "<text>"}``; no retry budget is spent, so a model that keeps
+      sending bad lists never ends the run with "exceeded maximum retries";
+    - ``"retry"``: ``ModelRetry`` — read as ``"failed"``, but the refusal
+      counts against ``max_retries``;
+    - ``"text"``: the text as an ordinary result, exactly, on every provider.
 
     A valid call that could not be recorded (``ToolFailure``) is answered with
     the short not-recorded text through ``ToolFailed`` (as plain text with
