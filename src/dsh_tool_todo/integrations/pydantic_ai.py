@@ -127,7 +127,10 @@ def todo_write_toolset(
 class _Call:
     """The tool's function: run the core call for the owner, map the outcome to a channel."""
 
-    remedy = "pass the run's session log as deps (agent.run(..., deps=session)), or build the toolset with session= or owners="
+    remedy = (
+        "pass the run's session log as deps (agent.run(..., deps=session)), "
+        "or build the toolset with session= or owners="
+    )
 
     def __init__(self, tool: TodoWriteTool, errors: ErrorChannel) -> None:
         self.tool = tool
@@ -135,7 +138,8 @@ class _Call:
         self.warned = False  # per toolset: the developer is told once, the model every time
 
     def no_owner(self) -> None:
-        """A call found no owner: the model gets the specification's text; tell the developer once."""
+        """A call found no owner: the model gets the specification's text; the developer is
+        told once."""
         if not self.warned:
             self.warned = True
             logger.warning(
