@@ -367,3 +367,14 @@ def test_the_migration_options_are_checked() -> None:
         TodoWriteMiddleware(allow_parallel_in_progress=False, tool_description="Track tasks.")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="system_prompt must be a str"):
         TodoWriteMiddleware(allow_parallel_in_progress=False, system_prompt=3)  # type: ignore[arg-type]
+
+
+def test_without_a_system_prompt_no_model_call_is_wrapped() -> None:
+    from langchain.agents.middleware.types import AgentMiddleware
+
+    plain = TodoWriteMiddleware(allow_parallel_in_progress=False)
+    assert type(plain).wrap_model_call is AgentMiddleware.wrap_model_call
+    assert type(plain).awrap_model_call is AgentMiddleware.awrap_model_call
+    prompted = TodoWriteMiddleware(allow_parallel_in_progress=False, system_prompt="Plan.")
+    assert isinstance(prompted, TodoWriteMiddleware)
+    assert prompted.name == plain.name == "TodoWriteMiddleware"

@@ -128,6 +128,13 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
 
     state_schema = TodoWriteState
 
+    def __new__(cls, *args: Any, system_prompt: str | None = None, **kwargs: Any) -> Any:
+        # The model-call hook exists only with a prompt to add: LangChain wraps every model
+        # call of an agent whose middleware class defines one, so without a prompt none is.
+        if cls is TodoWriteMiddleware and system_prompt is not None:
+            cls = _PromptedTodoWriteMiddleware
+        return super().__new__(cls)
+
     def __init__(
         self,
         *,
@@ -177,34 +184,6 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
     ) -> dict[str, Any] | None:
         return self.before_agent(state, runtime)
 
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any] | AIMessage:
-        """Append the caller's ``system_prompt``, if any, to the agent's system message."""
-        return handler(self._prompted(request))
-
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any] | AIMessage:
-        return await handler(self._prompted(request))
-
-    def _prompted(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        prompt = self.system_prompt
-        if prompt is None:
-            return request
-        if request.system_message is None:
-            blocks: list[Any] = [{"type": "text", "text": prompt}]
-        else:  # as TodoListMiddleware appends its own prompt
-            blocks = [
-                *request.system_message.content_blocks,
-                {"type": "text", "text": f"\n\n{prompt}"},
-            ]
-        return request.override(system_message=SystemMessage(content=blocks))
-
     def wrap_tool_call(
         self,
         request: ToolCallRequest,
@@ -239,6 +218,42 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
                 "messages": [_message(text, call_id, "success")],
             }
         )
+
+
+class _PromptedTodoWriteMiddleware(TodoWriteMiddleware):
+    """``TodoWriteMiddleware`` with a ``system_prompt``: it also wraps each model call."""
+
+    @property
+    def name(self) -> str:
+        return TodoWriteMiddleware.__name__  # the graph's node names stay the same
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | AIMessage:
+        """Append the caller's ``system_prompt``, if any, to the agent's system message."""
+        return handler(self._prompted(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage:
+        return await handler(self._prompted(request))
+
+    def _prompted(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        prompt = self.system_prompt
+        if prompt is None:
+            return request
+        if request.system_message is None:
+            blocks: list[Any] = [{"type": "text", "text": prompt}]
+        else:  # as TodoListMiddleware appends its own prompt
+            blocks = [
+                *request.system_message.content_blocks,
+                {"type": "text", "text": f"\n\n{prompt}"},
+            ]
+        return request.override(system_message=SystemMessage(content=blocks))
 
 
 def _message(text: str, call_id: str | None, status: str) -> ToolMessage:
