@@ -29,17 +29,14 @@ def definition(parallel: bool, flavor: Flavor = "json") -> str:
 
 
 def _peer_definition() -> str | None:
+    """LangChain's ``write_todos`` as LangChain hands it to a provider (``convert_to_openai_tool``),
+    canonical JSON: the figure ``bench_langchain`` counts too, so both pages show one number."""
     peer = peer_tool()
     if peer is None:
         return None
-    tool = peer[0]
-    return canonical_json(
-        {
-            "name": tool.name,
-            "description": tool.description,
-            "parameters": tool.tool_call_schema.model_json_schema(),
-        }
-    )
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return canonical_json(convert_to_openai_tool(peer[0]))
 
 
 def _peer_text(size: int) -> str | None:

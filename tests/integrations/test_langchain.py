@@ -346,3 +346,35 @@ def test_a_users_own_langchain_module_is_named_as_hiding_the_framework(tmp_path:
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith("dsh_tool_todo.integrations.langchain needs the 'langchain' extra")
     assert "your own 'langchain' may be hiding it" in run.stdout
+
+
+def test_a_system_prompt_of_the_callers_own_is_passed_through_unchanged(run: Run) -> None:
+    """As TodoListMiddleware does with its system_prompt=: appended to the agent's own."""
+    prompt = "Plan with `todo_write` before you edit a file."
+    alone = ScriptedChatModel(script=[AIMessage("ok")])
+    middleware = TodoWriteMiddleware(allow_parallel_in_progress=False, system_prompt=prompt)
+    run(create_agent(alone, middleware=[middleware]), "hi")
+    (system,) = [m for m in alone.requests[0] if isinstance(m, SystemMessage)]
+    assert system.text == prompt
+    after = ScriptedChatModel(script=[AIMessage("ok")])
+    run(create_agent(after, middleware=[middleware], system_prompt="Be brief."), "hi")
+    (system,) = [m for m in after.requests[0] if isinstance(m, SystemMessage)]
+    assert system.text == "Be brief.\n\n" + prompt
+
+
+def test_the_migration_options_are_checked() -> None:
+    with pytest.raises(UsageError, match="tool_description= is not accepted: the model reads"):
+        TodoWriteMiddleware(allow_parallel_in_progress=False, tool_description="Track tasks.")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="system_prompt must be a str"):
+        TodoWriteMiddleware(allow_parallel_in_progress=False, system_prompt=3)  # type: ignore[arg-type]
+
+
+def test_without_a_system_prompt_no_model_call_is_wrapped() -> None:
+    from langchain.agents.middleware.types import AgentMiddleware
+
+    plain = TodoWriteMiddleware(allow_parallel_in_progress=False)
+    assert type(plain).wrap_model_call is AgentMiddleware.wrap_model_call
+    assert type(plain).awrap_model_call is AgentMiddleware.awrap_model_call
+    prompted = TodoWriteMiddleware(allow_parallel_in_progress=False, system_prompt="Plan.")
+    assert isinstance(prompted, TodoWriteMiddleware)
+    assert prompted.name == plain.name == "TodoWriteMiddleware"

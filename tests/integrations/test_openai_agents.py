@@ -132,3 +132,45 @@ def test_raw_json_reaches_our_validation_untouched() -> None:
     assert asyncio.run(tool.on_invoke_tool(context, bad)) == todo_write_tool(
         allow_parallel_in_progress=False
     ).call(bad, OwnerRegistry().session("x"))
+
+
+def test_an_owner_function_that_finds_no_owner_gets_the_no_owner_text_and_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    owners = OwnerRegistry()
+    tool = todo_write_function_tool(
+        allow_parallel_in_progress=False, owner=lambda ctx: ctx.context.get("user"), owners=owners
+    )
+    calls = [function_call("todo_write", PLAN, call_id=c) for c in ("a", "b")]
+    with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
+        _, model = run(tool, calls, context={})
+        run(tool, [function_call("todo_write", PLAN, call_id="c")], context={})
+    assert outputs(model) == {"a": contract.NO_OWNER, "b": contract.NO_OWNER}
+    assert owners.owners() == []
+    (warning,) = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "found no owner" in warning
+    assert "owner= returned None" in warning
+
+
+def test_a_repeated_key_takes_its_last_value_in_the_core_and_in_the_docs() -> None:
+    """Every JSON parser on the way (the provider SDKs', the frameworks', pydantic's) keeps a
+    repeated key's last value; the core does the same for a raw text, and the docs say so."""
+    raw = (
+        '{"todos": [{"content": "A", "status": "pending"}],'
+        ' "todos": [{"content": "B", "status": "completed", "status": "in_progress"}]}'
+    )
+    owners = OwnerRegistry()
+    tool = todo_write_function_tool(allow_parallel_in_progress=False, owner="me", owners=owners)
+    context = ToolContext(
+        context=None, tool_name="todo_write", tool_call_id="1", tool_arguments=raw
+    )
+    text = asyncio.run(tool.on_invoke_tool(context, raw))
+    assert text == "Updated todo list: 0 pending, 1 in progress, 0 completed."
+    assert owners.session("me").latest(["todo/write"])["data"] == {  # type: ignore[index]
+        "todos": [{"content": "B", "status": "in_progress"}]
+    }
+    page = (Path(__file__).resolve().parents[2] / "docs/integrations/openai-agents.md").read_text(
+        encoding="utf-8"
+    )
+    assert "a duplicate key" not in page
+    assert "A key written twice takes its last value" in page

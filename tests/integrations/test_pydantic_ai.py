@@ -374,3 +374,138 @@ def test_a_users_own_pydantic_ai_module_is_named_as_hiding_the_framework(tmp_pat
         "dsh_tool_todo.integrations.pydantic_ai needs the 'pydantic-ai' extra"
     )
     assert "your own 'pydantic_ai' may be hiding it" in run.stdout
+
+
+def no_owner_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "dsh_tool_todo" and record.levelno == logging.WARNING
+    ]
+
+
+def test_a_toolset_that_finds_no_owner_warns_the_developer_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    toolset = todo_write_toolset(allow_parallel_in_progress=False)
+    scripts = [Script({"todos": PLAN_A}, {"todos": PLAN_B}), Script({"todos": PLAN_A})]
+    with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
+        for script in scripts:
+            asyncio.run(Agent(FunctionModel(script), toolsets=[toolset]).run("plan it"))
+    for script in scripts:  # the model still reads the specification's text
+        assert {(part.content, part.outcome) for part in script.returns()} == {(NO_OWNER, "failed")}
+    (warning,) = no_owner_warnings(caplog)
+    assert "found no owner" in warning
+    for remedy in ("deps=session", "session=", "owners="):
+        assert remedy in warning
+
+
+def test_a_registry_toolset_whose_owner_key_is_none_warns_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    script = Script({"todos": PLAN_A})
+    with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
+        run(script, None, owners=OwnerRegistry(), owner=lambda ctx: None)
+    assert [part.content for part in script.returns()] == [NO_OWNER]
+    (warning,) = no_owner_warnings(caplog)
+    assert "owner=" in warning
+
+
+def test_a_toolset_with_an_owner_does_not_warn(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
+        run(Script({"todos": PLAN_A}), MemorySession())
+    assert no_owner_warnings(caplog) == []
+
+
+REFUSED = {"todos": [{"content": "Ship", "status": "done"}]}
+
+
+def openai_chat_api(bodies: list[dict[str, Any]]) -> Any:
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(json.loads(request.content))
+        call = {"id": "c0", "type": "function"}
+        call["function"] = {"name": "todo_write", "arguments": json.dumps(REFUSED)}  # type: ignore[assignment]
+        message = (
+            {"role": "assistant", "content": None, "tool_calls": [call]}
+            if len(bodies) == 1
+            else {"role": "assistant", "content": "done"}
+        )
+        choice = {"index": 0, "finish_reason": "stop", "message": message}
+        body = {"id": "r", "object": "chat.completion", "created": 0, "model": "m"}
+        return httpx2.Response(200, json={**body, "choices": [choice]})
+
+    return answer
+
+
+def anthropic_api(bodies: list[dict[str, Any]]) -> Any:
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(json.loads(request.content))
+        first = len(bodies) == 1
+        content = (
+            [{"type": "tool_use", "id": "c0", "name": "todo_write", "input": REFUSED}]
+            if first
+            else [{"type": "text", "text": "done"}]
+        )
+        body = {"id": "m", "type": "message", "role": "assistant", "model": "claude-test"}
+        usage = {"input_tokens": 1, "output_tokens": 1}
+        stop = "tool_use" if first else "end_turn"
+        return httpx2.Response(
+            200,
+            json={**body, "content": content, "stop_reason": stop, "stop_sequence": None}
+            | {"usage": usage},
+        )
+
+    return answer
+
+
+def provider_reads(provider: str, errors: str) -> Any:
+    """What the second request to the provider's API carries for the refused call."""
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    bodies: list[dict[str, Any]] = []
+    api = openai_chat_api(bodies) if provider == "openai" else anthropic_api(bodies)
+
+    async def run_once() -> None:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(api)) as client:
+            model: Any
+            if provider == "openai":
+                model = OpenAIChatModel(
+                    "gpt-test", provider=OpenAIProvider(api_key="t", http_client=client)
+                )
+            else:
+                model = AnthropicModel(
+                    "claude-test", provider=AnthropicProvider(api_key="t", http_client=client)
+                )
+            toolset = todo_write_toolset(allow_parallel_in_progress=False, errors=errors)  # type: ignore[arg-type]
+            with override_allow_model_requests(True):
+                await Agent(model, toolsets=[toolset]).run("plan it", deps=MemorySession())
+
+    asyncio.run(run_once())
+    if provider == "openai":
+        return bodies[1]["messages"][-1]
+    (result,) = bodies[1]["messages"][-1]["content"]
+    return result
+
+
+@pytest.mark.parametrize("errors", ["failed", "retry", "text"])
+def test_what_each_provider_reads_for_a_refusal_is_what_the_docs_say(errors: str) -> None:
+    text = core_text(REFUSED)
+    escaped = json.dumps(text, ensure_ascii=False)[1:-1]
+    openai = provider_reads("openai", errors)
+    anthropic = provider_reads("anthropic", errors)
+    if errors == "text":
+        assert openai["content"] == text
+        assert anthropic["is_error"] is False
+    else:  # no error flag in Chat Completions: pydantic-ai wraps the text, with no retry wording
+        assert openai["content"] == '{"error":"' + escaped + '"}'
+        assert anthropic["is_error"] is True
+    assert anthropic["content"] == [{"type": "text", "text": text}]
+    # The docs' table row for this channel shows both forms, the text written <text>.
+    page = (Path(__file__).resolve().parents[2] / "docs/integrations/pydantic-ai.md").read_text(
+        encoding="utf-8"
+    )
+    (row,) = [line for line in page.splitlines() if line.startswith(f'| `"{errors}"`')]
+    openai_form = openai["content"].replace(escaped, "<text>").replace(text, "<text>")
+    assert f"`{openai_form}`" in row
+    assert f"`is_error: {str(anthropic['is_error']).lower()}`" in row

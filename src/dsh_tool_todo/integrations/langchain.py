@@ -36,9 +36,11 @@ try:
     from langchain.agents.middleware.types import (
         AgentMiddleware,
         AgentState,
+        ModelRequest,
+        ModelResponse,
         OmitFromInput,
     )
-    from langchain_core.messages import ToolMessage
+    from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
     from langchain_core.tools import StructuredTool
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
@@ -115,18 +117,45 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
     ``False`` keeps the plan across runs, as ``TodoListMiddleware`` does, and
     appends no ``turn/start``.
 
-    Unlike ``TodoListMiddleware`` it adds no system prompt: the tool's own
-    description carries the guidance, so the model pays for it once.
+    It adds no system prompt of its own: the tool's description carries the
+    guidance, so the model pays for it once. ``system_prompt`` (a migration
+    aid for ``TodoListMiddleware``'s option of that name) is the caller's own
+    text, appended to the agent's system message as ``TodoListMiddleware``
+    appends its prompt; ``tool_description`` is refused, since the description
+    the model reads is the specification's. See
+    ``docs/integrations/migrating-from-todolistmiddleware.md``.
     """
 
     state_schema = TodoWriteState
 
-    def __init__(self, *, allow_parallel_in_progress: bool, clear_on_new_turn: bool = True) -> None:
+    def __new__(cls, *args: Any, system_prompt: str | None = None, **kwargs: Any) -> Any:
+        # The model-call hook exists only with a prompt to add: LangChain wraps every model
+        # call of an agent whose middleware class defines one, so without a prompt none is.
+        if cls is TodoWriteMiddleware and system_prompt is not None:
+            cls = _PromptedTodoWriteMiddleware
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        *,
+        allow_parallel_in_progress: bool,
+        clear_on_new_turn: bool = True,
+        system_prompt: str | None = None,
+        tool_description: None = None,
+    ) -> None:
         super().__init__()
+        if tool_description is not None:
+            raise UsageError(
+                "tool_description= is not accepted: the model reads the specification's "
+                "description of todo_write; put guidance of your own in system_prompt="
+            )
         if not isinstance(clear_on_new_turn, bool):
             raise UsageError(
                 f"clear_on_new_turn must be a bool, not {type(clear_on_new_turn).__qualname__}"
             )
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise UsageError(f"system_prompt must be a str, not {type(system_prompt).__qualname__}")
+        self.system_prompt = system_prompt
         self._tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
         self.clear_on_new_turn = clear_on_new_turn
         # The schema is our dict, handed over as is: LangChain gives the model
@@ -189,6 +218,42 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
                 "messages": [_message(text, call_id, "success")],
             }
         )
+
+
+class _PromptedTodoWriteMiddleware(TodoWriteMiddleware):
+    """``TodoWriteMiddleware`` with a ``system_prompt``: it also wraps each model call."""
+
+    @property
+    def name(self) -> str:
+        return TodoWriteMiddleware.__name__  # the graph's node names stay the same
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | AIMessage:
+        """Append the caller's ``system_prompt``, if any, to the agent's system message."""
+        return handler(self._prompted(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage:
+        return await handler(self._prompted(request))
+
+    def _prompted(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        prompt = self.system_prompt
+        if prompt is None:
+            return request
+        if request.system_message is None:
+            blocks: list[Any] = [{"type": "text", "text": prompt}]
+        else:  # as TodoListMiddleware appends its own prompt
+            blocks = [
+                *request.system_message.content_blocks,
+                {"type": "text", "text": f"\n\n{prompt}"},
+            ]
+        return request.override(system_message=SystemMessage(content=blocks))
 
 
 def _message(text: str, call_id: str | None, status: str) -> ToolMessage:

@@ -31,7 +31,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..contract import NOT_RECORDED
+from ..contract import NO_OWNER, NOT_RECORDED
 from ..errors import ToolFailure
 from ..listeners import LOGGER_NAME
 from ..stores.owners import OwnerRegistry
@@ -50,8 +50,9 @@ except ImportError as _error:
 
 __all__ = ["OwnerOf", "todo_write_function_tool"]
 
-OwnerOf = Callable[[ToolContext[Any]], str]
-"""Picks a call's owner key from its tool context (``ctx.context`` is the run's context)."""
+OwnerOf = Callable[[ToolContext[Any]], str | None]
+"""Picks a call's owner key from its tool context (``ctx.context`` is the run's context);
+``None``: the call has no owner."""
 
 
 def todo_write_function_tool(
@@ -65,16 +66,31 @@ def todo_write_function_tool(
     ``owner`` is a fixed owner key, or a function of the call's
     ``ToolContext`` returning one (e.g. ``lambda ctx: ctx.context.user_id``:
     one plan per user of the run context). ``owners`` holds the sessions
-    (default: an in-memory registry of this tool's own; pass
+    (default: an in-memory registry of this tool's own, which nothing outside
+    the tool can read; pass your own to read plans back, or
     ``OwnerRegistry(directory)`` for durable plans).
+
+    A call whose ``owner`` function returns ``None`` gets the tool's "requires
+    an owning agent session" text, and the first such call logs a WARNING on
+    the ``dsh_tool_todo`` logger.
     """
     tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
     registry = OwnerRegistry() if owners is None else owners
     owner_of: OwnerOf = (lambda ctx: owner) if isinstance(owner, str) else owner
     log = logging.getLogger(LOGGER_NAME)
+    warned: list[bool] = []  # per tool: the developer is told once, the model every time
 
     async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
         key = owner_of(ctx)
+        if key is None:
+            if not warned:
+                warned.append(True)
+                log.warning(
+                    "todo_write found no owner for this call, so it is refused with %r: "
+                    "owner= returned None: return the run's owner key from it",
+                    NO_OWNER,
+                )
+            return NO_OWNER
         try:
             return await registry.acall(key, tool, arguments)
         except ToolFailure as failure:

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from ..contract import NOT_RECORDED, TOOL_NAME
+from ..contract import NO_OWNER, NOT_RECORDED, TOOL_NAME
 from ..errors import ToolCallRejected, ToolFailure, UsageError
 from ..model import TodoResult
 from ..protocols import Session
@@ -78,17 +78,20 @@ def todo_write_toolset(
       also across concurrent runs.
 
     A call with no owner (``None``) gets the tool's "requires an owning agent
-    session" text.
+    session" text, and the first such call of a toolset logs a WARNING on the
+    ``dsh_tool_todo`` logger naming what to pass, so a developer learns why the
+    plan stays empty.
 
     ``errors`` chooses the channel of a refused call:
 
-    - ``"failed"`` (default): ``ToolFailed`` — the model reads exactly the
-      tool's text, marked as a failed call (Anthropic's ``is_error``), and no
-      retry budget is spent, so a model that keeps sending bad lists never
-      ends the run with "exceeded maximum retries";
-    - ``"retry"``: ``ModelRetry`` — pydantic-ai adds its "Fix the errors and
-      try again." and counts the refusal against ``max_retries``;
-    - ``"text"``: the text as an ordinary result, as the seeds' tool returns it.
+    - ``"failed"`` (default): ``ToolFailed`` — a failed call: the tool's text
+      with the provider's error flag (Anthropic's ``is_error``), or, on a
+      provider without one (OpenAI's Chat Completions), the text wrapped as
+      ``{"error": "<text>"}``; no retry budget is spent, so a model that keeps
+      sending bad lists never ends the run with "exceeded maximum retries";
+    - ``"retry"``: ``ModelRetry`` — read as ``"failed"``, but the refusal
+      counts against ``max_retries``;
+    - ``"text"``: the text as an ordinary result, exactly, on every provider.
 
     A valid call that could not be recorded (``ToolFailure``) is answered with
     the short not-recorded text through ``ToolFailed`` (as plain text with
@@ -124,9 +127,26 @@ def todo_write_toolset(
 class _Call:
     """The tool's function: run the core call for the owner, map the outcome to a channel."""
 
+    remedy = (
+        "pass the run's session log as deps (agent.run(..., deps=session)), "
+        "or build the toolset with session= or owners="
+    )
+
     def __init__(self, tool: TodoWriteTool, errors: ErrorChannel) -> None:
         self.tool = tool
         self.errors = errors
+        self.warned = False  # per toolset: the developer is told once, the model every time
+
+    def no_owner(self) -> None:
+        """A call found no owner: the model gets the specification's text; the developer is
+        told once."""
+        if not self.warned:
+            self.warned = True
+            logger.warning(
+                "todo_write found no owner for this run, so every call is refused with %r: %s",
+                NO_OWNER,
+                self.remedy,
+            )
 
     async def __call__(self, ctx: RunContext[Any], **args: Any) -> str:
         try:
@@ -159,7 +179,10 @@ class _SessionCall(_Call):
     async def execute(self, ctx: RunContext[Any], args: dict[str, Any]) -> TodoResult:
         found = self.find(ctx)
         session = await found if inspect.isawaitable(found) else found
-        return await self.tool.aexecute(args, None if session is None else _Owned(session))
+        if session is None:
+            self.no_owner()
+            return await self.tool.aexecute(args, None)  # refused: no owner
+        return await self.tool.aexecute(args, _Owned(session))
 
 
 class _RegistryCall(_Call):
@@ -169,10 +192,17 @@ class _RegistryCall(_Call):
         super().__init__(tool, errors)
         self.owners = owners
         self.key = key
+        if key is not _key_from_deps:
+            self.remedy = "owner= returned None: return the run's owner key from it"
+        else:
+            self.remedy = (
+                "pass the owner key as deps (agent.run(..., deps=user_id)), or pass owner="
+            )
 
     async def execute(self, ctx: RunContext[Any], args: dict[str, Any]) -> TodoResult:
         key = self.key(ctx)
         if key is None:
+            self.no_owner()
             return await self.tool.aexecute(args, None)  # refused: no owner
         async with self.owners.alocked(key) as session:
             return await self.tool.aexecute(args, _Owned(session))

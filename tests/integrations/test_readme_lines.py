@@ -1,0 +1,80 @@
+"""The README's lines for LangChain, pydantic-ai and the OpenAI Agents SDK run as printed.
+
+The lines name ``model``, ``prompt``, ``session``, ``owners`` and ``user_id`` as the README's
+note under the table defines them; here ``model`` is each framework's scripted test model.
+Both READMEs carry the same lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import RunConfig, Runner
+from agents.testing import ScriptedModel, assistant_message, function_call
+from langchain_core.messages import AIMessage
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+
+from dsh_tool_todo.stores.memory import MemorySession
+from dsh_tool_todo.stores.owners import OwnerRegistry
+from tests.integrations.scripted_langchain import ScriptedChatModel, tool_calls
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAN = [{"content": "Read the failing test", "status": "in_progress"}]
+
+
+def lines(readme: str, framework: str) -> str:
+    text = (ROOT / readme).read_text(encoding="utf-8")
+    (row,) = [line for line in text.splitlines() if line.startswith(f"| {framework} ")]
+    cell = row.split(" | ")[2]
+    return "\n".join(re.findall(r"`([^`]+)`", cell.replace("<br>", "\n")))
+
+
+@pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
+def test_the_langchain_lines(readme: str) -> None:
+    namespace: dict[str, Any] = {
+        "model": ScriptedChatModel(
+            script=[tool_calls(("todo_write", {"todos": PLAN})), AIMessage("On it.")]
+        ),
+    }
+    exec("from langchain.agents import create_agent\n" + lines(readme, "LangChain v1"), namespace)
+    state = namespace["agent"].invoke({"messages": [{"role": "user", "content": "Fix it"}]})
+    assert state["todos"] == PLAN
+
+
+@pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
+def test_the_pydantic_ai_lines(readme: str) -> None:
+    def scripted(messages: Any, info: Any) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("todo_write", {"todos": PLAN})])
+        return ModelResponse(parts=[TextPart("On it.")])
+
+    session = MemorySession()
+    namespace = {"model": FunctionModel(scripted), "prompt": "Fix it", "session": session}
+
+    source = "from pydantic_ai import Agent\n" + lines(readme, "pydantic-ai")
+    code = compile(source, readme, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    asyncio.run(eval(code, namespace))  # the line awaits, as in an async function
+    assert [event["data"]["todos"] for event in session.events] == [PLAN]
+
+
+@pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
+def test_the_openai_agents_lines(readme: str) -> None:
+    owners = OwnerRegistry()
+    model = ScriptedModel(
+        [
+            [function_call("todo_write", {"todos": PLAN}, call_id="c1")],
+            [assistant_message("On it.")],
+        ]
+    )
+    namespace: dict[str, Any] = {"owners": owners}
+    exec("from agents import Agent\n" + lines(readme, "OpenAI Agents SDK"), namespace)
+    agent = namespace["agent"].clone(model=model)
+    config = RunConfig(tracing_disabled=True)
+    asyncio.run(Runner.run(agent, "Fix it", context={"user": "ada"}, run_config=config))
+    assert owners.session("ada").latest(["todo/write"])["data"] == {"todos": PLAN}  # type: ignore[index]
