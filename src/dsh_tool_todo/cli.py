@@ -296,10 +296,16 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
     import logging
 
     from .integrations.mcp import DEFAULT_OWNER, serve_stdio
+    from .listeners import LOGGER_NAME
     from .stores.owners import OwnerRegistry
 
-    # stdout is the protocol's wire: every log record goes to stderr.
-    logging.basicConfig(stream=sys.stderr, format="dsh-todo mcp: %(levelname)s: %(message)s")
+    # stdout is the protocol's wire: every log record goes to stderr. The 1.x SDK warns at
+    # length, on the root logger, about requests it does not know (a newer client's probe)
+    # and answers them itself: only errors are worth a line, but this library's warnings too.
+    logging.basicConfig(
+        stream=sys.stderr, format="dsh-todo mcp: %(levelname)s: %(message)s", level=logging.ERROR
+    )
+    logging.getLogger(LOGGER_NAME).setLevel(logging.WARNING)
     with OwnerRegistry(args.log_dir, max_owners=None) as owners:
         owner = DEFAULT_OWNER if args.owner is None else args.owner
         serve = serve_stdio(allow_parallel_in_progress=args.parallel, owners=owners, owner=owner)
