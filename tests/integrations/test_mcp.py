@@ -253,9 +253,9 @@ def test_dsh_todo_mcp_over_stdio_is_durable_resumes_and_refuses_a_second_server(
                 await client.call_tool("todo_write", {**PLAN, "merge": True}),
                 await client.call_tool("todo_write", PLAN),
             ]
-            # While this server runs, a second one on the same owner is refused.
+            # While this server runs, a second one on the same owner told not to wait is refused.
             second = subprocess.run(
-                [DSH_TODO, "mcp", *args],
+                [DSH_TODO, "mcp", *args, "--wait-owner", "0"],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
@@ -380,3 +380,145 @@ def test_a_client_gone_mid_call_ends_the_server_quietly_with_status_141(tmp_path
     assert errlog.read_text(encoding="utf-8") == ""
     # the call was recorded before its answer met the closed pipe
     assert current_plan(tmp_path / owner_file_name("gone")) == PLAN["todos"]
+
+
+def test_an_installed_sdk_that_fails_to_import_is_named_with_the_real_cause() -> None:
+    """As mcp 1.19-1.21 fail with today's pydantic: the package is found, its import fails."""
+    code = (
+        "import sys\n"
+        "class Broken:  # the installed mcp is found, but one of its modules fails to import\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'mcp.types':\n"
+        "            raise ImportError(\"cannot import name 'Url' from 'pydantic'\")\n"
+        "sys.meta_path.insert(0, Broken())\n"
+        "from dsh_tool_todo.integrations import MissingExtra\n"
+        "try:\n    import dsh_tool_todo.integrations.mcp\n"
+        "except MissingExtra as error:\n    print(error)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    from importlib.metadata import version
+
+    assert run.stdout == (
+        f"dsh_tool_todo.integrations.mcp could not import the installed 'mcp' {version('mcp')}: "
+        "cannot import name 'Url' from 'pydantic'; install a version the 'mcp' extra allows "
+        "(from this repository: pip install '.[mcp]')\n"
+    )
+    assert "hiding" not in run.stdout
+
+
+def test_print_config_runs_from_a_client_whose_path_lacks_the_venv(tmp_path: Path) -> None:
+    """The printed config, as Claude Desktop or Cursor would run it: no venv on PATH, no shell
+    to expand `~`, another working directory."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+    printed = subprocess.run(
+        [DSH_TODO, "mcp", "--print-config", "--parallel", "--log-dir", "~/plans", "--owner", "w"],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=60,
+        check=True,
+    )
+    config = json.loads(printed.stdout)
+    (entry,) = config["mcpServers"].values()
+    assert list(config["mcpServers"]) == ["todo"]
+    assert Path(entry["command"]).is_absolute()
+    assert entry["args"] == ["mcp", "--parallel", "--log-dir", str(home / "plans"), "--owner", "w"]
+    two = {
+        "todos": [
+            {"content": "A", "status": "in_progress"},
+            {"content": "B", "status": "in_progress"},
+        ]
+    }
+
+    async def run() -> Any:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        parameters = StdioServerParameters(
+            command=entry["command"], args=entry["args"], env=env, cwd=str(tmp_path)
+        )
+        with (tmp_path / "server.err").open("w") as errlog:
+            if hasattr(mcp, "Client"):
+                async with mcp.Client(stdio_client(parameters, errlog=errlog)) as client:
+                    return await client.call_tool("todo_write", two)
+            async with (
+                stdio_client(parameters, errlog=errlog) as (read, write),
+                mcp.ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                return await session.call_tool("todo_write", two)
+
+    assert wire(asyncio.run(run()))["isError"] is False  # --parallel reached the server
+    assert current_plan(home / "plans" / owner_file_name("w")) == two["todos"]
+    assert (tmp_path / "server.err").read_text(encoding="utf-8") == ""
+
+
+def test_print_config_resolves_a_relative_log_dir_and_keeps_the_pairing_rule(
+    tmp_path: Path,
+) -> None:
+    printed = subprocess.run(
+        [DSH_TODO, "mcp", "--print-config", "--log-dir", "plans", "--owner", "w"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=True,
+    )
+    (entry,) = json.loads(printed.stdout)["mcpServers"].values()
+    assert entry["args"] == ["mcp", "--log-dir", str(tmp_path / "plans"), "--owner", "w"]
+    assert not (tmp_path / "plans").exists()  # printing a config writes nothing
+    lone = subprocess.run(
+        [DSH_TODO, "mcp", "--print-config", "--log-dir", "plans"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (lone.returncode, lone.stdout) == (2, "")
+    assert "--log-dir and --owner go together" in lone.stderr
+
+
+def test_a_second_server_on_a_busy_owner_waits_for_it(tmp_path: Path) -> None:
+    args = ("--log-dir", str(tmp_path), "--owner", "o")
+
+    async def run() -> Any:
+        async with spawned(*args, errlog=tmp_path / "first.err") as first:
+            await first.call_tool("todo_write", PLAN)
+            waiting = subprocess.Popen(
+                [DSH_TODO, "mcp", *args, "--wait-owner", "60"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            await asyncio.sleep(1)
+            assert waiting.poll() is None  # still waiting, not refused
+        return waiting
+
+    waiting = asyncio.run(run())
+    out, err = waiting.communicate(timeout=60)  # got the owner, served its (empty) stdin, ended
+    assert (waiting.returncode, out, err) == (0, b"", b"")
+
+
+def test_wait_owner_is_bounded(tmp_path: Path) -> None:
+    args = ("--log-dir", str(tmp_path), "--owner", "o")
+
+    async def run() -> subprocess.CompletedProcess[str]:
+        async with spawned(*args, errlog=tmp_path / "first.err"):
+            started = time.monotonic()
+            refused = subprocess.run(
+                [DSH_TODO, "mcp", *args, "--wait-owner", "1.5"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert time.monotonic() - started >= 1.5
+            return refused
+
+    refused = asyncio.run(run())
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("dsh-todo: error: ")
+    assert "another session is writing this log" in refused.stderr
+    assert "--wait-owner" in refused.stderr

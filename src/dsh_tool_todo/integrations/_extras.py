@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..errors import UsageError
 
 __all__ = ["MissingExtra", "missing_extra"]
@@ -23,12 +25,40 @@ def missing_extra(
 
     With ``module`` (the framework's top-level name): when that module was
     found but is not the framework (a user's own ``agents.py`` or ``mcp/`` on
-    ``sys.path``), the message says so.
+    ``sys.path``), the message says so; when it is the installed framework and
+    its import failed (a version the extra does not allow), the message gives
+    the failure itself.
     """
     absent = isinstance(cause, ModuleNotFoundError) and module in (None, cause.name)
+    installed = None if absent or module is None else _installed_version(module)
+    if installed is not None:
+        return MissingExtra(
+            f"{adapter} could not import the installed {module!r} {installed}: {cause}; "
+            f"install a version the {extra!r} extra allows "
+            f"(from this repository: pip install '.[{extra}]')"
+        )
     hider = "a module of yours of the same name" if module is None else f"your own {module!r}"
     shadowed = "" if absent else f"; if it is installed, {hider} may be hiding it"
     return MissingExtra(
         f"{adapter} needs the {extra!r} extra: install dsh-tool-todo[{extra}] "
         f"(from this repository: pip install '.[{extra}]'){shadowed} ({cause})"
     )
+
+
+def _installed_version(module: str) -> str | None:
+    """The version of the distribution ``module`` was found in, if it was found in one."""
+    from importlib import metadata, util
+
+    try:
+        spec = util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    found = Path(spec.origin).resolve()
+    for name in metadata.packages_distributions().get(module, []):
+        distribution = metadata.distribution(name)
+        files = distribution.files or []
+        if any(Path(str(distribution.locate_file(file))).resolve() == found for file in files):
+            return distribution.version
+    return None

@@ -26,16 +26,18 @@ until the client starts a new server or the model replaces it. See
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, cast
 
 from .. import __version__
 from ..contract import NOT_RECORDED, TOOL_NAME
-from ..errors import ToolCallRejected, ToolFailure
+from ..errors import LogBusy, ToolCallRejected, ToolFailure
 from ..listeners import LOGGER_NAME
 from ..stores.owners import OwnerRegistry
 from ..tool import render_result, todo_write_tool
@@ -55,13 +57,14 @@ __all__ = ["SERVER_NAME", "build_server", "serve_stdio"]
 
 SERVER_NAME = "dsh-tool-todo"
 DEFAULT_OWNER = "mcp"
+_OWNER_POLL_SECONDS = 0.05
 """The owner key of a server's one agent when the caller names none."""
 
 # 2.x takes its handlers as constructor arguments; 1.x registers them with decorators.
 _DECORATORS = hasattr(Server, "call_tool")
 # What a handler raises to be answered with a JSON-RPC error: 2.x MCPError(code, message),
 # 1.x McpError(ErrorData).
-_PROTOCOL_ERROR: Any = getattr(_exceptions, "MCPError", None) or getattr(_exceptions, "McpError")
+_PROTOCOL_ERROR: Any = getattr(_exceptions, "MCPError", None) or _exceptions.McpError
 
 
 class _OwnedCall:
@@ -151,14 +154,26 @@ async def serve_stdio(
     allow_parallel_in_progress: bool,
     owners: OwnerRegistry | None = None,
     owner: str = DEFAULT_OWNER,
+    wait_owner: float = 0.0,
 ) -> None:
     """Serve one agent over stdin/stdout until the client closes the connection.
 
-    The owner's session is opened before serving, so a refused writer (another
-    server on the same durable owner) fails at once, not at the first call.
+    The owner's session is opened before serving. When another process holds it
+    (another server on the same durable owner: a client that starts one server
+    per call starts several at once), this one waits up to ``wait_owner``
+    seconds for it, then raises :class:`~dsh_tool_todo.errors.LogBusy`, before
+    reading anything from the client.
     """
     registry = OwnerRegistry(max_owners=None) if owners is None else owners
-    registry.session(owner)
+    deadline = time.monotonic() + wait_owner
+    while True:
+        try:
+            registry.session(owner)
+            break
+        except LogBusy:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(_OWNER_POLL_SECONDS)
     server = build_server(
         allow_parallel_in_progress=allow_parallel_in_progress, owners=registry, owner=owner
     )
