@@ -333,6 +333,8 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
         stream=sys.stderr, format="dsh-todo mcp: %(levelname)s: %(message)s", level=logging.ERROR
     )
     logging.getLogger(LOGGER_NAME).setLevel(logging.WARNING)
+    if sys.stdin is not None and sys.stdin.isatty():
+        _serving_a_terminal()
     wait = DEFAULT_WAIT_OWNER if args.wait_owner is None else args.wait_owner
     with OwnerRegistry(args.log_dir, max_owners=None) as owners:
         owner = DEFAULT_OWNER if args.owner is None else args.owner
@@ -344,6 +346,25 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
         except LogBusy as busy:
             raise LogBusy(f"{busy}; waited {wait:g} s for it (--wait-owner)") from None
     return 0
+
+
+def _serving_a_terminal() -> None:
+    """Run by hand: say what the silence is, and let Ctrl-C end it.
+
+    The SDK reads stdin in a worker thread that no cancellation reaches, so Ctrl-C
+    would wait for the next line; ending the process at once loses nothing: every
+    acknowledged call is already written, and the kernel releases the log's lock.
+    """
+    import signal
+
+    print(
+        "dsh-todo mcp: waiting for an MCP client's messages on stdin (JSON-RPC, one per "
+        "line). A client starts this command itself: `dsh-todo mcp --print-config` prints "
+        "its configuration. Ctrl-C or Ctrl-D stops it.",
+        file=sys.stderr,
+        flush=True,
+    )
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(0))
 
 
 def _mcp_client_config(args: argparse.Namespace) -> dict[str, Any]:

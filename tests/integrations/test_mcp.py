@@ -522,3 +522,48 @@ def test_wait_owner_is_bounded(tmp_path: Path) -> None:
     assert refused.stderr.startswith("dsh-todo: error: ")
     assert "another session is writing this log" in refused.stderr
     assert "--wait-owner" in refused.stderr
+
+
+def test_run_by_hand_on_a_terminal_it_says_what_it_waits_for_and_ctrl_c_ends_it(
+    tmp_path: Path,
+) -> None:
+    import fcntl
+    import os
+    import pty
+    import termios
+
+    controller, terminal = pty.openpty()
+
+    def own_terminal() -> None:  # the pty becomes the controlling terminal: Ctrl-C is SIGINT
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    with (tmp_path / "server.err").open("wb") as errlog:
+        process = subprocess.Popen(
+            [DSH_TODO, "mcp"],
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            start_new_session=True,
+            preexec_fn=own_terminal,
+        )
+    os.close(terminal)
+    try:
+        deadline = time.monotonic() + 60
+        while "Ctrl-C" not in (tmp_path / "server.err").read_text(encoding="utf-8"):
+            assert process.poll() is None, "the server ended before Ctrl-C"
+            assert time.monotonic() < deadline, "nothing said on stderr within 60 s"
+            time.sleep(0.05)
+        os.write(controller, b"\x03")  # Ctrl-C, typed
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+        assert process.stdout is not None
+        out = process.stdout.read()
+        process.stdout.close()
+    assert out == b""
+    said = (tmp_path / "server.err").read_text(encoding="utf-8")
+    assert said.startswith("dsh-todo mcp: waiting for an MCP client's messages on stdin")
+    assert "--print-config" in said
+    assert "Traceback" not in said
