@@ -315,6 +315,12 @@ def _on_database(args: argparse.Namespace) -> bool:
 def _mcp(args: argparse.Namespace, out: TextIO) -> int:
     if (args.log_dir is None) != (args.owner is None):
         raise UsageError("--log-dir and --owner go together: the log is DIR/<owner's file>")
+    # first, so a config is never printed for a server that cannot start (no extra, bad owner)
+    from .integrations.mcp import DEFAULT_OWNER, serve_stdio
+    from .stores.owners import owner_file_name
+
+    if args.owner is not None:
+        owner_file_name(args.owner)
     if args.print_config:
         _print_utf8(out, json.dumps(_mcp_client_config(args), indent=2, ensure_ascii=False))
         return 0
@@ -322,7 +328,6 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
     import logging
 
     from .errors import LogBusy
-    from .integrations.mcp import DEFAULT_OWNER, serve_stdio
     from .listeners import LOGGER_NAME
     from .stores.owners import OwnerRegistry
 

@@ -567,3 +567,29 @@ def test_run_by_hand_on_a_terminal_it_says_what_it_waits_for_and_ctrl_c_ends_it(
     assert said.startswith("dsh-todo mcp: waiting for an MCP client's messages on stdin")
     assert "--print-config" in said
     assert "Traceback" not in said
+
+
+@pytest.mark.parametrize("seconds", ["-1", "nan", "inf", "soon"])
+def test_wait_owner_takes_a_finite_number_of_seconds(seconds: str) -> None:
+    run = subprocess.run(
+        [DSH_TODO, "mcp", "--wait-owner", seconds],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.count("\n") == 1
+    assert f"must be a finite number of seconds, 0 or more (got {seconds!r})" in run.stderr
+
+
+def test_print_config_refuses_an_owner_the_server_would_refuse(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [DSH_TODO, "mcp", "--print-config", "--log-dir", str(tmp_path), "--owner", "x" * 300],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.startswith("dsh-todo: error: ")
+    assert run.stderr.count("\n") == 1
