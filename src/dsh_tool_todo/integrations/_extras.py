@@ -56,8 +56,12 @@ def _installed_version(module: str) -> str | None:
     if spec is None or spec.origin is None:
         return None
     found = Path(spec.origin).resolve()
-    for name in metadata.packages_distributions().get(module, []):
-        distribution = metadata.distribution(name)
+    # Python 3.10's map misses distributions without a top_level.txt: try the module's name too
+    for name in [*metadata.packages_distributions().get(module, []), module]:
+        try:
+            distribution = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
         files = distribution.files or []
         if any(Path(str(distribution.locate_file(file))).resolve() == found for file in files):
             return distribution.version
