@@ -401,8 +401,8 @@ def test_an_installed_sdk_that_fails_to_import_is_named_with_the_real_cause() ->
 
     assert run.stdout == (
         f"dsh_tool_todo.integrations.mcp could not import the installed 'mcp' {version('mcp')}: "
-        "cannot import name 'Url' from 'pydantic'; install a version the 'mcp' extra allows "
-        "(from this repository: pip install '.[mcp]')\n"
+        "cannot import name 'Url' from 'pydantic'; install dsh-tool-todo[mcp] for a version "
+        "it supports (from this repository: pip install '.[mcp]')\n"
     )
     assert "hiding" not in run.stdout
 

@@ -34,7 +34,7 @@ def missing_extra(
     if installed is not None:
         return MissingExtra(
             f"{adapter} could not import the installed {module!r} {installed}: {cause}; "
-            f"install a version the {extra!r} extra allows "
+            f"install dsh-tool-todo[{extra}] for a version it supports "
             f"(from this repository: pip install '.[{extra}]')"
         )
     hider = "a module of yours of the same name" if module is None else f"your own {module!r}"
