@@ -30,7 +30,10 @@ def missing_extra(
     the failure itself.
     """
     absent = isinstance(cause, ModuleNotFoundError) and module in (None, cause.name)
-    installed = None if absent or module is None else _installed_version(module)
+    # A module not found (shadowed, or a submodule missing) keeps the guess; any other import
+    # error inside the installed framework is a version the extra does not allow.
+    broken = module is not None and not isinstance(cause, ModuleNotFoundError)
+    installed = _installed_version(module) if broken and module else None
     if installed is not None:
         return MissingExtra(
             f"{adapter} could not import the installed {module!r} {installed}: {cause}; "
