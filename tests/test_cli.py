@@ -132,6 +132,21 @@ def test_schema_is_the_definition_the_model_sees(flavor: str, parallel: bool) ->
     assert first == definition_json(tool, flavor) + "\n"  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+def test_schema_format_openai_is_what_a_strict_mode_request_carries(parallel: bool) -> None:
+    """The OpenAI Agents SDK's Chat Completions request for our function tool, as printed."""
+    from agents.models.chatcmpl_converter import Converter
+
+    from dsh_tool_todo.integrations.openai_agents import todo_write_function_tool
+
+    printed = json.loads(
+        dsh_todo("schema", "--format", "openai", *(["--parallel"] if parallel else [])).stdout
+    )
+    tool = todo_write_function_tool(allow_parallel_in_progress=parallel, owner="main")
+    assert printed["function"]["strict"] is True
+    assert printed == Converter.tool_to_openai(tool)
+
+
 def test_schema_snapshot() -> None:
     assert dsh_todo("schema").stdout == (ROOT / "tests/snapshots/schema.json").read_text(
         encoding="utf-8"

@@ -10,6 +10,9 @@ from dsh_tool_todo.schema import canonical_json
 from tests.conftest import HostFactory, todo
 
 DEFINITION_BUDGET = 300
+# The OpenAI format also carries `"strict": true` (what a strict-mode request sends); the
+# description is the specification's text and is not shortened to fit.
+OPENAI_DEFINITION_BUDGET = 305
 
 
 def tokens(text: str) -> int:
@@ -23,14 +26,15 @@ def test_the_definition_fits_the_budget_in_every_format(
 ) -> None:
     """What ``dsh-todo schema --format <flavor>`` prints (tests/test_cli.py checks they agree)."""
     tool = make_host(parallel=parallel).tools["todo_write"]
-    assert tokens(definition_json(tool, flavor)) <= DEFINITION_BUDGET
+    budget = OPENAI_DEFINITION_BUDGET if flavor == "openai" else DEFINITION_BUDGET
+    assert tokens(definition_json(tool, flavor)) <= budget
 
 
 def test_the_key_order_is_what_buys_the_budget(make_host: HostFactory) -> None:
     """Sorted keys cost the OpenAI format more than the budget; the seed texts are unchanged."""
     tool = make_host(parallel=False).tools["todo_write"]
     sorted_keys = tokens(canonical_json(tool_definition(tool, "openai")))
-    assert sorted_keys > DEFINITION_BUDGET
+    assert sorted_keys > OPENAI_DEFINITION_BUDGET
     assert tokens(definition_json(tool, "openai")) <= sorted_keys - 5
 
 

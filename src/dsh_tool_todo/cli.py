@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import math
 import os
 import sys
@@ -29,6 +30,7 @@ from .watch import follow_plan
 EXIT_USAGE = 2
 EXIT_CLOSED_PIPE = 141  # as a shell reports a command that SIGPIPE ended: `| head` closed it
 MIN_INTERVAL = 0.05
+DEFAULT_WAIT_OWNER = 30.0  # a client that starts a server per call (4 calls, 4 servers) queues
 REDRAW_SEPARATOR = "----"
 
 
@@ -156,11 +158,32 @@ def build_parser() -> argparse.ArgumentParser:
         "Serve the todo_write tool to one MCP client over stdin/stdout (extra: mcp). One "
         "agent per server; its plan lives until the client starts a new server or the model "
         "replaces it. With --log-dir and --owner the plan is recorded in DIR and resumed "
-        "when the server restarts; a second server on the same owner is refused.",
+        "when the server restarts; a server that finds its owner held by another waits for "
+        "it (--wait-owner). --print-config prints the client configuration that runs this "
+        "command with the same flags, by absolute paths.",
     )
     parallel_flag(mcp, "allow several todos in_progress at once (allowParallelInProgress)")
-    mcp.add_argument("--log-dir", type=Path, metavar="DIR", help="keep the session log in DIR")
+    mcp.add_argument(
+        "--log-dir",
+        type=lambda text: Path(text).expanduser(),
+        metavar="DIR",
+        help="keep the session log in DIR (~ is expanded; a relative DIR is relative to the "
+        "client's working directory)",
+    )
     mcp.add_argument("--owner", metavar="NAME", help="whose log in DIR (needs --log-dir)")
+    mcp.add_argument(
+        "--wait-owner",
+        type=_wait_seconds,
+        metavar="SECONDS",
+        help="how long to wait for an owner another server holds before giving up "
+        f"(default: {DEFAULT_WAIT_OWNER:g}; 0 refuses at once)",
+    )
+    mcp.add_argument(
+        "--print-config",
+        action="store_true",
+        help='print {"mcpServers": {"todo": ...}} for Claude Desktop, Cursor or Claude Code '
+        "and exit",
+    )
     serve = command(
         "serve",
         "serve a read-only live view of session logs in the browser",
@@ -292,19 +315,90 @@ def _on_database(args: argparse.Namespace) -> bool:
 def _mcp(args: argparse.Namespace, out: TextIO) -> int:
     if (args.log_dir is None) != (args.owner is None):
         raise UsageError("--log-dir and --owner go together: the log is DIR/<owner's file>")
+    # first, so a config is never printed for a server that cannot start (no extra, bad owner)
+    from .integrations.mcp import DEFAULT_OWNER, serve_stdio
+    from .stores.owners import owner_file_name
+
+    if args.owner is not None:
+        owner_file_name(args.owner)
+    if args.print_config:
+        _print_utf8(out, json.dumps(_mcp_client_config(args), indent=2, ensure_ascii=False))
+        return 0
     import asyncio
     import logging
 
-    from .integrations.mcp import DEFAULT_OWNER, serve_stdio
+    from .errors import LogBusy
+    from .listeners import LOGGER_NAME
     from .stores.owners import OwnerRegistry
 
-    # stdout is the protocol's wire: every log record goes to stderr.
-    logging.basicConfig(stream=sys.stderr, format="dsh-todo mcp: %(levelname)s: %(message)s")
+    # stdout is the protocol's wire: every log record goes to stderr. The 1.x SDK warns at
+    # length, on the root logger, about requests it does not know (a newer client's probe)
+    # and answers them itself: only errors are worth a line, but this library's warnings too.
+    logging.basicConfig(
+        stream=sys.stderr, format="dsh-todo mcp: %(levelname)s: %(message)s", level=logging.ERROR
+    )
+    logging.getLogger(LOGGER_NAME).setLevel(logging.WARNING)
+    if sys.stdin is not None and sys.stdin.isatty():
+        _serving_a_terminal()
+    wait = DEFAULT_WAIT_OWNER if args.wait_owner is None else args.wait_owner
     with OwnerRegistry(args.log_dir, max_owners=None) as owners:
         owner = DEFAULT_OWNER if args.owner is None else args.owner
-        serve = serve_stdio(allow_parallel_in_progress=args.parallel, owners=owners, owner=owner)
-        asyncio.run(serve)
+        serve = serve_stdio(
+            allow_parallel_in_progress=args.parallel, owners=owners, owner=owner, wait_owner=wait
+        )
+        try:
+            asyncio.run(serve)
+        except LogBusy as busy:
+            raise LogBusy(f"{busy}; waited {wait:g} s for it (--wait-owner)") from None
     return 0
+
+
+def _serving_a_terminal() -> None:
+    """Run by hand: say what the silence is, and let Ctrl-C end it.
+
+    The SDK reads stdin in a worker thread that no cancellation reaches, so Ctrl-C
+    would wait for the next line; ending the process at once loses nothing: every
+    acknowledged call is already written, and the kernel releases the log's lock.
+    """
+    import signal
+
+    print(
+        "dsh-todo mcp: waiting for an MCP client's messages on stdin (JSON-RPC, one per "
+        "line). A client starts this command itself: `dsh-todo mcp --print-config` prints "
+        "its configuration. Ctrl-C or Ctrl-D stops it.",
+        file=sys.stderr,
+        flush=True,
+    )
+    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(0))
+
+
+def _mcp_client_config(args: argparse.Namespace) -> dict[str, Any]:
+    """What an MCP client (Claude Desktop, Cursor, Claude Code) reads to start this server.
+
+    Absolute paths throughout: a client runs the command without this environment's
+    ``bin`` on its PATH, without a shell to expand ``~``, from a directory of its own.
+    """
+    import sysconfig
+
+    script = Path(sysconfig.get_path("scripts")) / (
+        "dsh-todo.exe" if os.name == "nt" else "dsh-todo"
+    )
+    if os.access(script, os.X_OK):
+        command, server_args = str(script), ["mcp"]
+    else:  # not installed as a script here (run from a checkout): the module does the same
+        command, server_args = sys.executable, ["-m", "dsh_tool_todo", "mcp"]
+    if args.parallel:
+        server_args.append("--parallel")
+    if args.log_dir is not None:
+        server_args += [
+            "--log-dir",
+            str(Path(os.path.abspath(args.log_dir))),
+            "--owner",
+            args.owner,
+        ]
+    if args.wait_owner is not None:
+        server_args += ["--wait-owner", f"{args.wait_owner:g}"]
+    return {"mcpServers": {"todo": {"command": command, "args": server_args}}}
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
@@ -358,6 +452,18 @@ def _interval(text: str) -> float:
     if not (math.isfinite(seconds) and seconds >= MIN_INTERVAL):
         raise argparse.ArgumentTypeError(
             f"must be a finite number of seconds, at least {MIN_INTERVAL} (got {text!r})"
+        )
+    return seconds
+
+
+def _wait_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise argparse.ArgumentTypeError(
+            f"must be a finite number of seconds, 0 or more (got {text!r})"
         )
     return seconds
 

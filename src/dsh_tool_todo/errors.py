@@ -69,12 +69,48 @@ def missing_extra(
 
     With ``module`` (the framework's top-level name): when that module was
     found but is not the framework (a user's own ``agents.py`` or ``mcp/`` on
-    ``sys.path``), the message says so.
+    ``sys.path``), the message says so; when it is the installed framework and
+    its import failed (a version the extra does not allow), the message gives
+    the failure itself.
     """
     absent = isinstance(cause, ModuleNotFoundError) and module in (None, cause.name)
+    # A module not found (shadowed, or a submodule missing) keeps the guess; any other import
+    # error inside the installed framework is a version the extra does not allow.
+    broken = module is not None and not isinstance(cause, ModuleNotFoundError)
+    installed = _installed_version(module) if broken and module else None
+    if installed is not None:
+        return MissingExtra(
+            f"{adapter} could not import the installed {module!r} {installed}: {cause}; "
+            f"install dsh-tool-todo[{extra}] for a version it supports "
+            f"(from this repository: pip install '.[{extra}]')"
+        )
     hider = "a module of yours of the same name" if module is None else f"your own {module!r}"
     shadowed = "" if absent else f"; if it is installed, {hider} may be hiding it"
     return MissingExtra(
         f"{adapter} needs the {extra!r} extra: install dsh-tool-todo[{extra}] "
         f"(from this repository: pip install '.[{extra}]'){shadowed} ({cause})"
     )
+
+
+def _installed_version(module: str) -> str | None:
+    """The version of the distribution ``module`` was found in, if it was found in one."""
+    from importlib import metadata, util
+    from pathlib import Path
+
+    try:
+        spec = util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin is None:
+        return None
+    found = Path(spec.origin).resolve()
+    # Python 3.10's map misses distributions without a top_level.txt: try the module's name too
+    for name in [*metadata.packages_distributions().get(module, []), module]:
+        try:
+            distribution = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        files = distribution.files or []
+        if any(Path(str(distribution.locate_file(file))).resolve() == found for file in files):
+            return distribution.version
+    return None

@@ -10,14 +10,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import selectors
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import mcp
+import mcp.shared.exceptions
 import pytest
 
 from dsh_tool_todo import contract, todo_write_tool
@@ -28,6 +31,11 @@ from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name
 DSH_TODO = str(Path(sys.executable).parent / "dsh-todo")
 PLAN = {"todos": [{"content": "Write the adapter", "status": "in_progress"}]}
 DONE = {"todos": [{"content": "Write the adapter", "status": "completed"}]}
+# The error a client raises for a JSON-RPC error answer (1.x: McpError; 2.x: MCPError).
+PROTOCOL_ERROR: type[Exception] = getattr(
+    mcp.shared.exceptions, "MCPError", getattr(mcp.shared.exceptions, "McpError", Exception)
+)
+INVALID_PARAMS = -32602
 
 
 @asynccontextmanager
@@ -51,7 +59,7 @@ async def spawned(*args: str, errlog: Path) -> AsyncIterator[Any]:
     parameters = StdioServerParameters(command=DSH_TODO, args=["mcp", *args])
     with errlog.open("w", encoding="utf-8") as stderr:
         if hasattr(mcp, "Client"):
-            async with mcp.Client(parameters) as client:
+            async with mcp.Client(stdio_client(parameters, errlog=stderr)) as client:
                 yield client
             return
         async with (
@@ -60,6 +68,57 @@ async def spawned(*args: str, errlog: Path) -> AsyncIterator[Any]:
         ):
             await session.initialize()
             yield session
+
+
+class RawServer:
+    """`dsh-todo mcp` driven with hand-written JSON-RPC lines, as any client's bytes arrive."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self._next_id = 0
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send one request and return its answer (a `result` or an `error`)."""
+        self._next_id += 1
+        self.send({"id": self._next_id, "method": method, "params": params})
+        assert self.process.stdout is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            while selector.select(timeout=60):
+                answer: dict[str, Any] = json.loads(self.process.stdout.readline())
+                if answer.get("id") == self._next_id:
+                    return answer
+        raise AssertionError(f"no answer to {method} within 60 s")
+
+    def initialize(self) -> dict[str, Any]:
+        client = {"name": "raw", "version": "0"}
+        answer = self.request(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client},
+        )
+        self.send({"method": "notifications/initialized"})
+        return answer
+
+
+@contextmanager
+def raw_server(*args: str, errlog: Path) -> Iterator[RawServer]:
+    with errlog.open("wb") as stderr:
+        process = subprocess.Popen(
+            [DSH_TODO, "mcp", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
+        )
+        try:
+            yield RawServer(process)
+        finally:
+            if process.stdin is not None and not process.stdin.closed:
+                process.stdin.close()
+            process.wait(timeout=60)
+            if process.stdout is not None:
+                process.stdout.close()
 
 
 def wire(model: Any) -> dict[str, Any]:
@@ -194,9 +253,9 @@ def test_dsh_todo_mcp_over_stdio_is_durable_resumes_and_refuses_a_second_server(
                 await client.call_tool("todo_write", {**PLAN, "merge": True}),
                 await client.call_tool("todo_write", PLAN),
             ]
-            # While this server runs, a second one on the same owner is refused.
+            # While this server runs, a second one on the same owner told not to wait is refused.
             second = subprocess.run(
-                [DSH_TODO, "mcp", *args],
+                [DSH_TODO, "mcp", *args, "--wait-owner", "0"],
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
@@ -238,3 +297,299 @@ def test_owner_and_log_dir_go_together(tmp_path: Path) -> None:
         "dsh-todo: error: --log-dir and --owner go together: the log is DIR/<owner's file>\n"
     )
     assert run.stdout == ""
+
+
+def test_an_unknown_tool_is_an_invalid_params_error_and_the_server_stays_quiet(
+    tmp_path: Path,
+) -> None:
+    async def run() -> list[Any]:
+        async with spawned(errlog=tmp_path / "server.err") as client:
+            with pytest.raises(PROTOCOL_ERROR, match="unknown tool 'todo_read'") as raised:
+                await client.call_tool("todo_read", PLAN)
+            # the server goes on serving
+            return [raised.value, await client.call_tool("todo_write", PLAN)]
+
+    error, recorded = asyncio.run(run())
+    assert error.error.code == INVALID_PARAMS  # type: ignore[attr-defined]
+    assert "offers only todo_write" in error.error.message  # type: ignore[attr-defined]
+    assert wire(recorded)["isError"] is False
+    assert (tmp_path / "server.err").read_text(encoding="utf-8") == ""
+
+
+def test_an_unknown_tool_is_refused_in_process_too() -> None:
+    async def run() -> Any:
+        async with connected(build_server(allow_parallel_in_progress=False)) as client:
+            with pytest.raises(PROTOCOL_ERROR, match="unknown tool 'todo_read'") as raised:
+                await client.call_tool("todo_read", PLAN)
+            return raised.value
+
+    assert asyncio.run(run()).error.code == INVALID_PARAMS
+
+
+def test_a_newer_clients_discovery_probe_leaves_stderr_quiet(tmp_path: Path) -> None:
+    """A 2.x client in its default `auto` mode probes `server/discover` first; a 1.x
+    server refuses it and the client falls back to `initialize`."""
+    with raw_server(errlog=tmp_path / "server.err") as server:
+        capabilities = {"io.modelcontextprotocol/clientCapabilities": {}}
+        probe = server.request("server/discover", {"_meta": capabilities})
+        assert "result" in probe or "error" in probe
+        if "error" in probe:
+            assert "result" in server.initialize()
+            listed = server.request("tools/list", {})
+            assert [tool["name"] for tool in listed["result"]["tools"]] == ["todo_write"]
+    assert server.process.returncode == 0
+    assert (tmp_path / "server.err").read_text(encoding="utf-8") == ""
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"])
+def test_the_schema_on_the_wire_equals_the_printed_one_as_json_values(
+    tmp_path: Path, version: str
+) -> None:
+    with raw_server(errlog=tmp_path / "server.err") as server:
+        client = {"name": "raw", "version": "0"}
+        server.request(
+            "initialize", {"protocolVersion": version, "capabilities": {}, "clientInfo": client}
+        )
+        server.send({"method": "notifications/initialized"})
+        (tool,) = server.request("tools/list", {})["result"]["tools"]
+    assert tool["inputSchema"] == schema_printed()["parameters"]
+    assert tool["description"] == schema_printed()["description"]
+
+
+def test_a_client_gone_mid_call_ends_the_server_quietly_with_status_141(tmp_path: Path) -> None:
+    """The client closes its end of the server's stdout, then sends a call: the answer
+    meets a closed pipe."""
+    errlog = tmp_path / "server.err"
+    with raw_server("--log-dir", str(tmp_path), "--owner", "gone", errlog=errlog) as server:
+        assert "result" in server.initialize()
+        assert server.process.stdout is not None
+        server.process.stdout.close()
+        call = {"name": "todo_write", "arguments": PLAN}
+        server.send({"id": 99, "method": "tools/call", "params": call})
+        log = tmp_path / owner_file_name("gone")
+        deadline = time.monotonic() + 60
+        while not (log.exists() and current_plan(log) == PLAN["todos"]):
+            assert time.monotonic() < deadline, "the call was never recorded"
+            time.sleep(0.05)
+        # the answer's write has met the closed pipe (or is about to): now the client is gone
+        time.sleep(0.5)
+        assert server.process.stdin is not None
+        server.process.stdin.close()
+        server.process.wait(timeout=60)
+    assert server.process.returncode == 141
+    assert errlog.read_text(encoding="utf-8") == ""
+    # the call was recorded before its answer met the closed pipe
+    assert current_plan(tmp_path / owner_file_name("gone")) == PLAN["todos"]
+
+
+def test_an_installed_sdk_that_fails_to_import_is_named_with_the_real_cause() -> None:
+    """As mcp 1.19-1.21 fail with today's pydantic: the package is found, its import fails."""
+    code = (
+        "import sys\n"
+        "class Broken:  # the installed mcp is found, but one of its modules fails to import\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'mcp.types':\n"
+        "            raise ImportError(\"cannot import name 'Url' from 'pydantic'\")\n"
+        "sys.meta_path.insert(0, Broken())\n"
+        "from dsh_tool_todo.integrations import MissingExtra\n"
+        "try:\n    import dsh_tool_todo.integrations.mcp\n"
+        "except MissingExtra as error:\n    print(error)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    from importlib.metadata import version
+
+    assert run.stdout == (
+        f"dsh_tool_todo.integrations.mcp could not import the installed 'mcp' {version('mcp')}: "
+        "cannot import name 'Url' from 'pydantic'; install dsh-tool-todo[mcp] for a version "
+        "it supports (from this repository: pip install '.[mcp]')\n"
+    )
+    assert "hiding" not in run.stdout
+
+
+def test_print_config_runs_from_a_client_whose_path_lacks_the_venv(tmp_path: Path) -> None:
+    """The printed config, as Claude Desktop or Cursor would run it: no venv on PATH, no shell
+    to expand `~`, another working directory."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+    printed = subprocess.run(
+        [DSH_TODO, "mcp", "--print-config", "--parallel", "--log-dir", "~/plans", "--owner", "w"],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=60,
+        check=True,
+    )
+    config = json.loads(printed.stdout)
+    (entry,) = config["mcpServers"].values()
+    assert list(config["mcpServers"]) == ["todo"]
+    assert Path(entry["command"]).is_absolute()
+    assert entry["args"] == ["mcp", "--parallel", "--log-dir", str(home / "plans"), "--owner", "w"]
+    two = {
+        "todos": [
+            {"content": "A", "status": "in_progress"},
+            {"content": "B", "status": "in_progress"},
+        ]
+    }
+
+    async def run() -> Any:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        parameters = StdioServerParameters(
+            command=entry["command"], args=entry["args"], env=env, cwd=str(tmp_path)
+        )
+        with (tmp_path / "server.err").open("w") as errlog:
+            if hasattr(mcp, "Client"):
+                async with mcp.Client(stdio_client(parameters, errlog=errlog)) as client:
+                    return await client.call_tool("todo_write", two)
+            async with (
+                stdio_client(parameters, errlog=errlog) as (read, write),
+                mcp.ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                return await session.call_tool("todo_write", two)
+
+    assert wire(asyncio.run(run()))["isError"] is False  # --parallel reached the server
+    assert current_plan(home / "plans" / owner_file_name("w")) == two["todos"]
+    assert (tmp_path / "server.err").read_text(encoding="utf-8") == ""
+
+
+def test_print_config_resolves_a_relative_log_dir_and_keeps_the_pairing_rule(
+    tmp_path: Path,
+) -> None:
+    printed = subprocess.run(
+        [DSH_TODO, "mcp", "--print-config", "--log-dir", "plans", "--owner", "w"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=True,
+    )
+    (entry,) = json.loads(printed.stdout)["mcpServers"].values()
+    assert entry["args"] == ["mcp", "--log-dir", str(tmp_path / "plans"), "--owner", "w"]
+    assert not (tmp_path / "plans").exists()  # printing a config writes nothing
+    lone = subprocess.run(
+        [DSH_TODO, "mcp", "--print-config", "--log-dir", "plans"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (lone.returncode, lone.stdout) == (2, "")
+    assert "--log-dir and --owner go together" in lone.stderr
+
+
+def test_a_second_server_on_a_busy_owner_waits_for_it(tmp_path: Path) -> None:
+    args = ("--log-dir", str(tmp_path), "--owner", "o")
+
+    async def run() -> Any:
+        async with spawned(*args, errlog=tmp_path / "first.err") as first:
+            await first.call_tool("todo_write", PLAN)
+            waiting = subprocess.Popen(
+                [DSH_TODO, "mcp", *args, "--wait-owner", "60"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            await asyncio.sleep(1)
+            assert waiting.poll() is None  # still waiting, not refused
+        return waiting
+
+    waiting = asyncio.run(run())
+    out, err = waiting.communicate(timeout=60)  # got the owner, served its (empty) stdin, ended
+    assert (waiting.returncode, out, err) == (0, b"", b"")
+
+
+def test_wait_owner_is_bounded(tmp_path: Path) -> None:
+    args = ("--log-dir", str(tmp_path), "--owner", "o")
+
+    async def run() -> subprocess.CompletedProcess[str]:
+        async with spawned(*args, errlog=tmp_path / "first.err"):
+            started = time.monotonic()
+            refused = subprocess.run(
+                [DSH_TODO, "mcp", *args, "--wait-owner", "1.5"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert time.monotonic() - started >= 1.5
+            return refused
+
+    refused = asyncio.run(run())
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("dsh-todo: error: ")
+    assert "another session is writing this log" in refused.stderr
+    assert "--wait-owner" in refused.stderr
+
+
+def test_run_by_hand_on_a_terminal_it_says_what_it_waits_for_and_ctrl_c_ends_it(
+    tmp_path: Path,
+) -> None:
+    import fcntl
+    import os
+    import pty
+    import termios
+
+    controller, terminal = pty.openpty()
+
+    def own_terminal() -> None:  # the pty becomes the controlling terminal: Ctrl-C is SIGINT
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    with (tmp_path / "server.err").open("wb") as errlog:
+        process = subprocess.Popen(
+            [DSH_TODO, "mcp"],
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=errlog,
+            start_new_session=True,
+            preexec_fn=own_terminal,
+        )
+    os.close(terminal)
+    try:
+        deadline = time.monotonic() + 60
+        while "Ctrl-C" not in (tmp_path / "server.err").read_text(encoding="utf-8"):
+            assert process.poll() is None, "the server ended before Ctrl-C"
+            assert time.monotonic() < deadline, "nothing said on stderr within 60 s"
+            time.sleep(0.05)
+        os.write(controller, b"\x03")  # Ctrl-C, typed
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+        assert process.stdout is not None
+        out = process.stdout.read()
+        process.stdout.close()
+    assert out == b""
+    said = (tmp_path / "server.err").read_text(encoding="utf-8")
+    assert said.startswith("dsh-todo mcp: waiting for an MCP client's messages on stdin")
+    assert "--print-config" in said
+    assert "Traceback" not in said
+
+
+@pytest.mark.parametrize("seconds", ["-1", "nan", "inf", "soon"])
+def test_wait_owner_takes_a_finite_number_of_seconds(seconds: str) -> None:
+    run = subprocess.run(
+        [DSH_TODO, "mcp", "--wait-owner", seconds],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.count("\n") == 1
+    assert f"must be a finite number of seconds, 0 or more (got {seconds!r})" in run.stderr
+
+
+def test_print_config_refuses_an_owner_the_server_would_refuse(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [DSH_TODO, "mcp", "--print-config", "--log-dir", str(tmp_path), "--owner", "x" * 300],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.startswith("dsh-todo: error: ")
+    assert run.stderr.count("\n") == 1

@@ -11,6 +11,8 @@ Python signature and drop arguments it does not know. What the client gets:
   refused with the tool's own text;
 - a refused call is a result with ``isError: true`` whose only content is the
   model text; a recorded call returns the success text; no structured content;
+- a call of any other tool name is a JSON-RPC invalid-params error (-32602),
+  answered without a line on stderr;
 - a call that could not be recorded (:class:`~dsh_tool_todo.errors.ToolFailure`)
   is ``isError: true`` with :data:`~dsh_tool_todo.contract.NOT_RECORDED`, its
   cause logged on the ``dsh_tool_todo`` logger (stderr under ``dsh-todo mcp``:
@@ -24,16 +26,18 @@ until the client starts a new server or the model replaces it. See
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, cast
 
 from .. import __version__
 from ..contract import NOT_RECORDED, TOOL_NAME
-from ..errors import ToolCallRejected, ToolFailure
+from ..errors import LogBusy, ToolCallRejected, ToolFailure
 from ..listeners import LOGGER_NAME
 from ..stores.owners import OwnerRegistry
 from ..tool import render_result, todo_write_tool
@@ -45,6 +49,7 @@ try:
     import mcp.types as types
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
+    from mcp.shared import exceptions as _exceptions
 except ImportError as _error:
     raise missing_extra("dsh_tool_todo.integrations.mcp", "mcp", _error, module="mcp") from _error
 
@@ -52,10 +57,14 @@ __all__ = ["SERVER_NAME", "build_server", "serve_stdio"]
 
 SERVER_NAME = "dsh-tool-todo"
 DEFAULT_OWNER = "mcp"
+_OWNER_POLL_SECONDS = 0.05
 """The owner key of a server's one agent when the caller names none."""
 
 # 2.x takes its handlers as constructor arguments; 1.x registers them with decorators.
 _DECORATORS = hasattr(Server, "call_tool")
+# What a handler raises to be answered with a JSON-RPC error: 2.x MCPError(code, message),
+# 1.x McpError(ErrorData).
+_PROTOCOL_ERROR: Any = getattr(_exceptions, "MCPError", None) or _exceptions.McpError
 
 
 class _OwnedCall:
@@ -97,7 +106,8 @@ def build_server(
 
     async def call(name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
         if name != TOOL_NAME:
-            raise ValueError(f"unknown tool {name!r}: this server offers only {TOOL_NAME}")
+            # A protocol error, not a tool result: the model never chose this name from our list.
+            raise _unknown_tool(name)
         async with registry.alocked(owner) as session:
             try:
                 text = render_result(await tool.aexecute(arguments or {}, _OwnedCall(session)))
@@ -118,11 +128,13 @@ def build_server(
         async def list_tools() -> list[types.Tool]:
             return [definition]
 
-        # validate_input=False: our validator judges the arguments and writes the text.
-        @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
-        async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-            return await call(name, arguments)
+        # Registered as the request's own handler, not with `@server.call_tool()`: that
+        # decorator checks the arguments against the schema before our validator writes its
+        # text, and turns every exception, an unknown tool's included, into a tool result.
+        async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
+            return types.ServerResult(await call(request.params.name, request.params.arguments))
 
+        server.request_handlers[types.CallToolRequest] = call_tool
         return server
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -142,24 +154,65 @@ async def serve_stdio(
     allow_parallel_in_progress: bool,
     owners: OwnerRegistry | None = None,
     owner: str = DEFAULT_OWNER,
+    wait_owner: float = 0.0,
 ) -> None:
     """Serve one agent over stdin/stdout until the client closes the connection.
 
-    The owner's session is opened before serving, so a refused writer (another
-    server on the same durable owner) fails at once, not at the first call.
+    The owner's session is opened before serving. When another process holds it
+    (another server on the same durable owner: a client that starts one server
+    per call starts several at once), this one waits up to ``wait_owner``
+    seconds for it, then raises :class:`~dsh_tool_todo.errors.LogBusy`, before
+    reading anything from the client.
     """
     registry = OwnerRegistry(max_owners=None) if owners is None else owners
-    registry.session(owner)
+    deadline = time.monotonic() + wait_owner
+    while True:
+        try:
+            registry.session(owner)
+            break
+        except LogBusy:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(_OWNER_POLL_SECONDS)
     server = build_server(
         allow_parallel_in_progress=allow_parallel_in_progress, owners=registry, owner=owner
     )
-    if not _DECORATORS:  # 2.x diverts fd 0 and 1 itself while serving, and restores them
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-        return
-    with _claimed_stdio() as (stdin, stdout):
-        async with stdio_server(stdin, stdout) as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+    try:
+        if not _DECORATORS:  # 2.x diverts fd 0 and 1 itself while serving, and restores them
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            return
+        with _claimed_stdio() as (stdin, stdout):
+            async with stdio_server(stdin, stdout) as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+    except Exception as error:
+        # 2.x reports the client gone mid-answer from its task group, as an exception group:
+        # the same closed pipe 1.x raises plainly, and `dsh-todo mcp` ends quietly on it.
+        if not isinstance(error, BrokenPipeError) and _only_closed_pipes(error):
+            raise BrokenPipeError("the MCP client closed the connection") from None
+        raise
+
+
+def _only_closed_pipes(error: BaseException) -> bool:
+    """Whether ``error`` is a closed pipe, or a group (nested or not) of nothing else.
+
+    Duck-typed on ``exceptions`` so Python 3.10's backport groups count too.
+    """
+    leaves = getattr(error, "exceptions", None)
+    if not isinstance(leaves, tuple):
+        return isinstance(error, BrokenPipeError)
+    return bool(leaves) and all(_only_closed_pipes(leaf) for leaf in leaves)
+
+
+def _unknown_tool(name: str) -> Exception:
+    message = f"unknown tool {name!r}: this server offers only {TOOL_NAME}"
+    if _DECORATORS:
+        error: Exception = _PROTOCOL_ERROR(
+            types.ErrorData(code=types.INVALID_PARAMS, message=message)
+        )
+    else:
+        error = _PROTOCOL_ERROR(types.INVALID_PARAMS, message)
+    return error
 
 
 @contextmanager
