@@ -31,7 +31,7 @@ from psycopg_pool import ConnectionPool
 
 from dsh_tool_todo.errors import ToolFailure
 from dsh_tool_todo.stores import postgres
-from dsh_tool_todo.stores.postgres import CommitUnknown, PostgresSession
+from dsh_tool_todo.stores.postgres import CommitUnknown, PostgresSession, _sql
 
 from .contract import Event, new_host
 from .test_postgres import insert_row
@@ -342,7 +342,7 @@ class FlakyConnection(psycopg.Connection[Any]):
 
 @pytest.fixture
 def flaky_pool(pg_dsn: str) -> Iterator[ConnectionPool[Any]]:
-    FlakyConnection.faults = {postgres._INSERT: [], postgres._READ_ONE: [], "COMMIT": []}
+    FlakyConnection.faults = {_sql.INSERT: [], _sql.READ_ONE: [], "COMMIT": []}
     with ConnectionPool(
         pg_dsn,
         connection_class=FlakyConnection,
@@ -376,7 +376,7 @@ def test_an_append_that_was_not_committed_is_sent_again_at_its_seq(
     pg_dsn: str, flaky_pool: ConnectionPool[Any], statement: str, fault: str
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
-    key = postgres._INSERT if statement == "insert" else statement
+    key = _sql.INSERT if statement == "insert" else statement
     FlakyConnection.faults[key] += [fault]
     assert session.append("note", {"n": 0})["seq"] == 0
     assert FlakyConnection.faults[key] == []
@@ -387,7 +387,7 @@ def test_an_append_that_breaks_twice_before_commit_fails_and_records_nothing(
     pg_dsn: str, flaky_pool: ConnectionPool[Any]
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
-    FlakyConnection.faults[postgres._INSERT] += ["before", "before"]
+    FlakyConnection.faults[_sql.INSERT] += ["before", "before"]
     with pytest.raises(postgres.StoreUnavailable, match=f"session '{SESSION}' on PostgreSQL"):
         session.append("note", {"n": 0})
     assert session.append("note", {"n": 1})["seq"] == 0
@@ -404,7 +404,7 @@ def test_an_outcome_that_cannot_be_checked_is_settled_before_the_next_append(
     host = new_host()
     agent = host.new_agent(session=session)
     FlakyConnection.faults["COMMIT"] += [fault]
-    FlakyConnection.faults[postgres._READ_ONE] += ["before", "before"]
+    FlakyConnection.faults[_sql.READ_ONE] += ["before", "before"]
     with pytest.raises(ToolFailure, match=r"seq 0: .*could not be asked.*next append checks"):
         host.call_tool("todo_write", {"todos": plan(0)}, agent=agent)
     host.call_tool("todo_write", {"todos": plan(1)}, agent=agent)
@@ -419,7 +419,7 @@ def test_a_row_found_in_the_place_of_an_unknown_commit_makes_the_writer_stale(
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
     FlakyConnection.faults["COMMIT"] += ["before"]
-    FlakyConnection.faults[postgres._READ_ONE] += ["before", "before"]
+    FlakyConnection.faults[_sql.READ_ONE] += ["before", "before"]
     with pytest.raises(CommitUnknown, match="seq 0"):
         session.append("note", {"n": 0})
     insert_row(pg_dsn, SESSION, 0, "note", '{"by": "another writer"}')
@@ -462,9 +462,9 @@ def test_the_async_session_settles_lost_answers_as_the_sync_one_does(pg_dsn: str
     from dsh_tool_todo.stores.postgres import AsyncPostgresSession
 
     FlakyAsyncConnection.faults = {
-        postgres._INSERT: ["before"],
+        _sql.INSERT: ["before"],
         "COMMIT": ["none", "after", "before"],  # the appends' COMMITs, in order
-        postgres._READ_ONE: ["none", "before", "before"],
+        _sql.READ_ONE: ["none", "before", "before"],
     }
 
     async def main() -> list[Event]:
