@@ -311,7 +311,8 @@ class FlakyConnection(psycopg.Connection[Any]):
     """Breaks at chosen statements, before or after the server ran them, as a dropped link does.
 
     ``faults`` maps a statement (or ``"COMMIT"``) to the faults its next
-    executions meet: ``"before"`` (never sent) or ``"after"`` (ran, answer lost).
+    executions meet: ``"before"`` (never sent), ``"after"`` (ran, answer lost)
+    or, for the read back, ``"miss"`` (finds nothing, as while the server still commits).
     """
 
     faults: dict[str, list[str]] = {}  # noqa: RUF012 - set per test through the fixture
@@ -319,6 +320,8 @@ class FlakyConnection(psycopg.Connection[Any]):
     def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
         fault = self._next(query if isinstance(query, str) else "")
         self._break("before", fault)
+        if fault == "miss":  # a read back that finds nothing: the COMMIT is not visible yet
+            params = (params[0], -1)
         cursor = super().execute(query, params, **kwargs)
         self._break("after", fault)
         return cursor
@@ -426,6 +429,36 @@ def test_a_row_found_in_the_place_of_an_unknown_commit_makes_the_writer_stale(
     with pytest.raises(postgres.WriterConflict, match=f"session '{SESSION}': seq 0"):
         session.append("note", {"n": 1})
     assert [event["data"] for event in rows(pg_dsn)] == [{"by": "another writer"}]
+
+
+def test_a_commit_still_in_flight_when_read_back_is_acknowledged_not_a_conflict(
+    pg_dsn: str, flaky_pool: ConnectionPool[Any]
+) -> None:
+    session = PostgresSession(flaky_pool, SESSION)
+    heard: list[int] = []
+    session.subscribe(lambda event: heard.append(event["seq"]))
+    FlakyConnection.faults["COMMIT"] += ["after"]
+    FlakyConnection.faults[_sql.READ_ONE] += ["miss"]  # the resend then meets our own row
+    assert session.append("note", {"n": 0})["seq"] == 0
+    assert session.append("note", {"n": 1})["seq"] == 1
+    assert [event["data"]["n"] for event in rows(pg_dsn)] == [0, 1]
+    assert heard == [0, 1]
+    assert FlakyConnection.faults[_sql.READ_ONE] == []
+
+
+def test_a_resend_that_meets_a_row_it_cannot_read_back_is_unknown_then_settled(
+    pg_dsn: str, flaky_pool: ConnectionPool[Any]
+) -> None:
+    session = PostgresSession(flaky_pool, SESSION)
+    heard: list[int] = []
+    session.subscribe(lambda event: heard.append(event["seq"]))
+    FlakyConnection.faults["COMMIT"] += ["after"]
+    FlakyConnection.faults[_sql.READ_ONE] += ["miss", "before", "before"]
+    with pytest.raises(CommitUnknown, match=r"seq 0: .*next append checks"):
+        session.append("note", {"n": 0})
+    assert session.append("note", {"n": 1})["seq"] == 1  # seq 0 settled as ours first
+    assert heard == [0, 1]
+    assert [event["data"]["n"] for event in rows(pg_dsn)] == [0, 1]
 
 
 class FlakyAsyncConnection(psycopg.AsyncConnection[Any]):
