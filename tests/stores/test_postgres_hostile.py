@@ -189,3 +189,52 @@ def test_a_writer_killed_mid_append_loses_nothing_it_acknowledged(pg_dsn: str) -
     assert len(seqs) >= acknowledged + 1
     with PostgresSession(pg_dsn, SESSION) as session:  # a new writer goes on after the last row
         assert session.append("note", {})["seq"] == len(seqs)
+
+
+def test_a_follower_whose_connections_are_cut_catches_up_with_nothing_missed(
+    pg_dsn: str,
+) -> None:
+    async def main() -> list[int]:
+        seen: list[int] = []
+        with PostgresSession(pg_dsn, SESSION) as session:
+            follower = PostgresFollower(pg_dsn, SESSION, reconnect_delay=0.05)
+            try:
+                session.append("note", {})
+                seen.append((await next_event(follower))["seq"])
+                waiting = asyncio.ensure_future(follower.__anext__())
+                await asyncio.sleep(0.2)
+                with psycopg.Connection.connect(pg_dsn, autocommit=True) as admin:
+                    cut = admin.execute(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    ).fetchone()
+                assert cut is not None
+                assert cut[0] >= 2  # at least the LISTEN and the read connection
+                for _ in range(3):
+                    session.append("note", {})  # the pool replaces its dead connections
+                seen.append((await asyncio.wait_for(waiting, 10))["seq"])
+                seen.append((await next_event(follower, 10))["seq"])
+                seen.append((await next_event(follower, 10))["seq"])
+            finally:
+                await follower.aclose()
+        return seen
+
+    assert asyncio.run(main()) == [0, 1, 2, 3]
+
+
+def test_followers_joining_together_while_the_server_is_down_all_fail_at_once() -> None:
+    down = "postgresql://postgres@127.0.0.1:1/none"
+
+    async def main() -> list[BaseException | Event]:
+        followers = [PostgresFollower(down, f"agent-{n}", reconnect_delay=0.05) for n in range(3)]
+        try:
+            return await asyncio.wait_for(
+                asyncio.gather(*(f.__anext__() for f in followers), return_exceptions=True), 10
+            )
+        finally:
+            for follower in followers:
+                await follower.aclose()
+
+    outcomes = asyncio.run(main())
+    assert all(isinstance(outcome, postgres.StoreUnavailable) for outcome in outcomes), outcomes
+    assert all("127.0.0.1:1" in str(outcome) for outcome in outcomes)
