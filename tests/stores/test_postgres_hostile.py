@@ -238,3 +238,34 @@ def test_followers_joining_together_while_the_server_is_down_all_fail_at_once() 
     outcomes = asyncio.run(main())
     assert all(isinstance(outcome, postgres.StoreUnavailable) for outcome in outcomes), outcomes
     assert all("127.0.0.1:1" in str(outcome) for outcome in outcomes)
+
+
+def test_watch_starts_over_when_its_session_is_deleted_and_written_again(pg_dsn: str) -> None:
+    from dsh_tool_todo.stores.postgres import admin
+
+    with PostgresSession(pg_dsn, SESSION) as session:
+        session.append("todo/write", {"todos": [{"content": "Old", "status": "pending"}]})
+        for _ in range(3):
+            session.append("note", {})
+    title, plans = admin.follow_plans(url(pg_dsn), SESSION)
+    assert title.startswith(f"{SESSION} (PostgreSQL at 127.0.0.1:")
+    assert next(plans) == [{"content": "Old", "status": "pending"}]
+    new = [{"content": "New", "status": "in_progress"}]
+    with psycopg.Connection.connect(pg_dsn) as conn, conn.transaction():
+        conn.execute(f"DELETE FROM {postgres.TABLE} WHERE session_id = %s", (SESSION,))
+        conn.execute(
+            f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) VALUES (%s, 0, %s, %s)",
+            (SESSION, "todo/write", postgres.encode_data({"todos": new})),
+        )
+        conn.execute("SELECT pg_notify(%s, %s)", (postgres.CHANNEL, f"0:{SESSION}"))
+    assert next(plans) == new
+    plans.close()
+
+
+def test_the_old_names_of_the_postgresql_reader_still_import() -> None:
+    from dsh_tool_todo.stores import open_reader
+    from dsh_tool_todo.web.sources import PostgresSource
+
+    reader = open_reader("postgresql://postgres@127.0.0.1:5432/postgres")
+    assert isinstance(reader, postgres.PostgresReader)
+    assert PostgresSource is postgres.PostgresReader
