@@ -246,9 +246,9 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
     if _on_database(args):
-        from .stores import postgres_cli
+        from .stores.postgres import admin
 
-        plan = postgres_cli.current_plan(args)
+        plan = admin.show_plan(args.log, args.session)
     else:
         plan = current_plan(_existing(args.log))
     if args.format == "json":
@@ -263,9 +263,9 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 
 def _watch(args: argparse.Namespace, out: TextIO) -> int:
     if _on_database(args):
-        from .stores import postgres_cli
+        from .stores.postgres import admin
 
-        title, plans = postgres_cli.follow_plans(args)
+        title, plans = admin.follow_plans(args.log, args.session)
     else:
         title = str(args.log)
         plans = follow_plan(_existing(args.log), interval=args.interval, sleep=time.sleep)
@@ -288,15 +288,15 @@ def _schema(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _sessions(args: argparse.Namespace, out: TextIO) -> int:
-    from .stores import postgres_cli
+    from .stores.postgres import admin
 
-    return postgres_cli.sessions(args, out)
+    return admin.print_sessions(args.dsn, out, delete=args.delete)
 
 
 def _db(args: argparse.Namespace, out: TextIO) -> int:
-    from .stores import postgres_cli
+    from .stores.postgres import admin
 
-    return postgres_cli.db_init(args, out)
+    return admin.init_database(args.dsn, out)
 
 
 def _log_source(text: str) -> Path | str:

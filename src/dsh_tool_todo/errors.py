@@ -62,6 +62,10 @@ class StoreUnavailable(TodoError, ConnectionError):
     """The store cannot be reached now (a PostgreSQL server that is down, say)."""
 
 
+class StoreNotReady(StoreUnavailable):
+    """The store answers but is not set up for this library: the message says what to run."""
+
+
 def missing_extra(
     adapter: str, extra: str, cause: ImportError, *, module: str | None = None
 ) -> MissingExtra:

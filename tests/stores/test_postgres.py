@@ -19,7 +19,12 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from dsh_tool_todo.errors import InvalidLog, UsageError
 from dsh_tool_todo.stores import postgres
-from dsh_tool_todo.stores.postgres import AsyncPostgresSession, PostgresSession, WriterConflict
+from dsh_tool_todo.stores.postgres import (
+    AsyncPostgresSession,
+    PostgresSession,
+    WriterConflict,
+    _sql,
+)
 
 from .contract import PLAN, DurableContract, Event, Opener, new_host
 
@@ -150,7 +155,7 @@ def test_the_current_plan_query_probes_the_partial_index(pg_dsn: str) -> None:
         )
         conn.execute(f"ANALYZE {postgres.TABLE}")
         plan = conn.execute(
-            b"EXPLAIN " + postgres._latest_query(postgres.RESUME_TYPES).as_bytes(conn),
+            b"EXPLAIN " + _sql.latest_query(postgres.RESUME_TYPES).as_bytes(conn),
             ("s3",),
         ).fetchall()
     text = "\n".join(row[0] for row in plan)

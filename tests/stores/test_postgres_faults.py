@@ -31,7 +31,7 @@ from psycopg_pool import ConnectionPool
 
 from dsh_tool_todo.errors import ToolFailure
 from dsh_tool_todo.stores import postgres
-from dsh_tool_todo.stores.postgres import CommitUnknown, PostgresSession
+from dsh_tool_todo.stores.postgres import CommitUnknown, PostgresSession, _sql
 
 from .contract import Event, new_host
 from .test_postgres import insert_row
@@ -311,7 +311,8 @@ class FlakyConnection(psycopg.Connection[Any]):
     """Breaks at chosen statements, before or after the server ran them, as a dropped link does.
 
     ``faults`` maps a statement (or ``"COMMIT"``) to the faults its next
-    executions meet: ``"before"`` (never sent) or ``"after"`` (ran, answer lost).
+    executions meet: ``"before"`` (never sent), ``"after"`` (ran, answer lost)
+    or, for the read back, ``"miss"`` (finds nothing, as while the server still commits).
     """
 
     faults: dict[str, list[str]] = {}  # noqa: RUF012 - set per test through the fixture
@@ -319,6 +320,8 @@ class FlakyConnection(psycopg.Connection[Any]):
     def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
         fault = self._next(query if isinstance(query, str) else "")
         self._break("before", fault)
+        if fault == "miss":  # a read back that finds nothing: the COMMIT is not visible yet
+            params = (params[0], -1)
         cursor = super().execute(query, params, **kwargs)
         self._break("after", fault)
         return cursor
@@ -342,7 +345,7 @@ class FlakyConnection(psycopg.Connection[Any]):
 
 @pytest.fixture
 def flaky_pool(pg_dsn: str) -> Iterator[ConnectionPool[Any]]:
-    FlakyConnection.faults = {postgres._INSERT: [], postgres._READ_ONE: [], "COMMIT": []}
+    FlakyConnection.faults = {_sql.INSERT: [], _sql.READ_ONE: [], "COMMIT": []}
     with ConnectionPool(
         pg_dsn,
         connection_class=FlakyConnection,
@@ -376,7 +379,7 @@ def test_an_append_that_was_not_committed_is_sent_again_at_its_seq(
     pg_dsn: str, flaky_pool: ConnectionPool[Any], statement: str, fault: str
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
-    key = postgres._INSERT if statement == "insert" else statement
+    key = _sql.INSERT if statement == "insert" else statement
     FlakyConnection.faults[key] += [fault]
     assert session.append("note", {"n": 0})["seq"] == 0
     assert FlakyConnection.faults[key] == []
@@ -387,7 +390,7 @@ def test_an_append_that_breaks_twice_before_commit_fails_and_records_nothing(
     pg_dsn: str, flaky_pool: ConnectionPool[Any]
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
-    FlakyConnection.faults[postgres._INSERT] += ["before", "before"]
+    FlakyConnection.faults[_sql.INSERT] += ["before", "before"]
     with pytest.raises(postgres.StoreUnavailable, match=f"session '{SESSION}' on PostgreSQL"):
         session.append("note", {"n": 0})
     assert session.append("note", {"n": 1})["seq"] == 0
@@ -404,7 +407,7 @@ def test_an_outcome_that_cannot_be_checked_is_settled_before_the_next_append(
     host = new_host()
     agent = host.new_agent(session=session)
     FlakyConnection.faults["COMMIT"] += [fault]
-    FlakyConnection.faults[postgres._READ_ONE] += ["before", "before"]
+    FlakyConnection.faults[_sql.READ_ONE] += ["before", "before"]
     with pytest.raises(ToolFailure, match=r"seq 0: .*could not be asked.*next append checks"):
         host.call_tool("todo_write", {"todos": plan(0)}, agent=agent)
     host.call_tool("todo_write", {"todos": plan(1)}, agent=agent)
@@ -419,13 +422,43 @@ def test_a_row_found_in_the_place_of_an_unknown_commit_makes_the_writer_stale(
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
     FlakyConnection.faults["COMMIT"] += ["before"]
-    FlakyConnection.faults[postgres._READ_ONE] += ["before", "before"]
+    FlakyConnection.faults[_sql.READ_ONE] += ["before", "before"]
     with pytest.raises(CommitUnknown, match="seq 0"):
         session.append("note", {"n": 0})
     insert_row(pg_dsn, SESSION, 0, "note", '{"by": "another writer"}')
     with pytest.raises(postgres.WriterConflict, match=f"session '{SESSION}': seq 0"):
         session.append("note", {"n": 1})
     assert [event["data"] for event in rows(pg_dsn)] == [{"by": "another writer"}]
+
+
+def test_a_commit_still_in_flight_when_read_back_is_acknowledged_not_a_conflict(
+    pg_dsn: str, flaky_pool: ConnectionPool[Any]
+) -> None:
+    session = PostgresSession(flaky_pool, SESSION)
+    heard: list[int] = []
+    session.subscribe(lambda event: heard.append(event["seq"]))
+    FlakyConnection.faults["COMMIT"] += ["after"]
+    FlakyConnection.faults[_sql.READ_ONE] += ["miss"]  # the resend then meets our own row
+    assert session.append("note", {"n": 0})["seq"] == 0
+    assert session.append("note", {"n": 1})["seq"] == 1
+    assert [event["data"]["n"] for event in rows(pg_dsn)] == [0, 1]
+    assert heard == [0, 1]
+    assert FlakyConnection.faults[_sql.READ_ONE] == []
+
+
+def test_a_resend_that_meets_a_row_it_cannot_read_back_is_unknown_then_settled(
+    pg_dsn: str, flaky_pool: ConnectionPool[Any]
+) -> None:
+    session = PostgresSession(flaky_pool, SESSION)
+    heard: list[int] = []
+    session.subscribe(lambda event: heard.append(event["seq"]))
+    FlakyConnection.faults["COMMIT"] += ["after"]
+    FlakyConnection.faults[_sql.READ_ONE] += ["miss", "before", "before"]
+    with pytest.raises(CommitUnknown, match=r"seq 0: .*next append checks"):
+        session.append("note", {"n": 0})
+    assert session.append("note", {"n": 1})["seq"] == 1  # seq 0 settled as ours first
+    assert heard == [0, 1]
+    assert [event["data"]["n"] for event in rows(pg_dsn)] == [0, 1]
 
 
 class FlakyAsyncConnection(psycopg.AsyncConnection[Any]):
@@ -462,9 +495,9 @@ def test_the_async_session_settles_lost_answers_as_the_sync_one_does(pg_dsn: str
     from dsh_tool_todo.stores.postgres import AsyncPostgresSession
 
     FlakyAsyncConnection.faults = {
-        postgres._INSERT: ["before"],
+        _sql.INSERT: ["before"],
         "COMMIT": ["none", "after", "before"],  # the appends' COMMITs, in order
-        postgres._READ_ONE: ["none", "before", "before"],
+        _sql.READ_ONE: ["none", "before", "before"],
     }
 
     async def main() -> list[Event]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
@@ -93,3 +96,113 @@ def test_a_stream_pushes_appends_and_resumes_after_the_last_id(
         ("2", "turn/start"),
     ]
     assert (resumed.id, resumed.json()["plan"]) == ("2", None)
+
+
+def insert_row(dsn: str, session_id: str, seq: int, kind: str = "note", text: str = "{}") -> None:
+    with psycopg.Connection.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) VALUES (%s, %s, %s, %s)",
+            (session_id, seq, kind, text),
+        )
+
+
+def test_a_session_id_the_view_cannot_address_leaves_the_rest_of_the_list(dsn: str) -> None:
+    record(dsn, "agent-1", ("todo/write", {"todos": PLAN}))
+    insert_row(dsn, "tab\there", 0)
+    insert_row(dsn, "x" * 201, 0)
+    (listing,) = gets(create_app(dsn), "/api/sessions")
+    assert listing.status_code == 200, listing.text
+    assert [row["name"] for row in listing.json()["sessions"]] == ["agent-1"]
+
+
+def test_a_filtered_tail_page_reads_a_bounded_stretch_and_gives_a_cursor_to_go_on(
+    dsn: str,
+) -> None:
+    record(dsn, "agent-1", ("todo/write", {"todos": PLAN}))
+    with psycopg.Connection.connect(dsn, autocommit=True) as conn:  # 5,000 rows of another type
+        conn.execute(
+            f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
+            "SELECT 'agent-1', n, 'note', '{}' FROM generate_series(1, 5000) AS n"
+        )
+
+    from dsh_tool_todo.stores.postgres.reader import TYPE_SCAN, PostgresReader
+
+    async def direct() -> list[tuple[list[int], bool, int | None]]:
+        reader = PostgresReader(dsn)
+        try:
+            result = []
+            before: int | None = None
+            while True:
+                page = await reader.tail("agent-1", before=before, limit=1, types={"todo/write"})
+                result.append(([e["seq"] for e in page.events], page.more, page.cursor))
+                if not page.more:
+                    return result
+                before = page.cursor
+        finally:
+            await reader.aclose()
+
+    walked = asyncio.run(direct())
+    assert walked[0] == ([], True, 5001 - TYPE_SCAN)  # the first page looked at TYPE_SCAN rows
+    assert walked[-1] == ([0], False, None)
+    assert len(walked) == -(-5001 // TYPE_SCAN)  # every row looked at once
+
+
+def test_the_view_keeps_the_urls_own_options(dsn: str) -> None:
+    with psycopg.Connection.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA agents")
+    in_agents = f"{dsn}?options=-csearch_path%3Dagents"
+    postgres.setup(in_agents)
+    record(in_agents, "agent-9", ("todo/write", {"todos": PLAN}))
+    listing, now = gets(create_app(in_agents), "/api/sessions", "/api/sessions/agent-9/projection")
+    assert listing.status_code == 200, listing.text
+    assert [row["name"] for row in listing.json()["sessions"]] == ["agent-9"]
+    assert now.json()["plan"] == PLAN
+
+
+def test_a_database_without_the_table_says_to_run_db_init(dsn: str) -> None:
+    with psycopg.Connection.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE {postgres.TABLE}")
+    (listing,) = gets(create_app(dsn), "/api/sessions")
+    assert listing.status_code == 503
+    assert "dsh-todo db init" in listing.json()["error"]
+    assert "cannot be reached" not in listing.json()["error"]
+
+
+def test_a_session_deleted_and_written_again_under_a_stream_sends_a_fresh_snapshot(
+    dsn: str, live_server: Callable[..., LiveServer], sse: Callable[..., SseStream]
+) -> None:
+    old = [("todo/write", {"todos": [todo("Old")]}), *[("note", {})] * 4]
+    record(dsn, "agent-1", *old)
+    server = live_server(dsn)
+    stream = sse(f"{server.url}/api/sessions/agent-1/stream")
+    assert stream.projection().json()["plan"] == [todo("Old")]
+    new = [("todo/write", {"todos": [todo("New")]}), ("note", {})]  # shorter than the old
+    # deleted and written again in one transaction, so the view never sees it absent
+    with psycopg.Connection.connect(dsn) as conn, conn.transaction():
+        conn.execute(f"DELETE FROM {postgres.TABLE} WHERE session_id = 'agent-1'")
+        for seq, (kind, data) in enumerate(new):
+            conn.execute(
+                f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
+                "VALUES ('agent-1', %s, %s, %s)",
+                (seq, kind, json.dumps(data)),
+            )
+        conn.execute("SELECT pg_notify(%s, %s)", (postgres.CHANNEL, "1:agent-1"))
+    fresh = stream.projection()
+    assert (fresh.id, fresh.json()["plan"]) == ("1", [todo("New")])
+
+
+def test_a_store_error_mid_stream_reaches_the_client_as_a_fatal_frame(
+    dsn: str, live_server: Callable[..., LiveServer], sse: Callable[..., SseStream]
+) -> None:
+    record(dsn, "agent-1", ("todo/write", {"todos": PLAN}))
+    server = live_server(dsn)
+    stream = sse(f"{server.url}/api/sessions/agent-1/stream")
+    assert stream.projection().id == "0"
+    with psycopg.Connection.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"ALTER TABLE {postgres.TABLE} RENAME TO renamed")
+        conn.execute("SELECT pg_notify(%s, %s)", (postgres.CHANNEL, "1:agent-1"))
+    frame = stream.next()
+    while frame.event is None:  # keep-alives
+        frame = stream.next()
+    assert frame.event == "fatal"
+    assert "dsh-todo db init" in frame.json()["error"]

@@ -33,9 +33,9 @@ def open_reader(target: str | os.PathLike[str]) -> LogReader:
     """
     text = os.fspath(target)
     if text.startswith(POSTGRES_SCHEMES):
-        from ..web.sources import PostgresSource
+        from .postgres import PostgresReader
 
-        return PostgresSource(text)
+        return PostgresReader(text)
     from pathlib import Path
 
     from ..web.sources import JsonlDirectorySource

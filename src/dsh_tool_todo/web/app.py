@@ -39,7 +39,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..contract import EVENT_TYPE
-from ..errors import InvalidLog, LogReplaced, SessionNotFound, StoreUnavailable
+from ..errors import InvalidLog, LogReplaced, SessionNotFound, StoreNotReady, StoreUnavailable
 from ..projection import PLAN_EVENTS, TodosProjection, checked_deciding
 from ..protocols import Event, LogReader, Snapshot
 from ..stores import open_reader
@@ -371,6 +371,8 @@ def create_app(
         return _error(422, str(error))
 
     async def unavailable(request: Request, error: Exception) -> Response:
+        if isinstance(error, StoreNotReady):  # it answers: the message says what to run
+            return _error(503, str(error))
         return _error(503, f"the store cannot be reached: {error}")
 
     routes = [

@@ -1,0 +1,129 @@
+"""Every piece of module-level connection state, in one file.
+
+- the sync pools sessions given a conninfo string share (one per conninfo,
+  per process: re-created in a forked child, closed at exit);
+- the async pools, one per conninfo and event loop;
+- the LISTEN hubs of the followers, one per conninfo and event loop.
+
+Each is created on first use: nothing connects at import.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+if TYPE_CHECKING:
+    from .follow import Hub
+
+DEFAULT_POOL_SIZE = 10
+DEFAULT_TIMEOUT = 10.0
+"""Seconds to wait for a pooled connection before an append fails."""
+
+Pool: TypeAlias = "ConnectionPool[psycopg.Connection[Any]]"
+APool: TypeAlias = "AsyncConnectionPool[psycopg.AsyncConnection[Any]]"
+Source: TypeAlias = "str | ConnectionPool[Any] | psycopg.Connection[Any]"
+ASource: TypeAlias = "str | AsyncConnectionPool[Any] | psycopg.AsyncConnection[Any]"
+
+_Value = TypeVar("_Value")
+
+
+class _SharedPools:
+    """The per-process pools that sessions given a conninfo string share, one per conninfo."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._pools: dict[str, Pool] = {}
+        self._registered = False
+
+    def get(self, conninfo: str) -> Pool:
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child must not share its parent's sockets
+                self._pid, self._pools = os.getpid(), {}
+            pool = self._pools.get(conninfo)
+            if pool is None:
+                if not self._registered:
+                    atexit.register(self.close)
+                    self._registered = True
+                pool = ConnectionPool(
+                    conninfo,
+                    min_size=1,
+                    max_size=DEFAULT_POOL_SIZE,
+                    kwargs={"autocommit": True},
+                    timeout=DEFAULT_TIMEOUT,
+                    name="dsh-todo",
+                    open=True,
+                )
+                self._pools[conninfo] = pool
+            return pool
+
+    def close(self) -> None:
+        with self._lock:
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            pool.close()
+
+
+_SHARED = _SharedPools()
+
+
+class PerLoop(Generic[_Value]):
+    """Values keyed by conninfo, one set per event loop (gone with their loop)."""
+
+    def __init__(self) -> None:
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, _Value]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def here(self) -> dict[str, _Value]:
+        return self._by_loop.setdefault(asyncio.get_running_loop(), {})
+
+    def pop_here(self) -> dict[str, _Value]:
+        return self._by_loop.pop(asyncio.get_running_loop(), {})
+
+
+_ASYNC_POOLS: PerLoop[APool] = PerLoop()
+HUBS: PerLoop[Hub] = PerLoop()
+
+
+def shared_pool(conninfo: str) -> Pool:
+    """The pool this process's sync sessions share for ``conninfo``."""
+    return _SHARED.get(conninfo)
+
+
+async def async_shared_pool(conninfo: str) -> APool:
+    """The pool this event loop's async sessions share for ``conninfo``."""
+    pools = _ASYNC_POOLS.here()
+    pool = pools.get(conninfo)
+    if pool is None:
+        pool = AsyncConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=DEFAULT_POOL_SIZE,
+            kwargs={"autocommit": True},
+            timeout=DEFAULT_TIMEOUT,
+            name="dsh-todo-async",
+            open=False,
+        )
+        pools[conninfo] = pool
+    await pool.open()  # every caller: a second one may come while the first is opening it
+    return pool
+
+
+def close_shared_pools() -> None:
+    """Close the pools sessions opened for conninfo strings (they reopen when next used)."""
+    _SHARED.close()
+
+
+async def close_async_shared_pools() -> None:
+    """Close the pools async sessions opened for conninfo strings on this event loop."""
+    for pool in _ASYNC_POOLS.pop_here().values():
+        await pool.close()

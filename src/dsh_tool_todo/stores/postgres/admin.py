@@ -1,0 +1,176 @@
+"""Setting up a database, deleting a session, and what ``dsh-todo db/sessions/show/watch`` run.
+
+The CLI imports this module only when it is given a database URL, so the
+``dsh-todo`` command imports psycopg only then. Errors are
+:class:`~dsh_tool_todo.errors.TodoError` subclasses, which the CLI prints as
+one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, TextIO
+
+import psycopg
+from psycopg_pool import PoolTimeout
+
+from ...checklist import escape_content
+from ...contract import EVENT_TYPE, TURN_START
+from ...errors import LogReplaced, UsageError
+from . import _sql
+from ._core import (
+    MAX_SESSION_ID,
+    check_session_id,
+    check_version,
+    conninfo_of,
+    notice,
+    server_name,
+    store_error,
+    unavailable,
+    wrap,
+)
+from ._pools import Source
+from .follow import PostgresFollower
+from .session import connect, current_plan, list_sessions, read_tail
+
+if TYPE_CHECKING:
+    from ...model import TodoItem
+
+__all__ = ["delete_session", "setup"]
+
+
+def setup(conninfo_or_pool: Source) -> int:
+    """Create or upgrade the table and its indexes; safe to run again, and concurrently.
+
+    Works on an autocommit connection, a pooled one and a conninfo string: it
+    runs in one transaction of its own and never uses ``CREATE INDEX
+    CONCURRENTLY``. Returns the schema version now recorded.
+    """
+    where = server_name(conninfo_of(conninfo_or_pool))
+    try:
+        with connect(conninfo_or_pool) as conn, conn.transaction():
+            conn.execute(_sql.SETUP_LOCK)
+            conn.execute(_sql.VERSION_DDL)
+            row = conn.execute(_sql.READ_VERSION).fetchone()
+            current = (row[0] if row else None) or 0
+            if current > _sql.SCHEMA_VERSION:
+                check_version(where, current)
+            for version, ddl in enumerate(_sql.MIGRATIONS[current:], current + 1):
+                for statement in ddl.split(";"):
+                    if statement.strip():
+                        conn.execute(statement.encode())
+                conn.execute(_sql.RECORD_VERSION, (version,))
+    except PoolTimeout as error:
+        raise unavailable(where, error) from None
+    except psycopg.Error as error:
+        raise store_error(where, error) from None
+    return _sql.SCHEMA_VERSION
+
+
+def delete_session(conninfo_or_pool: Source, session_id: str) -> int:
+    """Delete every row of a session (retention is the operator's choice); the rows deleted.
+
+    Any id a row holds can be deleted, printable or not (a foreign writer's,
+    say). Followers of the session are woken, read that their last event is
+    gone, and start over from a snapshot. A writer still open on the session
+    is stale afterwards: its next append takes a seq nobody holds, so it would
+    restart a log with a gap — close writers first.
+    """
+    if not isinstance(session_id, str) or not session_id or len(session_id) > MAX_SESSION_ID:
+        check_session_id(session_id)  # the reason, as for any other session id
+    where = server_name(conninfo_of(conninfo_or_pool))
+    try:
+        with connect(conninfo_or_pool) as conn, conn.transaction():
+            count = conn.execute(_sql.DELETE, (session_id,)).rowcount
+            conn.execute("SELECT pg_notify(%s, %s)", (_sql.CHANNEL, notice(session_id, 0)))
+    except (psycopg.Error, PoolTimeout) as error:
+        raise wrap(where, error) from None
+    return count
+
+
+# --- the CLI's commands, with plain arguments -----------------------------------------
+
+
+def _session(session_id: str | None) -> str:
+    if session_id is None:
+        raise UsageError("a database URL needs --session ID (list them: dsh-todo sessions URL)")
+    return check_session_id(session_id)
+
+
+def _last_seq(url: str, session_id: str) -> int:
+    """The last seq of an existing session; a missing session is an error, as a missing file is."""
+    tail = read_tail(url, session_id, limit=1)
+    if not tail:
+        raise UsageError(f"{server_name(url)}: no session {session_id!r}")
+    last: int = tail[-1]["seq"]
+    return last
+
+
+def show_plan(url: str, session_id: str | None) -> list[TodoItem] | None:
+    """``show``: the plan of ``session_id`` in the database ``url`` names."""
+    name = _session(session_id)
+    _last_seq(url, name)
+    return current_plan(url, name)
+
+
+def follow_plans(url: str, session_id: str | None) -> tuple[str, Iterator[list[TodoItem] | None]]:
+    """``watch``: a title, and the session's plan now and after each change, pushed by NOTIFY.
+
+    The session is checked before this returns, so a bad URL or session fails
+    before anything is drawn; the follower reconnects by itself afterwards.
+    """
+    name = _session(session_id)
+    _last_seq(url, name)
+    return f"{name} ({server_name(url)})", _plans(url, name)
+
+
+def _plans(url: str, session_id: str) -> Iterator[list[TodoItem] | None]:
+    loop = asyncio.new_event_loop()
+    try:
+        while True:  # once, and again each time the session is deleted and written anew
+            last = _last_seq(url, session_id)
+            yield current_plan(url, session_id)
+            follower = PostgresFollower(url, session_id, after_seq=last)
+            try:
+                while True:
+                    event = loop.run_until_complete(follower.__anext__())
+                    if event["type"] == EVENT_TYPE:
+                        yield event["data"]["todos"]
+                    elif event["type"] == TURN_START:
+                        yield None
+            except LogReplaced:
+                continue
+            finally:
+                loop.run_until_complete(follower.aclose())
+    finally:
+        loop.close()
+
+
+def print_sessions(url: str, out: TextIO, *, delete: str | None = None) -> int:
+    """``sessions``: one line per session, its id escaped as the checklist escapes content;
+    with ``delete``, delete that session instead."""
+    encoding = getattr(out, "encoding", None)
+    if delete is not None:
+        count = delete_session(url, delete)
+        shown = escape_content(delete, encoding=encoding)
+        if count == 0:
+            raise UsageError(f"{server_name(url)}: no session '{shown}'")
+        print(f"deleted session '{shown}': {count} event{'' if count == 1 else 's'}", file=out)
+        return 0
+    found = list_sessions(url)
+    if not found:
+        print(f"no sessions in {server_name(url)}", file=out)
+    for info in found:
+        when = info.last_activity.isoformat(timespec="seconds")
+        events = f"{info.events} event{'' if info.events == 1 else 's'}"
+        name = escape_content(info.session_id, encoding=encoding)
+        print(f"{name}\t{events}\tlast {when}", file=out)
+    return 0
+
+
+def init_database(url: str, out: TextIO) -> int:
+    """``db init``: create or upgrade the schema; says the version."""
+    version = setup(url)
+    print(f"schema version {version} ready in {server_name(url)}", file=out)
+    return 0

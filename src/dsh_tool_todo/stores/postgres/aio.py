@@ -1,0 +1,352 @@
+"""The PostgreSQL I/O of a session and of the module readers, written once.
+
+``aio.py`` (asyncio) is the source; ``session.py`` (threads) is generated
+from it by ``scripts/unasync.py``: edit ``aio.py``, then run
+``python scripts/unasync.py``; ``--check`` fails when ``session.py`` is stale.
+A line ``# unasync: CODE`` becomes ``CODE`` in the sync file; a line ending in
+``# async only`` is left out of it.
+
+Why an append is written as it is:
+
+- An append is one transaction: ``BEGIN``, one statement that inserts the
+  row and calls ``pg_notify`` with ``"<seq>:<session id>"``, ``COMMIT``.
+  (Measured under load, an explicit transaction commits notifying rows at
+  about twice the rate of the same statement in autocommit.)
+- A connection that breaks before ``COMMIT`` was sent recorded nothing: the
+  append is sent once more, on a fresh connection, at the same seq.
+- One that breaks after leaves the outcome unknown: the session reads the row
+  back on a fresh connection before it answers. Found and equal: recorded.
+  Found and different: another writer's (:class:`WriterConflict`). Absent: sent
+  once more at the same seq; if that meets the seq taken, the server may have
+  finished our first COMMIT meanwhile, so the row is read back and judged
+  again. A question that cannot be asked is :class:`CommitUnknown`, settled
+  before the next append.
+"""
+
+from __future__ import annotations
+
+# unasync: import threading
+import asyncio  # async only
+from collections.abc import AsyncIterator, Collection, Mapping
+from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from ...errors import UsageError
+from ...listeners import Event
+from .._closing import ClosedOnExit
+from . import _sql
+from ._core import (
+    CommitUnknown,
+    Pending,
+    ResumeCache,  # async only
+    SessionCore,
+    SessionInfo,
+    StoreUnavailable,
+    check_session_id,
+    check_types,
+    conninfo_of,
+    decode_row,
+    encode_data,
+    plan_of,
+    probe_kwargs,
+    reason,
+    server_name,
+    tail_bounds,
+    wrap,
+)
+from ._pools import APool, ASource, async_shared_pool
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from ...model import TodoItem
+
+__all__ = [
+    "AsyncPostgresSession",
+    "acurrent_plan",
+    "alatest_event",
+    "alist_sessions",
+    "aread_tail",
+]
+
+
+@asynccontextmanager
+async def aconnect(source: ASource) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """A connection for one module-level call: borrowed from a pool, or opened and closed."""
+    if isinstance(source, AsyncConnectionPool):
+        async with source.connection() as conn:
+            yield conn
+    elif isinstance(source, psycopg.AsyncConnection):
+        yield source
+    else:
+        conn = await psycopg.AsyncConnection.connect(
+            conninfo_of(source), autocommit=True, connect_timeout=10
+        )
+        async with conn:
+            yield conn
+
+
+async def arollback_quietly(conn: psycopg.AsyncConnection[Any]) -> None:
+    """End a failed append's transaction, so the pool gets a clean connection (or a dead one)."""
+    if not conn.closed:
+        with suppress(psycopg.Error):
+            await conn.rollback()
+
+
+async def aexplained(pool: AsyncConnectionPool[Any], error: PoolTimeout) -> PoolTimeout:
+    """The pool's timeout, with why: the server's own refusal, or every connection in use.
+
+    The pool logs its failed connection attempts but its timeout does not say
+    them, so one direct attempt (an error path only) finds the reason.
+    """
+    if not isinstance(pool.conninfo, str):
+        return error  # a conninfo function: nothing to probe with
+    try:
+        probe = await psycopg.AsyncConnection.connect(pool.conninfo, **probe_kwargs(pool))
+        await probe.close()
+        why = f"the server answers; all {pool.max_size} connections of the pool are in use"
+    except psycopg.Error as refused:
+        why = reason(refused)
+    return PoolTimeout(f"{reason(error)}: {why}")
+
+
+async def afinish(conn: psycopg.AsyncConnection[Any]) -> None:
+    """End the read's transaction on a connection that is not in autocommit."""
+    if not conn.autocommit:
+        await conn.commit()
+
+
+# --- module-level readers -------------------------------------------------------------
+
+
+async def alist_sessions(conninfo_or_pool: ASource) -> list[SessionInfo]:
+    """Every session with rows, most recently active first (scans the table: an operator's view)."""
+    where = server_name(conninfo_of(conninfo_or_pool))
+    try:
+        async with aconnect(conninfo_or_pool) as conn:
+            cursor = await conn.execute(_sql.LIST)
+            rows = await cursor.fetchall()
+            await afinish(conn)
+    except (psycopg.Error, PoolTimeout) as error:
+        raise wrap(where, error) from None
+    return [SessionInfo(str(r[0]), int(r[1]), r[2]) for r in rows]
+
+
+async def aread_tail(
+    conninfo_or_pool: ASource,
+    session_id: str,
+    *,
+    before_seq: int | None = None,
+    limit: int = 100,
+) -> list[Event]:
+    """The newest ``limit`` events before ``before_seq`` (default: the end), in log order."""
+    check_session_id(session_id)
+    before, limit = tail_bounds(before_seq, limit)
+    where = server_name(conninfo_of(conninfo_or_pool))
+    try:
+        async with aconnect(conninfo_or_pool) as conn:
+            cursor = await conn.execute(_sql.READ_BEFORE, (session_id, before, limit))
+            rows = await cursor.fetchall()
+            await afinish(conn)
+    except (psycopg.Error, PoolTimeout) as error:
+        raise wrap(where, error) from None
+    return [decode_row(session_id, *row) for row in reversed(rows)]
+
+
+async def alatest_event(
+    conninfo_or_pool: ASource, session_id: str, types: Collection[str]
+) -> Event | None:
+    """The newest event of ``session_id`` whose type is in ``types``, or ``None``."""
+    check_session_id(session_id)
+    if not check_types(types):
+        return None
+    where = server_name(conninfo_of(conninfo_or_pool))
+    try:
+        async with aconnect(conninfo_or_pool) as conn:
+            cursor = await conn.execute(_sql.latest_query(types), (session_id,))
+            row = await cursor.fetchone()
+            await afinish(conn)
+    except (psycopg.Error, PoolTimeout) as error:
+        raise wrap(where, error) from None
+    return None if row is None else decode_row(session_id, *row)
+
+
+async def acurrent_plan(conninfo_or_pool: ASource, session_id: str) -> list[TodoItem] | None:
+    """The plan replaying the session would give, from one index probe (``None``: no plan)."""
+    return plan_of(await alatest_event(conninfo_or_pool, session_id, _sql.RESUME_TYPES))
+
+
+# --- the session ----------------------------------------------------------------------
+
+
+class AsyncPostgresSession(ResumeCache, SessionCore, ClosedOnExit):
+    """A session log in PostgreSQL speaking the store protocol.
+
+    ``conninfo_or_pool`` is a conninfo string (sessions given the same string
+    share one pool of ``DEFAULT_POOL_SIZE`` connections: per process for the
+    sync session, per event loop for the async one) or a pool the host owns.
+    Opening reads the next seq; an append holds a pooled connection for one
+    transaction only, under the session's lock.
+
+    A sync session opens when it is made. An async one opens when it is
+    entered, by ``open()`` or at its first append, and reads the newest
+    ``todo/write`` and ``turn/start`` too, so that the ``latest()`` a host calls
+    synchronously to resume answers without I/O (see ``_core.ResumeCache``).
+    """
+
+    def __init__(self, conninfo_or_pool: str | AsyncConnectionPool[Any], session_id: str) -> None:
+        if not isinstance(conninfo_or_pool, str | AsyncConnectionPool):
+            raise UsageError(
+                "AsyncPostgresSession takes a conninfo string or a "
+                f"psycopg_pool.AsyncConnectionPool, not {type(conninfo_or_pool).__name__}"
+            )
+        super().__init__(server_name(conninfo_of(conninfo_or_pool)), session_id)
+        self._source = conninfo_or_pool
+        self._pool_now: APool | None = None
+        self._lock = asyncio.Lock()  # async only
+        # unasync: self._lock = threading.Lock()
+        # unasync: self.open()
+
+    async def open(self) -> AsyncPostgresSession:
+        """Read the next seq (and the resume events); returns the session. Safe to call again."""
+        async with self._lock:  # concurrent first appends open it once
+            if not self._opened_once:
+                await self._open()
+        return self
+
+    async def append(self, type: str, data: Mapping[str, Any], /) -> Event:
+        """Record one event and return it with its seq; listeners run before this returns."""
+        text = encode_data(data)
+        async with self._lock:
+            if not self._opened_once:
+                await self._open()
+            self._check_writable()
+            if self._pending is not None:
+                await self._settle_pending()
+            pending = Pending({"seq": self._seq, "type": type, "data": data}, text)
+            await self._write(pending)
+            return self._recorded(pending.event)
+
+    async def alatest(self, types: Collection[str], /) -> Event | None:
+        """The newest recorded event whose type is in ``types``: one index probe."""
+        return await alatest_event(await self._pool(), self.session_id, types)
+
+    async def __aenter__(self) -> AsyncPostgresSession:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def _pool(self) -> APool:
+        if self._pool_now is None:
+            if isinstance(self._source, AsyncConnectionPool):
+                self._pool_now = self._source
+            else:
+                self._pool_now = await async_shared_pool(self._source)
+        return self._pool_now
+
+    async def _open(self) -> None:
+        pool = await self._pool()
+        where = f"session {self.session_id!r} on {self.where}"
+        resume: dict[str, Any] = {}
+        try:
+            async with pool.connection() as conn:
+                cursor = await conn.execute(_sql.OPEN, (self.session_id,))
+                row = await cursor.fetchone()
+                for kind in self.resume_kinds:  # one index probe each; decoded when asked for
+                    cursor = await conn.execute(_sql.latest_query([kind]), (self.session_id,))
+                    found = await cursor.fetchone()
+                    if found is not None:
+                        resume[kind] = found
+                await afinish(conn)
+        except PoolTimeout as error:
+            raise wrap(where, await aexplained(pool, error)) from None
+        except psycopg.Error as error:
+            raise wrap(where, error) from None
+        assert row is not None
+        self._opened(row[0], row[1], resume)
+
+    async def _write(
+        self, pending: Pending, *, retry: bool = True, lost: BaseException | None = None
+    ) -> None:
+        """Record ``pending`` (``lost``: the error that lost the answer to an earlier COMMIT)."""
+        pool = await self._pool()
+        committing = False
+        try:
+            async with pool.connection() as conn:
+                try:
+                    if conn.autocommit:
+                        await conn.execute(_sql.BEGIN)
+                    await conn.execute(_sql.INSERT, self._params(pending.event, pending.text))
+                except BaseException:
+                    await arollback_quietly(conn)
+                    raise
+                committing = True
+                await conn.commit()
+            return
+        except PoolTimeout as error:  # (an OperationalError) no connection: nothing was sent
+            raise self._failed(await aexplained(pool, error)) from None
+        except psycopg.OperationalError as error:
+            if isinstance(error, psycopg.errors.QueryCanceled):
+                raise self._failed(error) from None  # the statement's transaction rolled back
+            if not committing:  # no COMMIT was sent, so nothing was recorded
+                if not retry:
+                    raise self._failed(error) from None
+                await pool.check()  # after a restart, the idle connections are dead too
+                await self._write(pending, retry=False, lost=lost)
+                return
+            broken: BaseException = error
+        except psycopg.errors.UniqueViolation as error:
+            if lost is None:
+                raise self._failed(error) from None
+            # The seq was free when read back, taken now: maybe by our own first COMMIT,
+            # which the server was still finishing (slow fsync, a synchronous standby).
+            if await self._read_back(pending, lost):
+                return
+            raise self._unknown(pending, error) from lost
+        except psycopg.Error as error:
+            raise self._failed(error) from None
+        # COMMIT was sent and its answer lost: ask on a fresh connection before answering.
+        await pool.check()
+        if await self._read_back(pending, broken):
+            return
+        if not retry:
+            raise StoreUnavailable(
+                f"session {self.session_id!r} on {self.where}: {reason(broken)}: not recorded"
+            ) from None
+        await self._write(pending, retry=False, lost=broken)  # absent: the same event, same seq
+
+    async def _read_back(self, pending: Pending, broken: BaseException) -> bool:
+        """Whether ``pending`` is recorded; :class:`CommitUnknown` when that cannot be asked."""
+        pool = await self._pool()
+        for attempt in (1, 2):  # an idle pooled connection may be as dead as the first one
+            try:
+                async with pool.connection() as conn:
+                    params = (self.session_id, pending.event["seq"])
+                    cursor = await conn.execute(_sql.READ_ONE, params)
+                    row = await cursor.fetchone()
+                    await afinish(conn)
+                return self._judge(pending, row)
+            except PoolTimeout as error:
+                raise self._unknown(pending, error) from broken
+            except psycopg.Error as error:
+                if attempt == 2 or not isinstance(error, psycopg.OperationalError):
+                    raise self._unknown(pending, error) from broken
+                await pool.check()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _settle_pending(self) -> None:
+        pending = self._pending
+        assert pending is not None
+        if await self._read_back(pending, CommitUnknown("still unknown")):
+            self._recorded(pending.event)
+        else:
+            self._pending = None

@@ -1,0 +1,292 @@
+"""Following a session as it is recorded: one shared ``LISTEN`` hub per loop, and the follower."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Mapping
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from ...errors import InvalidLog, LogReplaced, UsageError
+from ...listeners import Event
+from . import _sql
+from ._core import check_session_id, conninfo_of, decode_row, parse_notice, server_name, store_error
+from ._pools import HUBS
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+__all__ = ["PostgresFollower"]
+
+_LOG = logging.getLogger("dsh_tool_todo")
+
+
+class Hub:
+    """One ``LISTEN`` connection per process, event loop and conninfo, shared by every follower.
+
+    Notifications wake the followers of their session; after the connection
+    is lost and made again, every follower is woken to catch up from its last
+    seq (a notification sent while nobody listened is never delivered). Any
+    role may NOTIFY on the channel: a payload that names no session and seq is
+    ignored, and nothing one notification does stops the listening. Reads go
+    through one more connection of the hub's own, so followers never hold a
+    writer's pooled connection.
+    """
+
+    def __init__(self, conninfo: str, kwargs: Mapping[str, Any], delay: float) -> None:
+        self.conninfo = conninfo
+        self.kwargs = {**kwargs, "autocommit": True}
+        self.where = server_name(conninfo)
+        self.delay = delay
+        self.wakers: dict[str, set[asyncio.Event]] = {}
+        self.users = 0
+        self._read: psycopg.AsyncConnection[Any] | None = None
+        self._read_lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[None] | None = None
+
+    async def start(self) -> None:
+        """Listening, from now on; the first connection's error if it could not be made.
+
+        A task that ended (it never should) is started again: a follower never
+        joins a hub that nobody listens for.
+        """
+        if self._task is None or self._task.done():
+            loop = asyncio.get_running_loop()
+            self._ready = loop.create_future()
+            self._task = loop.create_task(self._listen(self._ready))
+        assert self._ready is not None
+        ready = self._ready
+        try:
+            await asyncio.shield(ready)  # every follower joining now gets the same answer
+        except psycopg.Error as error:
+            if self._ready is ready:
+                self._task = self._ready = None
+            raise store_error(self.where, error) from None
+
+    def register(self, session_id: str, waker: asyncio.Event) -> None:
+        self.wakers.setdefault(session_id, set()).add(waker)
+
+    def unregister(self, session_id: str, waker: asyncio.Event) -> None:
+        wakers = self.wakers.get(session_id)
+        if wakers is not None:
+            wakers.discard(waker)
+            if not wakers:
+                del self.wakers[session_id]
+
+    async def read_from(self, session_id: str, first: int, limit: int) -> list[Any]:
+        """Up to ``limit`` rows of the session from seq ``first`` on, in order."""
+        async with self._read_lock:
+            try:
+                if self._read is None or self._read.closed:
+                    self._read = await psycopg.AsyncConnection.connect(self.conninfo, **self.kwargs)
+                cursor = await self._read.execute(_sql.READ_AFTER, (session_id, first - 1, limit))
+                return await cursor.fetchall()
+            except psycopg.Error:
+                if self._read is not None:
+                    await self._read.close()
+                    self._read = None
+                raise
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+        if self._read is not None:
+            await self._read.close()
+            self._read = None
+
+    async def _listen(self, ready: asyncio.Future[None]) -> None:
+        while True:
+            conn: psycopg.AsyncConnection[Any] | None = None
+            try:
+                conn = await psycopg.AsyncConnection.connect(self.conninfo, **self.kwargs)
+                await conn.execute(f"LISTEN {_sql.CHANNEL}")
+                if not ready.done():
+                    ready.set_result(None)
+                self._wake_all()  # catch up on whatever was sent while nobody listened
+                async for notify in conn.notifies():
+                    self._wake(notify.payload)
+            except Exception as error:
+                if not ready.done():
+                    ready.set_exception(error)
+                    return
+                if not isinstance(error, psycopg.Error):
+                    _LOG.exception("listening on %s failed; listening again", self.where)
+            finally:
+                if conn is not None:
+                    with suppress(Exception):
+                        await conn.close()
+            await asyncio.sleep(self.delay)
+
+    def _wake(self, payload: object) -> None:
+        try:
+            parsed = parse_notice(payload)
+            if parsed is not None:
+                for waker in self.wakers.get(parsed[0], ()):
+                    waker.set()
+        except Exception:  # one notification never stops the listening
+            _LOG.exception("a notification on %s could not be handled", self.where)
+
+    def _wake_all(self) -> None:
+        for wakers in self.wakers.values():
+            for waker in wakers:
+                waker.set()
+
+
+class PostgresFollower:
+    """The events of one session as they are recorded, for viewers in other processes.
+
+    An async iterator: ``async for event in PostgresFollower(dsn, "agent-7")``
+    yields every event with ``seq > after_seq`` in log order, then waits for
+    new ones (woken by ``NOTIFY``; all followers of a process and event loop
+    share one ``LISTEN`` connection). When the server goes away it keeps
+    trying, and catches up from the last seq it yielded, so nothing is
+    skipped or repeated. It only reads: it never takes the writer's role.
+
+    Each read starts at the last seq it yielded: when that row is gone or is
+    another one (the session was deleted, and maybe written again), it raises
+    :class:`~dsh_tool_todo.errors.LogReplaced`: start over from a snapshot.
+    Rows that are not valid events raise :class:`InvalidLog` naming session
+    and seq; other store errors raise :class:`PostgresStoreError`. Close it
+    with ``aclose()`` or ``async with``.
+    """
+
+    def __init__(
+        self,
+        conninfo_or_pool: str | ConnectionPool[Any] | AsyncConnectionPool[Any],
+        session_id: str,
+        *,
+        after_seq: int = -1,
+        reconnect_delay: float = 0.5,
+    ) -> None:
+        self.session_id = check_session_id(session_id)
+        if type(after_seq) is not int or after_seq < -1:
+            raise UsageError(f"after_seq must be an int >= -1, not {after_seq!r}")
+        if isinstance(conninfo_or_pool, ConnectionPool | AsyncConnectionPool):
+            kwargs = conninfo_or_pool.kwargs
+            self._kwargs: dict[str, Any] = dict(kwargs) if isinstance(kwargs, dict) else {}
+            self._kwargs.pop("row_factory", None)
+        else:
+            self._kwargs = {}
+        self._conninfo = conninfo_of(conninfo_or_pool)
+        self.last_seq = after_seq
+        self._last_row: tuple[Any, ...] | None = None  # (type, data) of the row at last_seq
+        self._delay = reconnect_delay
+        self._buffer: deque[Event] = deque()
+        self._waker = asyncio.Event()
+        self._hub: Hub | None = None
+        self._error: InvalidLog | LogReplaced | None = None
+        self._closed = False
+
+    def __aiter__(self) -> PostgresFollower:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._closed:
+            raise StopAsyncIteration
+        while not self._buffer:
+            if self._error is not None:
+                raise self._error  # a bad row stops the follower where it is, every time
+            hub = await self._join()
+            self._waker.clear()  # before reading: a notification during the read is kept
+            first = max(self.last_seq, 0)
+            try:
+                rows = await hub.read_from(self.session_id, first, _sql.MAX_BATCH)
+            except psycopg.OperationalError:
+                await asyncio.sleep(self._delay)  # the hub's LISTEN reconnects meanwhile
+                continue
+            except psycopg.Error as error:
+                raise store_error(f"session {self.session_id!r} on {hub.where}", error) from None
+            if self._take(rows):
+                await self._waker.wait()
+        return self._buffer.popleft()
+
+    async def aclose(self) -> None:
+        """Stop following; the shared connection closes with its last follower."""
+        self._closed = True
+        hub, self._hub = self._hub, None
+        if hub is None:
+            return
+        hub.unregister(self.session_id, self._waker)
+        hub.users -= 1
+        if hub.users == 0:
+            hubs = HUBS.here()
+            if hubs.get(self._conninfo) is hub:
+                del hubs[self._conninfo]
+            await hub.close()
+
+    async def __aenter__(self) -> PostgresFollower:
+        await self._join()
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _join(self) -> Hub:
+        hub = self._hub
+        if hub is not None:
+            await hub.start()  # at once if it listens; started again if its task ended
+            return hub
+        hubs = HUBS.here()
+        hub = hubs.get(self._conninfo)
+        if hub is None:
+            hub = hubs[self._conninfo] = Hub(self._conninfo, self._kwargs, self._delay)
+        hub.users += 1
+        hub.register(self.session_id, self._waker)
+        try:
+            await hub.start()  # listening before the backlog is read
+        except BaseException:
+            hub.unregister(self.session_id, self._waker)
+            hub.users -= 1
+            if hub.users == 0 and hubs.get(self._conninfo) is hub:
+                del hubs[self._conninfo]
+            raise
+        self._hub = hub
+        return hub
+
+    def _take(self, rows: list[Any]) -> bool:
+        """Buffer the rows' new events; whether there were none (then wait).
+
+        The first row must be the one last yielded (or, before anything was
+        yielded, the one at ``after_seq``): otherwise the log was replaced. The
+        events before a bad row are yielded before its error.
+        """
+        try:
+            if self.last_seq >= 0:
+                if not rows or rows[0][0] != self.last_seq:
+                    raise LogReplaced(
+                        f"session {self.session_id!r}: seq {self.last_seq} is gone "
+                        "(the session was deleted, and maybe written again)"
+                    )
+                if self._last_row is not None and tuple(rows[0][1:]) != self._last_row:
+                    raise LogReplaced(
+                        f"session {self.session_id!r}: seq {self.last_seq} holds another "
+                        "event (the session was deleted and written again)"
+                    )
+                rows = rows[1:]
+            for row in rows:
+                event = decode_row(self.session_id, *row)
+                if event["seq"] != self.last_seq + 1 and self.last_seq >= 0:
+                    raise InvalidLog(
+                        f"session {self.session_id!r}, seq {event['seq']}: follows seq "
+                        f"{self.last_seq} (events are missing)"
+                    )
+                self.last_seq = event["seq"]
+                self._last_row = tuple(row[1:])
+                self._buffer.append(event)
+        except (InvalidLog, LogReplaced) as error:
+            self._error = error
+        return not self._buffer and self._error is None

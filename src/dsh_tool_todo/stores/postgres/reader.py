@@ -1,0 +1,205 @@
+"""The sessions of a PostgreSQL store, read-only: a :class:`~dsh_tool_todo.protocols.LogReader`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Collection
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from ... import errors
+from ...errors import InvalidLog, SessionNotFound, UsageError
+from ...listeners import Event
+from ...projection import PLAN_EVENTS, checked_deciding, progress_of
+from ...protocols import Progress, SessionSummary, Snapshot, TailPage
+from . import _sql
+from ._core import PostgresStoreError, check_session_id, decode_row, server_name, wrap
+from ._pools import APool
+from .follow import PostgresFollower
+
+__all__ = ["PostgresReader"]
+
+TYPE_SCAN = 2000
+"""Rows a tail page filtered by type looks at, at most, per request; ``cursor`` goes on."""
+
+READ_ONLY = "-c default_transaction_read_only=on"
+
+_TYPED_TAIL = sql.SQL(
+    "WITH w AS (SELECT seq, type, data FROM {table} WHERE session_id = %(sid)s "
+    "AND seq < %(before)s ORDER BY seq DESC LIMIT %(scan)s), "
+    "s AS (SELECT min(seq) AS low, count(*) AS n FROM w) "
+    "SELECT s.low, s.n, m.seq, m.type, m.data FROM s LEFT JOIN LATERAL "
+    "(SELECT seq, type, data::text AS data FROM w WHERE type = ANY(%(types)s) "
+    "ORDER BY seq DESC LIMIT %(limit)s) AS m ON true ORDER BY m.seq DESC"
+).format(table=sql.Identifier(_sql.TABLE))
+
+# The newest seq and the deciding event, in one statement: one snapshot of the table.
+_SNAPSHOT = sql.SQL(
+    "SELECT (SELECT max(seq) FROM {table} WHERE session_id = %s), d.seq, d.type, d.data "
+    "FROM (SELECT 1) AS one LEFT JOIN LATERAL ({deciding}) AS d ON true"
+).format(table=sql.Identifier(_sql.TABLE), deciding=_sql.latest_query(PLAN_EVENTS))
+
+
+def read_only_options(conninfo: str) -> str:
+    """The connection's ``options``: the URL's own (a search_path, say), then read-only."""
+    try:
+        own = conninfo_to_dict(conninfo).get("options")
+    except psycopg.Error as error:
+        raise UsageError(f"{server_name(conninfo)}: {error}") from None
+    return f"{own} {READ_ONLY}" if own else READ_ONLY
+
+
+def _typed(error: BaseException) -> errors.TodoError:
+    """A store error as the read seam names it: what the view turns into its status or frame."""
+    if isinstance(error, InvalidLog | errors.StoreUnavailable):
+        return error
+    if isinstance(error, PostgresStoreError):
+        return errors.StoreUnavailable(str(error))
+    raise error
+
+
+class PostgresReader:
+    """The sessions of a PostgreSQL store (:mod:`dsh_tool_todo.stores.postgres`), read-only.
+
+    Reads borrow from a small pool opened on first use, whose connections are
+    read-only at the server (on top of the URL's own ``options``); each stream
+    follows its session with a :class:`PostgresFollower` (one ``LISTEN``
+    connection per process, woken by the writers' ``NOTIFY``). Last activity
+    is the time of the session's newest row. A session whose id could not be
+    addressed (not printable, too long) is left out of the list.
+    """
+
+    def __init__(self, conninfo: str, *, pool_size: int = 4) -> None:
+        self.conninfo = conninfo
+        self.where = server_name(conninfo)
+        self._options = read_only_options(conninfo)
+        self._pool_size = pool_size
+        self._pool: APool | None = None
+        self._progress: dict[str, tuple[tuple[int, float], Progress | None]] = {}
+
+    async def _source(self) -> APool:
+        if self._pool is None:
+            pool: APool = AsyncConnectionPool(
+                self.conninfo,
+                min_size=1,
+                max_size=self._pool_size,
+                kwargs={"autocommit": True, "options": self._options},
+                open=False,
+            )
+            await pool.open()
+            self._pool = pool
+        return self._pool
+
+    async def _rows(self, query: Any, params: Any) -> list[Any]:
+        try:
+            async with (await self._source()).connection() as conn:
+                cursor = await conn.execute(query, params)
+                return await cursor.fetchall()
+        except (psycopg.Error, PoolTimeout) as error:
+            raise _typed(wrap(self.where, error)) from None
+
+    @staticmethod
+    def _name(name: str) -> str:
+        try:
+            return check_session_id(name)
+        except UsageError:
+            raise SessionNotFound(name) from None
+
+    async def sessions(self, query: str, limit: int) -> tuple[list[SessionSummary], int]:
+        rows = await self._rows(_sql.LIST, ())
+        needle = query.casefold()
+        found = [row for row in rows if _addressable(row[0]) and needle in row[0].casefold()]
+        result = []
+        for name, events, last_activity in found[:limit]:
+            stamp = last_activity.timestamp()
+            key = (int(events), stamp)
+            cached = self._progress.get(name)
+            if cached is None or cached[0] != key:
+                try:
+                    progress: Progress | None = progress_of((await self._snapshot(name)).deciding)
+                except (InvalidLog, SessionNotFound):
+                    progress = None
+                cached = self._progress[name] = (key, progress)
+            result.append(SessionSummary(name, stamp, cached[1]))
+        listed = {row.name for row in result}
+        for gone in [name for name in self._progress if name not in listed]:
+            del self._progress[gone]
+        return result, len(found)
+
+    async def tail(
+        self,
+        name: str,
+        *,
+        before: int | None,
+        limit: int,
+        types: Collection[str] | None = None,
+    ) -> TailPage:
+        name = self._name(name)
+        end = 2**63 - 1 if before is None else before
+        if types is None:
+            rows = await self._rows(_sql.READ_BEFORE, (name, end, limit + 1))
+            if not rows and before is None:
+                raise SessionNotFound(name)
+            events = [decode_row(name, *row) for row in rows[:limit]]
+            more = len(rows) > limit
+            return TailPage(events[::-1], more, events[-1]["seq"] if more else None)
+        scan = max(limit + 1, TYPE_SCAN)
+        rows = await self._rows(
+            _TYPED_TAIL,
+            {"sid": name, "before": end, "scan": scan, "types": list(types), "limit": limit + 1},
+        )
+        low, looked = rows[0][0], rows[0][1]
+        if looked == 0 and before is None:
+            raise SessionNotFound(name)
+        events = [decode_row(name, *row[2:]) for row in rows if row[2] is not None]
+        if len(events) > limit:
+            events = events[:limit]
+            return TailPage(events[::-1], True, events[-1]["seq"])
+        if looked == scan and low > 0:
+            return TailPage(events[::-1], True, low)
+        return TailPage(events[::-1], False, None)
+
+    async def snapshot(self, name: str) -> Snapshot:
+        return await self._snapshot(self._name(name))
+
+    async def _snapshot(self, name: str) -> Snapshot:
+        last, *deciding = (await self._rows(_SNAPSHOT, (name, name)))[0]
+        if last is None:
+            raise SessionNotFound(name)
+        if deciding[0] is None:
+            return Snapshot(last, None)
+        event = decode_row(name, *deciding)
+        return Snapshot(last, checked_deciding(event, f"session {name!r}, seq {event['seq']}"))
+
+    async def follow(
+        self, name: str, *, after: int, since: Snapshot | None = None
+    ) -> AsyncIterator[Event]:
+        # rows are never rewritten in place; a deleted and recreated session raises LogReplaced
+        name = self._name(name)
+        follower = PostgresFollower(self.conninfo, name, after_seq=max(after, -1))
+        try:
+            while True:
+                try:
+                    event = await follower.__anext__()
+                except PostgresStoreError as error:
+                    raise _typed(error) from None
+                yield event
+        finally:
+            await follower.aclose()
+
+    async def aclose(self) -> None:
+        pool, self._pool = self._pool, None
+        self._progress.clear()
+        if pool is not None:
+            await pool.close()
+
+
+def _addressable(name: object) -> bool:
+    try:
+        check_session_id(name)
+    except UsageError:
+        return False
+    return True
