@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from dsh_tool_todo.errors import InvalidLog, LogBusy, UsageError
 from dsh_tool_todo.projection import replay
 from dsh_tool_todo.sessionlog import JsonlSession, TornTailWarning, current_plan, read_events
-from dsh_tool_todo.stores import jsonl
+from dsh_tool_todo.stores.jsonl import session as jsonl
 from dsh_tool_todo.watch import follow_plan
 from tests.conftest import todo
 
