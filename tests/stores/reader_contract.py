@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import os
+import re
 from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -79,18 +82,18 @@ class ReaderContract(abc.ABC):
 
     def test_unknown_sessions_are_not_found_by_every_read(self, reader: LogReader) -> None:
         async def reads() -> None:
-            with pytest.raises(SessionNotFound):
+            with pytest.raises(SessionNotFound, match="missing"):
                 await reader.snapshot("missing")
-            with pytest.raises(SessionNotFound):
+            with pytest.raises(SessionNotFound, match="missing"):
                 await reader.tail("missing", before=None, limit=5)
-            with pytest.raises(SessionNotFound):
+            with pytest.raises(SessionNotFound, match="missing"):
                 await anext(reader.follow("missing", after=-1))
 
         run(reads())
 
     @pytest.mark.parametrize("name", ["", "../outside", "a/b", "nul\x00", "back\\slash"])
     def test_hostile_names_are_unknown_sessions(self, reader: LogReader, name: str) -> None:
-        with pytest.raises(SessionNotFound):
+        with pytest.raises(SessionNotFound, match=re.escape(name)):
             run(reader.snapshot(name))
 
     def test_sessions_lists_each_session_with_its_progress(
@@ -255,7 +258,7 @@ class ReaderContract(abc.ABC):
             )
             await waiting
 
-        with pytest.raises(LogReplaced):
+        with pytest.raises(LogReplaced, match=r"\S"):  # a message that says which log
             run(follow())
 
 
@@ -264,8 +267,16 @@ class FileReaderContract(ReaderContract):
 
     @abc.abstractmethod
     @pytest.fixture
-    def append_bytes(self) -> Callable[[str, bytes], None]:
-        """Append raw bytes to session ``name``'s file."""
+    def log_path(self) -> Callable[[str], Path]:
+        """The file of session ``name``."""
+
+    @pytest.fixture
+    def append_bytes(self, log_path: Callable[[str], Path]) -> Callable[[str, bytes], None]:
+        def append(name: str, data: bytes) -> None:
+            with log_path(name).open("ab") as log:
+                log.write(data)
+
+        return append
 
     @pytest.mark.parametrize("length", [1, 6, 7, 40])
     def test_a_torn_tail_is_ignored_and_its_line_read_once_whole(
@@ -291,8 +302,9 @@ class FileReaderContract(ReaderContract):
 
         assert run(follow()) == {"seq": 1, "type": "todo/write", "data": {"todos": []}}
 
+    @pytest.mark.parametrize("size", [0, 5])
     def test_a_log_cut_short_under_a_follower_is_replaced(
-        self, reader: LogReader, open_writer: Writer, delete: Deleter
+        self, reader: LogReader, open_writer: Writer, log_path: Callable[[str], Path], size: int
     ) -> None:
         self.write(open_writer, "s", [("todo/write", plan("A")), ("note", {})])
 
@@ -300,8 +312,25 @@ class FileReaderContract(ReaderContract):
             events = reader.follow("s", after=1)
             waiting = asyncio.ensure_future(anext(events))
             await asyncio.sleep(0.1)
-            await asyncio.to_thread(delete, "s")
+            os.truncate(log_path("s"), size)
             await waiting
 
-        with pytest.raises(LogReplaced):
+        with pytest.raises(LogReplaced, match=r"s\.jsonl"):
+            run(follow())
+
+    def test_a_same_size_rewrite_under_a_follower_is_replaced(
+        self, reader: LogReader, open_writer: Writer, log_path: Callable[[str], Path]
+    ) -> None:
+        self.write(open_writer, "s", [("todo/write", plan("Cut"))])
+        rewritten = log_path("s").read_bytes().replace(b"Cut", b"Cuz")
+
+        async def follow() -> None:
+            snapshot = await reader.snapshot("s")
+            events = reader.follow("s", after=snapshot.last_seq, since=snapshot)
+            waiting = asyncio.ensure_future(anext(events))
+            await asyncio.sleep(0.1)
+            log_path("s").write_bytes(rewritten)
+            await waiting
+
+        with pytest.raises(LogReplaced, match=r"s\.jsonl"):
             run(follow())

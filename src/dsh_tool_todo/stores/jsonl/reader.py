@@ -27,6 +27,15 @@ POLL_INTERVAL = 0.025  # seconds between looks at a followed log (one stat call 
 IN_LOOP_READ = 64 << 10  # new bytes read on the event loop; more are read in a worker thread
 
 
+def _addressable(name: str) -> bool:
+    """Whether a page can name the session: UTF-8 (a file name that is not decodes to lone
+    surrogates, which no URL can carry) and at most 250 bytes."""
+    try:
+        return len(name.encode("utf-8")) <= 250
+    except UnicodeEncodeError:
+        return False
+
+
 def _replaced(path: str) -> LogReplaced:
     return LogReplaced(f"{path}: no longer the log read so far (replaced, cut short or deleted)")
 
@@ -66,7 +75,7 @@ class JsonlReader:
             not name
             or name.startswith(".")
             or any(char in name for char in "/\\\0")
-            or len(name.encode("utf-8", "surrogatepass")) > 250
+            or not _addressable(name)
         ):
             raise SessionNotFound(name)
         try:
