@@ -93,7 +93,7 @@ class ReaderContract(abc.ABC):
 
     @pytest.mark.parametrize("name", ["", "../outside", "a/b", "nul\x00", "back\\slash"])
     def test_hostile_names_are_unknown_sessions(self, reader: LogReader, name: str) -> None:
-        with pytest.raises(SessionNotFound, match=re.escape(name)):
+        with pytest.raises(SessionNotFound, match=f"^{re.escape(name)}$"):
             run(reader.snapshot(name))
 
     def test_sessions_lists_each_session_with_its_progress(
