@@ -135,6 +135,11 @@ class _Tail:
             if self._last_line(file) != self._mark:
                 return None
             self.seen = (info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+            if info.st_size < self.searched or self.searched - self.end <= _lines.BLOCK_SIZE:
+                # A writer reopening the log cuts a torn line off and appends anew: its
+                # newline may lie in bytes already searched. Only a long unfinished line,
+                # which nobody cut, is searched from where the last search stopped.
+                self.searched = self.end
             stop, scanned = _last_newline_after(
                 file, self.searched, info.st_size, self.end + READ_BUDGET
             )
