@@ -15,9 +15,9 @@ import abc
 import asyncio
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
@@ -34,12 +34,8 @@ T = TypeVar("T")
 WITHIN = 10.0  # seconds any one read or follow step may take before the test fails
 
 
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    async def bounded() -> T:
-        async with asyncio.timeout(WITHIN):
-            return await coro
-
-    return asyncio.run(bounded())
+class Runner(Protocol):
+    def __call__(self, coro: Coroutine[Any, Any, T], /) -> T: ...
 
 
 async def take(events: AsyncIterator[Event], count: int) -> list[Event]:
@@ -53,10 +49,26 @@ def plan(*contents: str) -> dict[str, Any]:
 class ReaderContract(abc.ABC):
     """What every store's reader promises."""
 
+    @pytest.fixture
+    def run(self) -> Iterator[Runner]:
+        """Runs a test's coroutines, each bounded in time, on one event loop per test (a
+        store's reader may hold connections bound to the loop that opened them)."""
+        with asyncio.Runner() as runner:
+
+            def call(coro: Coroutine[Any, Any, T]) -> T:
+                async def bounded() -> T:
+                    async with asyncio.timeout(WITHIN):
+                        return await coro
+
+                return runner.run(bounded())
+
+            yield call
+
     @abc.abstractmethod
     @pytest.fixture
-    def reader(self) -> LogReader:
-        """A reader over this test's store, which starts with no session."""
+    def reader(self, run: Runner) -> LogReader:
+        """A reader over this test's store, which starts with no session (a fixture that
+        yields it may close it with ``run(reader.aclose())``)."""
 
     @abc.abstractmethod
     @pytest.fixture
@@ -80,7 +92,9 @@ class ReaderContract(abc.ABC):
 
     # --- sessions, snapshot, tail ---------------------------------------------------
 
-    def test_unknown_sessions_are_not_found_by_every_read(self, reader: LogReader) -> None:
+    def test_unknown_sessions_are_not_found_by_every_read(
+        self, run: Runner, reader: LogReader
+    ) -> None:
         async def reads() -> None:
             with pytest.raises(SessionNotFound, match="missing"):
                 await reader.snapshot("missing")
@@ -92,12 +106,14 @@ class ReaderContract(abc.ABC):
         run(reads())
 
     @pytest.mark.parametrize("name", ["", "../outside", "a/b", "nul\x00", "back\\slash"])
-    def test_hostile_names_are_unknown_sessions(self, reader: LogReader, name: str) -> None:
+    def test_hostile_names_are_unknown_sessions(
+        self, run: Runner, reader: LogReader, name: str
+    ) -> None:
         with pytest.raises(SessionNotFound, match=f"^{re.escape(name)}$"):
             run(reader.snapshot(name))
 
     def test_sessions_lists_each_session_with_its_progress(
-        self, reader: LogReader, open_writer: Writer
+        self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
         done = {"todos": [{"content": "A", "status": "completed"}, *plan("B")["todos"]]}
         self.write(open_writer, "alpha", [("todo/write", done)])
@@ -116,7 +132,7 @@ class ReaderContract(abc.ABC):
         assert [row.name for row in found] == ["alpha"]
 
     def test_snapshot_is_the_newest_seq_and_the_deciding_event(
-        self, reader: LogReader, open_writer: Writer
+        self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
         self.write(open_writer, "s", [("todo/write", plan("A")), ("note", {}), ("note", {})])
 
@@ -126,13 +142,13 @@ class ReaderContract(abc.ABC):
         assert snapshot.deciding == {"seq": 0, "type": "todo/write", "data": plan("A")}
 
     def test_a_session_without_a_deciding_event_has_none(
-        self, reader: LogReader, open_writer: Writer
+        self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
         self.write(open_writer, "s", [("note", {})])
         assert run(reader.snapshot("s")).deciding is None
 
     def test_tail_pages_from_the_end_and_walk_back_by_cursor(
-        self, reader: LogReader, open_writer: Writer
+        self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
         self.write(open_writer, "s", [("note", {"n": n}) for n in range(10)])
 
@@ -153,7 +169,7 @@ class ReaderContract(abc.ABC):
         assert page.cursor is None
 
     def test_tail_before_a_seq_deep_in_the_log(
-        self, reader: LogReader, open_writer: Writer
+        self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
         self.write(open_writer, "s", [("note", {"n": n}) for n in range(3000)])
 
@@ -163,7 +179,7 @@ class ReaderContract(abc.ABC):
         assert page.more
 
     def test_a_filtered_walk_finds_every_match_once_in_order(
-        self, reader: LogReader, open_writer: Writer
+        self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
         events = [("todo/write", plan(f"v{n}")) if n % 7 == 0 else ("note", {}) for n in range(60)]
         self.write(open_writer, "s", events)
@@ -181,7 +197,7 @@ class ReaderContract(abc.ABC):
         assert found == [n for n in range(60) if n % 7 == 0]
 
     def test_hostile_rows_come_back_as_written(
-        self, reader: LogReader, open_writer: Writer
+        self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
         self.write(open_writer, "s", [("todo/write", HOSTILE_DATA), ("x/foreign", FOREIGN_DATA)])
 
@@ -193,7 +209,7 @@ class ReaderContract(abc.ABC):
     # --- the one check of a foreign todo/write --------------------------------------
 
     def test_a_foreign_invalid_write_is_refused_by_every_read(
-        self, reader: LogReader, open_writer: Writer, write_raw: RawWriter
+        self, run: Runner, reader: LogReader, open_writer: Writer, write_raw: RawWriter
     ) -> None:
         self.write(open_writer, "s", [("todo/write", plan("A"))])
         write_raw("s", {"seq": 1, "type": "todo/write", "data": {"todos": "x"}})
@@ -212,7 +228,7 @@ class ReaderContract(abc.ABC):
     # --- follow ---------------------------------------------------------------------
 
     def test_follow_catches_up_from_a_seq_then_goes_live(
-        self, reader: LogReader, open_writer: Writer
+        self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
         self.write(open_writer, "s", [("note", {"n": n}) for n in range(5)])
 
@@ -226,7 +242,7 @@ class ReaderContract(abc.ABC):
         assert seqs == [3, 4, 5]
 
     def test_follow_from_a_snapshot_misses_nothing(
-        self, reader: LogReader, open_writer: Writer
+        self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
         self.write(open_writer, "s", [("todo/write", plan("A"))])
 
@@ -244,7 +260,7 @@ class ReaderContract(abc.ABC):
         ]
 
     def test_a_log_deleted_and_written_again_is_replaced(
-        self, reader: LogReader, open_writer: Writer, delete: Deleter
+        self, run: Runner, reader: LogReader, open_writer: Writer, delete: Deleter
     ) -> None:
         self.write(open_writer, "s", [("todo/write", plan(f"old {n}")) for n in range(4)])
 
@@ -281,6 +297,7 @@ class FileReaderContract(ReaderContract):
     @pytest.mark.parametrize("length", [1, 6, 7, 40])
     def test_a_torn_tail_is_ignored_and_its_line_read_once_whole(
         self,
+        run: Runner,
         reader: LogReader,
         open_writer: Writer,
         append_bytes: Callable[[str, bytes], None],
@@ -304,7 +321,12 @@ class FileReaderContract(ReaderContract):
 
     @pytest.mark.parametrize("size", [0, 5])
     def test_a_log_cut_short_under_a_follower_is_replaced(
-        self, reader: LogReader, open_writer: Writer, log_path: Callable[[str], Path], size: int
+        self,
+        run: Runner,
+        reader: LogReader,
+        open_writer: Writer,
+        log_path: Callable[[str], Path],
+        size: int,
     ) -> None:
         self.write(open_writer, "s", [("todo/write", plan("A")), ("note", {})])
 
@@ -319,7 +341,7 @@ class FileReaderContract(ReaderContract):
             run(follow())
 
     def test_a_same_size_rewrite_under_a_follower_is_replaced(
-        self, reader: LogReader, open_writer: Writer, log_path: Callable[[str], Path]
+        self, run: Runner, reader: LogReader, open_writer: Writer, log_path: Callable[[str], Path]
     ) -> None:
         self.write(open_writer, "s", [("todo/write", plan("Cut"))])
         rewritten = log_path("s").read_bytes().replace(b"Cut", b"Cuz")

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,13 +16,15 @@ from dsh_tool_todo.errors import SessionNotFound
 from dsh_tool_todo.protocols import LogReader
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession, TornTailWarning, read_events
 
-from .reader_contract import Deleter, Event, FileReaderContract, RawWriter, Writer
+from .reader_contract import Deleter, Event, FileReaderContract, RawWriter, Runner, Writer
 
 
 class TestJsonlReader(FileReaderContract):
     @pytest.fixture
-    def reader(self, tmp_path: Path) -> LogReader:
-        return JsonlReader(tmp_path, poll_interval=0.005)
+    def reader(self, run: Runner, tmp_path: Path) -> Iterator[LogReader]:
+        reader = JsonlReader(tmp_path, poll_interval=0.005)
+        yield reader
+        run(reader.aclose())
 
     @pytest.fixture
     def open_writer(self, tmp_path: Path) -> Writer:
