@@ -27,7 +27,7 @@ ROUNDS, DEADLINE_S, MIN_ROUNDS = 20, 40.0, 8
 # as a kernel may under pressure: a kill then mostly lands inside a line.
 WRITER = r"""
 import os, sys, time
-import dsh_tool_todo.stores.jsonl as sessionlog
+import dsh_tool_todo.stores.jsonl.session as sessionlog
 
 path, round_, slow = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "slow"
 

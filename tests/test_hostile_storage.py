@@ -7,6 +7,7 @@ before the fix.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import os
@@ -28,7 +29,8 @@ from hypothesis import strategies as st
 from dsh_tool_todo.errors import InvalidLog, LogBusy, UsageError
 from dsh_tool_todo.projection import replay
 from dsh_tool_todo.sessionlog import JsonlSession, TornTailWarning, current_plan, read_events
-from dsh_tool_todo.stores import jsonl
+from dsh_tool_todo.stores.jsonl import JsonlReader
+from dsh_tool_todo.stores.jsonl import session as jsonl
 from dsh_tool_todo.watch import follow_plan
 from tests.conftest import todo
 
@@ -715,6 +717,10 @@ def test_16_unicode_line_breaks_round_trip_through_every_reader(tmp_path: Path) 
     assert read_events(path) == [{"seq": 0, "type": "todo/write", "data": data}]
     assert current_plan(path) == data["todos"] == replay(read_events(path))
     assert seen == [None, data["todos"]]
+    reader = JsonlReader(tmp_path)  # the fifth reader: what the web view reads through
+    page_of_log = asyncio.run(reader.tail("log", before=None, limit=5))
+    assert page_of_log.events == read_events(path)
+    assert asyncio.run(reader.snapshot("log")).deciding == read_events(path)[0]
     raw = path.read_bytes()
     assert "\u2028".encode() in raw  # raw UTF-8, as documented
     assert raw.count(b"\n") == 1

@@ -19,12 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dsh_tool_todo
-from dsh_tool_todo import logread, sessionlog
+from dsh_tool_todo import sessionlog
 from dsh_tool_todo.errors import InvalidLog, UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.projection import replay
 from dsh_tool_todo.protocols import StoreSession
 from dsh_tool_todo.sessionlog import JsonlSession, TornTailWarning, current_plan, read_events
+from dsh_tool_todo.stores.jsonl import _lines
 from tests.conftest import options, todo
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "session-log.md"
@@ -277,9 +278,9 @@ def test_current_plan_reads_only_the_end_of_the_log(tmp_path: Path) -> None:
 
 def test_an_event_larger_than_a_block(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    big = [todo(f"{n}: " + "é" * 1000) for n in range(3 * logread.BLOCK_SIZE // 6000)]
+    big = [todo(f"{n}: " + "é" * 1000) for n in range(3 * _lines.BLOCK_SIZE // 6000)]
     write_log(path, [("todo/write", {"todos": big}), ("message", {"text": "ü" * 70_000})])
-    assert len(path.read_bytes()) > 2 * logread.BLOCK_SIZE
+    assert len(path.read_bytes()) > 2 * _lines.BLOCK_SIZE
     assert current_plan(path) == big == replay(read_events(path))
 
 
@@ -339,7 +340,7 @@ def _cut(event: tuple[str, dict[str, Any]], fraction: float) -> bytes:
         st.builds(_cut, _EVENT, st.floats(0, 1)),
         st.integers(1, 9).map(lambda size: b"\0" * size),
     ),
-    block=st.sampled_from([1, 2, 7, 64, logread.BLOCK_SIZE]),
+    block=st.sampled_from([1, 2, 7, 64, _lines.BLOCK_SIZE]),
 )
 def test_current_plan_agrees_with_a_full_replay(
     tmp_path: Path, events: list[tuple[str, dict[str, Any]]], torn: bytes | None, block: int
@@ -352,7 +353,7 @@ def test_current_plan_agrees_with_a_full_replay(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert read_events(path) == written
-        with mock.patch.object(logread, "BLOCK_SIZE", block):
+        with mock.patch.object(_lines, "BLOCK_SIZE", block):
             assert current_plan(path) == replay(read_events(path))
     expected = [] if torn is None else [TornTailWarning] * 3
     assert [warning.category for warning in caught] == expected

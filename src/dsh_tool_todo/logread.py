@@ -1,298 +1,48 @@
-"""Reading a JSON Lines session log: whole from the start, or backwards from its end.
+"""Reading a JSON Lines session log, under its former import path.
 
-A crash can tear only the line being written, so readers drop a torn last
-line (with :class:`TornTailWarning`) and keep every line before it. Bytes
-after the last newline count as torn only if they can be the start of a line
-this library writes (a prefix of ``{"seq":``, then anything) or are all NUL;
-anything else, like any line that is not an event ``{seq, type, data}``, means
-the file is not such a log, and raises :class:`InvalidLog` naming the path and
-line. Lines are split on ``b"\\n"`` only; the text in them is UTF-8.
-
-Every reader opens the path without blocking and refuses what is not a
-regular file (a FIFO, a device, a directory), and judges a torn tail by its
-first bytes, so its memory stays bounded however long the tail is.
+The readers live in :mod:`dsh_tool_todo.stores.jsonl`; this module keeps the
+names it used to hold importable.
 """
 
 from __future__ import annotations
 
-import errno
-import io
-import os
-import stat
-import warnings
-from collections.abc import Iterator
-from typing import Any, BinaryIO
-
-from .contract import EVENT_TYPE, TURN_START
-from .errors import InvalidLog
-from .eventline import loads_line
-from .model import TodoItem
-from .projection import check_logged_write
-
-Event = dict[str, Any]
-BLOCK_SIZE = 64 * 1024
-LINE_START = b'{"seq":'
-"""How every line this library writes begins: the only start a torn tail may have."""
-
-# O_NONBLOCK: opening a FIFO must not wait for a writer; it changes nothing for
-# a regular file. O_NOCTTY: a terminal named as a log must not become ours.
-_READ_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NONBLOCK", 0)
-    | getattr(os, "O_NOCTTY", 0)
-    | getattr(os, "O_BINARY", 0)
+from .stores.jsonl._lines import (
+    BLOCK_SIZE,
+    LINE_START,
+    Event,
+    TornTailWarning,
+    check_regular,
+    invalid_line,
+    line_number,
+    line_start,
+    lines_backwards,
+    looks_torn,
+    not_a_file,
+    open_log,
+    parse_event,
+    warn_torn,
+    whole_end,
+    whole_lines_backwards,
 )
-_SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
+from .stores.jsonl._tail import current_plan, read_events
 
-
-class TornTailWarning(UserWarning):
-    """A log's last line was cut short by a crash: ignored, or cut off on reopening."""
-
-
-def read_events(path: str | os.PathLike[str]) -> list[Event]:
-    """Every whole event of the log at ``path``, in order, read in full into a list."""
-    name = os.fspath(path)
-    events: list[Event] = []
-    with open_log(name) as file:
-        end, torn = whole_end(file, name, os.fstat(file.fileno()).st_size)
-        file.seek(0)
-        offset = 0
-        number = 0
-        while offset < end:
-            line = file.readline(end - offset)
-            number += 1
-            event = parse_event(line) if line.endswith(b"\n") else None
-            if event is None:
-                raise invalid_line(name, number)
-            events.append(event)
-            offset += len(line)
-    if torn:
-        warn_torn(name, end, "ignored", stacklevel=3)
-    return events
-
-
-def current_plan(path: str | os.PathLike[str]) -> list[TodoItem] | None:
-    """The plan :func:`~dsh_tool_todo.projection.replay` would give, read from the end.
-
-    It reads back only as far as the latest ``todo/write`` or ``turn/start``,
-    so its cost does not grow with the log; only the lines it reads are
-    checked (:func:`read_events` checks them all).
-    """
-    name = os.fspath(path)
-    with open_log(name) as file:
-        end, torn = whole_end(file, name, os.fstat(file.fileno()).st_size)
-        if torn:
-            warn_torn(name, end, "ignored", stacklevel=3)
-        return plan_before(file, name, end)
-
-
-def open_log(path: str) -> BinaryIO:
-    """``path`` opened for reading, at once; :class:`InvalidLog` unless it is a regular file.
-
-    The check is made on the opened descriptor, so the file cannot be swapped
-    between the check and the reads.
-    """
-    fd = os.open(path, _READ_FLAGS)
-    try:
-        check_regular(fd, path)
-    except BaseException:
-        os.close(fd)
-        raise
-    return os.fdopen(fd, "rb")
-
-
-def check_regular(fd: int, path: str) -> None:
-    """Raise :class:`InvalidLog` unless ``fd`` is a regular file (``path`` names it)."""
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        raise not_a_file(path, mode)
-
-
-def not_a_file(path: str, mode: int) -> InvalidLog:
-    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-    return InvalidLog(f"{path}: is {kind}, not a session log")
-
-
-def plan_before(file: BinaryIO, path: str, end: int) -> list[TodoItem] | None:
-    """The plan of the whole lines before ``end``: the latest write or turn start, backwards."""
-    for offset, line in whole_lines_backwards(file, end):
-        event = parse_event(line)
-        if event is None:
-            raise invalid_line(path, line_number(file, offset))
-        if event["type"] == TURN_START:
-            return None
-        if event["type"] == EVENT_TYPE:
-            checked_write(event, path, file, offset)
-            todos: list[TodoItem] = event["data"]["todos"]
-            return todos
-    return None
-
-
-def checked_write(event: Event, path: str, file: BinaryIO, offset: int) -> None:
-    """Raise :class:`InvalidLog` naming path and line unless the tool could have written it."""
-    try:
-        check_logged_write(event, event["seq"])
-    except InvalidLog as error:
-        raise InvalidLog(f"{path}, line {line_number(file, offset)}: {error}") from None
-
-
-def whole_end(file: BinaryIO, path: str, size: int) -> tuple[int, bool]:
-    """The end of the whole lines among the first ``size`` bytes, and whether a torn tail follows.
-
-    Raises :class:`InvalidLog` if the bytes after the last newline cannot be a
-    torn append, so a foreign file is never mistaken for a damaged log. Reads
-    the tail in blocks and keeps none of them: memory stays bounded whatever
-    its length.
-    """
-    end, zeros = _last_newline(file, size)
-    if end == size or zeros:
-        return end, end < size
-    file.seek(end)
-    if not looks_torn(file.read(len(LINE_START))):
-        raise invalid_line(path, line_number(file, end))
-    return end, True
-
-
-def split_tail(file: BinaryIO, path: str) -> tuple[int, bool, Iterator[tuple[int, bytes]]]:
-    """The size of the whole lines, whether a torn tail follows, and the lines backwards."""
-    end, torn = whole_end(file, path, file.seek(0, os.SEEK_END))
-    return end, torn, whole_lines_backwards(file, end)
-
-
-def whole_lines_backwards(file: BinaryIO, end: int) -> Iterator[tuple[int, bytes]]:
-    """``(offset, line)`` of the whole lines before ``end`` (just after a newline), last first."""
-    lines = lines_backwards(file, end)
-    next(lines)  # the empty piece after the final newline
-    return lines
-
-
-def parse_event(line: bytes) -> Event | None:
-    """The event a line holds, or ``None`` if it holds none."""
-    try:
-        event = loads_line(line)  # json.loads, without its per-call work
-    except (ValueError, RecursionError):
-        return None
-    if (
-        isinstance(event, dict)
-        and type(event.get("seq")) is int
-        and isinstance(event.get("type"), str)
-        and isinstance(event.get("data"), dict)
-    ):
-        return event
-    return None
-
-
-def looks_torn(tail: bytes) -> bool:
-    """Whether bytes after the last newline can be an append a crash cut short.
-
-    An append writes ``{"seq":...}\\n`` at once, so a crash leaves a prefix of
-    it, or zeros where the file grew before its data reached the disk. Only the
-    first bytes decide, so a caller may pass just those.
-    """
-    if not tail.strip(b"\0"):
-        return True
-    return tail.startswith(LINE_START) or LINE_START.startswith(tail)
-
-
-def invalid_line(path: str, number: int) -> InvalidLog:
-    return InvalidLog(f"{path}, line {number}: not a session event {{seq, type, data}}")
-
-
-def warn_torn(path: str, offset: int, fate: str, *, stacklevel: int) -> None:
-    message = f"{path}: torn last line at byte {offset} {fate} (a write was cut short)"
-    warnings.warn(message, TornTailWarning, stacklevel=stacklevel)
-
-
-def lines_backwards(file: BinaryIO, size: int) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(offset, line)`` from the last line to the first, without newlines.
-
-    The first pair is always the bytes after the final newline (empty when the
-    file ends with one). A line longer than a block is joined once, when its
-    start is found.
-    """
-    block_size = BLOCK_SIZE  # looked up per call, so tests can shrink it
-    pieces: list[bytes] = []  # the line being assembled, the piece nearest the end first
-    pos = size
-    while pos > 0:
-        start = max(0, pos - block_size)
-        file.seek(start)
-        block = file.read(pos - start)
-        pos = start
-        cut = len(block)
-        newline = block.rfind(b"\n", 0, cut)
-        while newline >= 0:
-            pieces.append(block[newline + 1 : cut])
-            yield start + newline + 1, b"".join(reversed(pieces))
-            pieces.clear()
-            cut = newline
-            newline = block.rfind(b"\n", 0, cut)
-        pieces.append(block[:cut])
-    yield 0, b"".join(reversed(pieces))
-
-
-def line_number(file: BinaryIO, offset: int) -> int:
-    """The 1-based number of the line starting at ``offset``; reads all before it, for errors."""
-    file.seek(0)
-    number = 1
-    remaining = offset
-    while remaining > 0:
-        chunk = file.read(min(BLOCK_SIZE, remaining))
-        if not chunk:
-            break
-        number += chunk.count(b"\n")
-        remaining -= len(chunk)
-    return number
-
-
-def line_start(file: BinaryIO, end: int) -> int:
-    """Where the line that ends just before ``end`` (a newline at ``end - 1``) starts."""
-    return _last_newline(file, end - 1)[0] if end > 0 else 0
-
-
-def _last_newline(file: BinaryIO, size: int) -> tuple[int, bool]:
-    """The offset just after the last newline before ``size``, and whether all after it is NUL.
-
-    Scans backwards one block at a time and keeps no block, so a tail of any
-    length costs one block of memory.
-    """
-    block_size = BLOCK_SIZE
-    zeros = True
-    pos = size
-    while pos > 0:
-        start = max(0, pos - block_size)
-        if _is_hole(file, start, pos):  # reads as zeros, and holds no newline
-            pos = start
-            continue
-        file.seek(start)
-        block = file.read(pos - start)
-        newline = block.rfind(b"\n")
-        rest = len(block) - newline - 1
-        if zeros and block.count(0, newline + 1) != rest:
-            zeros = False
-        if newline >= 0:
-            return start + newline + 1, zeros
-        pos = start
-    return 0, zeros
-
-
-def _is_hole(file: BinaryIO, start: int, end: int) -> bool:
-    """Whether ``start:end`` is a hole of a sparse file: no data, zeros when read.
-
-    Lets a tail of gigabytes of holes be judged without reading them. Where
-    the file system cannot tell (``SEEK_DATA`` unsupported), nothing is a hole.
-    """
-    if _SEEK_DATA is None:
-        return False
-    try:
-        return os.lseek(file.fileno(), start, _SEEK_DATA) >= end
-    except OSError as error:  # ENXIO: no data from start to the end of the file
-        return error.errno == errno.ENXIO
-    except (AttributeError, ValueError, io.UnsupportedOperation):  # not a file descriptor
-        return False
+__all__ = [
+    "BLOCK_SIZE",
+    "LINE_START",
+    "Event",
+    "TornTailWarning",
+    "check_regular",
+    "current_plan",
+    "invalid_line",
+    "line_number",
+    "line_start",
+    "lines_backwards",
+    "looks_torn",
+    "not_a_file",
+    "open_log",
+    "parse_event",
+    "read_events",
+    "warn_torn",
+    "whole_end",
+    "whole_lines_backwards",
+]

@@ -306,3 +306,51 @@ def test_unknown_sessions_are_404_on_every_endpoint(logs: Path) -> None:
         response = get(app, f"/api/sessions/nobody/{endpoint}")
         assert response.status_code == 404
         assert response.json() == {"error": "no session 'nobody' is served"}
+
+
+def bytes_read() -> int:
+    """Bytes this process has read through read(2) so far (Linux ``/proc/self/io``)."""
+    with open("/proc/self/io") as io:
+        return next(int(row.split()[1]) for row in io if row.startswith("rchar:"))
+
+
+def test_a17_a_tail_page_never_serves_an_invalid_write(tmp_path: Path) -> None:
+    """A17: the page served a broken ``todo/write`` with 200; every reader checks it."""
+    lines = [
+        {"seq": 0, "type": "todo/write", "data": {"todos": "x"}},
+        {"seq": 1, "type": "message/assistant", "data": {}},
+    ]
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(event) + "\n" for event in lines))
+
+    response = get(create_app(tmp_path), "/api/sessions/s/events?limit=5")
+
+    assert response.status_code == 422
+    assert "s.jsonl, line 1: event 0: Error: invalid todos" in response.json()["error"]
+
+
+def test_a12_a_filtered_page_reads_a_bounded_stretch_and_answers_a_cursor(tmp_path: Path) -> None:
+    """A12: a rare type made one page read the whole log; now each page reads a bounded
+    stretch and says where the next one starts, and walking the cursors finds every match."""
+    path = tmp_path / "s.jsonl"
+    filler = "x" * 100
+    with path.open("w") as log:
+        log.write(json.dumps({"seq": 0, "type": "todo/write", "data": {"todos": [todo("A")]}}))
+        log.write("\n")
+        for seq in range(1, 80_001):  # about 10 MiB of other events
+            log.write(json.dumps({"seq": seq, "type": "note", "data": {"text": filler}}) + "\n")
+    app = create_app(tmp_path)
+
+    start = bytes_read()
+    first = get(app, "/api/sessions/s/events?types=todo/write&limit=1").json()
+    read = bytes_read() - start
+
+    assert read < 3 << 20, f"one page read {read} bytes"
+    assert (first["events"], first["more"]) == ([], True)
+    pages, page = 1, first
+    while not page["events"]:
+        page = get(app, f"/api/sessions/s/events?types=todo/write&limit=1&before={page['cursor']}")
+        page = page.json()
+        pages += 1
+    assert [event["seq"] for event in page["events"]] == [0]
+    assert (page["more"], page["cursor"]) == (False, None)
+    assert pages < 20

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from dsh_tool_todo.errors import LogReplaced
+from dsh_tool_todo.protocols import Snapshot
 from dsh_tool_todo.stores.jsonl import JsonlSession
-from dsh_tool_todo.web import sources
-from dsh_tool_todo.web.sources import JsonlDirectorySource, LogReplaced
+from dsh_tool_todo.web import app as web_app
+from dsh_tool_todo.web.sources import JsonlDirectorySource
 
 from .conftest import NOTE, TURN, LiveServer, SseStream, plan_write, todo, write_log
 
@@ -196,7 +200,7 @@ def test_the_wire_bytes_of_a_stream_opening(tmp_path: Path, live_server: Server)
 def test_a_resume_too_far_behind_gets_a_snapshot_instead_of_every_step(
     tmp_path: Path, live_server: Server, sse: Opener, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sources, "MAX_REPLAY", 3)
+    monkeypatch.setattr(web_app, "MAX_REPLAY", 3)
     write_log(tmp_path / "s.jsonl", [plan_write(todo(f"v{n}")) for n in range(10)])
     server = live_server(tmp_path)
 
@@ -269,3 +273,86 @@ def test_a_log_rewritten_between_the_snapshot_and_the_follow_is_seen(tmp_path: P
 
     with pytest.raises(LogReplaced, match=r"s\.jsonl"):
         asyncio.run(first_after_a_rewrite())
+
+
+def bytes_read() -> int:
+    """Bytes this process has read through read(2) so far (Linux ``/proc/self/io``)."""
+    with open("/proc/self/io") as io:
+        return next(int(row.split()[1]) for row in io if row.startswith("rchar:"))
+
+
+def test_a16_an_idle_stream_over_a_long_torn_tail_reads_next_to_nothing(tmp_path: Path) -> None:
+    """A16: each poll re-read the whole torn last line; now only new bytes are looked at."""
+    path = tmp_path / "s.jsonl"
+    write_log(path, [plan_write(todo("A"))])
+    with path.open("ab") as log:
+        log.write(b'{"seq":1,"type":"todo/write","data":' + b" " * (8 << 20))
+    source = JsonlDirectorySource(tmp_path, poll_interval=0.002)
+
+    async def read_while_idle() -> int:
+        snapshot = await source.snapshot("s")
+
+        async def drain() -> None:
+            async for event in source.follow("s", after=snapshot.last_seq, since=snapshot):
+                raise AssertionError(f"nothing was appended, yet {event} arrived")
+
+        task = asyncio.create_task(drain())
+        await asyncio.sleep(0.2)  # the stream has started and looked at the tail
+        start = bytes_read()
+        await asyncio.sleep(0.5)  # about 250 polls
+        read = bytes_read() - start
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return read
+
+    read = asyncio.run(read_while_idle())
+    assert read < 1 << 20, f"an idle stream read {read} bytes in 0.5 s"
+
+
+class ListReader:
+    """A store's reader over a list of events, replaying whatever it is asked to."""
+
+    def __init__(self, count: int) -> None:
+        self.events = [
+            {"seq": seq, "type": "todo/write", "data": {"todos": [todo(f"v{seq}")]}}
+            for seq in range(count)
+        ]
+
+    async def sessions(self, query: str, limit: int) -> tuple[list[Any], int]:
+        return [], 0
+
+    async def tail(self, name: str, *, before: int | None, limit: int, types: Any = None) -> Any:
+        raise NotImplementedError
+
+    async def snapshot(self, name: str) -> Snapshot:
+        return Snapshot(self.events[-1]["seq"], self.events[-1])
+
+    async def follow(
+        self, name: str, *, after: int, since: Snapshot | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        for event in self.events[after + 1 :]:
+            yield event
+        await asyncio.Event().wait()
+
+    async def aclose(self) -> None:
+        pass
+
+
+def test_a3_every_source_gives_a_resume_far_behind_a_snapshot(
+    live_server: Server, sse: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A3: the rule lived in the JSONL source, so another store replayed every frame."""
+    monkeypatch.setattr(web_app, "MAX_REPLAY", 3)
+    server = live_server(ListReader(10))  # type: ignore[arg-type]
+
+    near = sse(stream_url(server), {"last-event-id": "6"})
+    far = sse(stream_url(server), {"last-event-id": "2"})
+
+    assert [near.projection().id for _ in range(3)] == ["7", "8", "9"]
+    frame = far.projection()
+    assert (frame.id, frame.json()["cause"], frame.json()["plan"]) == (
+        "9",
+        "snapshot",
+        [todo("v9")],
+    )

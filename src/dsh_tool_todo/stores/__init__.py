@@ -38,6 +38,6 @@ def open_reader(target: str | os.PathLike[str]) -> LogReader:
         return PostgresReader(text)
     from pathlib import Path
 
-    from ..web.sources import JsonlDirectorySource
+    from .jsonl import JsonlReader
 
-    return JsonlDirectorySource(Path(text))
+    return JsonlReader(Path(text))

@@ -48,6 +48,7 @@ STATIC = Path(__file__).parent / "static"
 TOKEN_COOKIE = "dsh_todo_token"
 MAX_PAGE = 500  # events per tail page
 MAX_SESSIONS = 1000  # rows per session list
+MAX_REPLAY = 10_000  # events a resume may replay; a client further behind gets a snapshot
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -316,7 +317,8 @@ def create_app(
         raw_types = request.query_params.get("types")
         types = None if raw_types is None else frozenset(raw_types.split(","))
         page = await plans.tail(name, before=before, limit=limit, types=types)
-        return _json({"session": name, "events": page.events, "more": page.more})
+        body = {"session": name, "events": page.events, "more": page.more, "cursor": page.cursor}
+        return _json(body)
 
     async def projection(request: Request) -> Response:
         return _json(projection_frame(await plans.snapshot(request.path_params["name"])))
@@ -333,7 +335,10 @@ def create_app(
             if after < -1:
                 raise _BadRequest(f"`Last-Event-ID` must be a seq (got {after})")
         now = await plans.snapshot(name)  # an unknown session is a 404, before streaming
-        first = now if after is None or after > now.last_seq else None
+        # Past the end (a replaced log), or too far behind for every step to be worth
+        # sending: the current plan. One rule for every store, so it is decided here.
+        fresh = after is None or not 0 <= now.last_seq - after <= MAX_REPLAY
+        first = now if fresh else None
 
         async def frames() -> AsyncIterator[ServerSentEvent]:
             yield ServerSentEvent(comment="dsh-todo projection stream", retry=retry_ms)

@@ -324,3 +324,21 @@ def test_a_page_on_a_postgresql_session_redraws_when_another_process_appends(
         child.process.kill()  # before the database is dropped
         child.process.wait(timeout=10)
     assert page_errors == []
+
+
+def test_the_tool_row_finds_calls_behind_more_than_a_page_scan_of_other_events(
+    tmp_path: Path, serve_process: Starter, page: Page, page_errors: PageErrors
+) -> None:
+    """A filtered page reads a bounded stretch (A12): the page asks on from its cursor."""
+    filler = ("message/assistant", {"text": "x" * 200})
+    first = ("todo/write", {"todos": [todo("A")]})
+    last = ("todo/write", {"todos": [todo("A", "completed"), todo("B")]})
+    write_log(tmp_path / "s.jsonl", [TURN, first, *([filler] * 9000), last])
+    assert (tmp_path / "s.jsonl").stat().st_size > 2 << 20  # two bounded scans at least
+    child = serve_process(tmp_path)
+
+    page.goto(f"{child.url}/s/s")
+
+    expect(page.locator("#calls .seq")).to_have_text(["#9002", "#1"])
+    expect(page.locator("#plan-figures")).to_have_text("1/2 completed")
+    assert page_errors == []

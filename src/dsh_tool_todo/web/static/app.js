@@ -210,10 +210,24 @@ function sessionPage(name) {
     }
   }
 
+  // A filtered page reads a bounded stretch of the log, so it may come back short with a
+  // cursor: ask on from there until the calls are found, a turn starts, or the log begins.
+  async function planEvents(before, limit, stale) {
+    const events = [];
+    let next = before;
+    for (;;) {
+      const query = new URLSearchParams({ before: String(next), limit: String(limit - events.length), types: PLAN_EVENTS });
+      const page = await getJSON(`${base}/events?${query}`);
+      events.unshift(...page.events);
+      const turnFound = page.events.some((event) => event.type === "turn/start");
+      if (!page.more || events.length >= limit || turnFound || stale()) return { events, more: page.more };
+      next = page.cursor ?? page.events[0].seq;
+    }
+  }
+
   async function loadTurn(upTo) {
     const mine = state.generation;
-    const query = new URLSearchParams({ before: String(upTo + 1), limit: String(MAX_CALLS + 1), types: PLAN_EVENTS });
-    const page = await getJSON(`${base}/events?${query}`);
+    const page = await planEvents(upTo + 1, MAX_CALLS + 1, () => mine !== state.generation);
     if (mine !== state.generation) return; // a newer snapshot or a turn start came first
     let start = 0;
     for (let i = page.events.length - 1; i >= 0; i--) {

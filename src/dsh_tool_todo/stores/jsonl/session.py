@@ -1,11 +1,12 @@
 """A session log on disk: one JSON event ``{seq, type, data}`` per line, each appended whole.
 
 :class:`JsonlSession` takes :class:`~dsh_tool_todo.host.MemorySession`'s place
-in a host; :mod:`.logread` reads the file back, even after a crash. One
-session at a time may write a given file.
+in a host; the readers of :mod:`dsh_tool_todo.stores.jsonl` read the file back,
+even after a crash. One session at a time may write a given file.
 
 >>> import dsh_tool_todo, tempfile, pathlib
 >>> from dsh_tool_todo.host import Host
+>>> from dsh_tool_todo.stores.jsonl import current_plan
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "agent.jsonl"
 >>> host = Host([dsh_tool_todo], {"dsh-tool-todo": {"allowParallelInProgress": False}})
 >>> with JsonlSession(path) as session:
@@ -29,30 +30,17 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
-from ..errors import LogBusy, UsageError
-from ..listeners import Listener, Listeners
-from ..logread import (
-    Event,
-    TornTailWarning,
-    check_regular,
-    current_plan,
-    invalid_line,
-    line_number,
-    not_a_file,
-    parse_event,
-    read_events,
-    warn_torn,
-    whole_end,
-    whole_lines_backwards,
-)
-from ._closing import ClosedOnExit
+from ...errors import LogBusy, UsageError
+from ...listeners import Listener, Listeners
+from .._closing import ClosedOnExit
+from ._lines import Event, check_regular, events_backwards, not_a_file, warn_torn, whole_end
 
 try:
     import fcntl
 except ImportError:  # no flock (Windows): such a platform cannot keep the one-writer rule
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["JsonlSession", "TornTailWarning", "current_plan", "read_events"]
+__all__ = ["JsonlSession"]
 
 # pydantic's encoder writes UTF-8 about four times faster than the standard
 # library's; only text it cannot encode (lone surrogates a model wrote) takes
@@ -141,10 +129,7 @@ class JsonlSession(ClosedOnExit):
             if fd < 0:
                 raise UsageError(f"{self.path}: the session log is closed")
             with open(fd, "rb", closefd=False) as file:  # appends ignore the read offset
-                for offset, line in whole_lines_backwards(file, self._next[1]):
-                    event = parse_event(line)
-                    if event is None:
-                        raise invalid_line(self.path, line_number(file, offset))
+                for _, event in events_backwards(file, self.path, self._next[1]):
                     if event["type"] in types:
                         return event
         return None
@@ -189,13 +174,8 @@ class JsonlSession(ClosedOnExit):
         """The next seq and the size of the whole lines, after cutting off a torn tail."""
         with open(fd, "rb", closefd=False) as file:
             end, torn = whole_end(file, self.path, os.fstat(fd).st_size)
-            seq = 0
-            for offset, last in whole_lines_backwards(file, end):
-                event = parse_event(last)
-                if event is None:
-                    raise invalid_line(self.path, line_number(file, offset))
-                seq = event["seq"] + 1
-                break
+            last = next(events_backwards(file, self.path, end), None)
+            seq = 0 if last is None else last[1]["seq"] + 1
         if torn:
             os.ftruncate(fd, end)
             if self.fsync:

@@ -1,0 +1,358 @@
+"""The reader contract: one suite every store's :class:`~dsh_tool_todo.protocols.LogReader` runs.
+
+A store's test module subclasses :class:`ReaderContract` and supplies four
+fixtures: ``reader`` (a reader over a store that starts empty), ``open_writer``
+(the store's own writer for a session name), ``write_raw`` (one event stored as
+a foreign program would store it, unchecked) and ``delete`` (remove a session's
+log). pytest collects the inherited tests under the subclass's name, as for the
+writer suite in :mod:`tests.stores.contract`. A store whose logs are files adds
+:class:`FileReaderContract` (torn tails, rewrites in place).
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import os
+import re
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import pytest
+
+from dsh_tool_todo.errors import InvalidLog, LogReplaced, SessionNotFound
+from dsh_tool_todo.protocols import LogReader, StoreSession
+
+from .contract import FOREIGN_DATA, HOSTILE_DATA
+
+Event = dict[str, Any]
+Writer = Callable[[str], StoreSession]
+RawWriter = Callable[[str, Event], None]
+Deleter = Callable[[str], None]
+T = TypeVar("T")
+WITHIN = 10.0  # seconds any one read or follow step may take before the test fails
+
+
+class Runner(Protocol):
+    def __call__(self, coro: Coroutine[Any, Any, T], /) -> T: ...
+
+
+async def take(events: AsyncIterator[Event], count: int) -> list[Event]:
+    return [await anext(events) for _ in range(count)]
+
+
+def plan(*contents: str) -> dict[str, Any]:
+    return {"todos": [{"content": content, "status": "pending"} for content in contents]}
+
+
+class ReaderContract(abc.ABC):
+    """What every store's reader promises."""
+
+    @pytest.fixture
+    def run(self) -> Iterator[Runner]:
+        """Runs a test's coroutines, each bounded in time, on one event loop per test (a
+        store's reader may hold connections bound to the loop that opened them)."""
+        with asyncio.Runner() as runner:
+
+            def call(coro: Coroutine[Any, Any, T]) -> T:
+                async def bounded() -> T:
+                    async with asyncio.timeout(WITHIN):
+                        return await coro
+
+                return runner.run(bounded())
+
+            yield call
+
+    @abc.abstractmethod
+    @pytest.fixture
+    def reader(self, run: Runner) -> LogReader:
+        """A reader over this test's store, which starts with no session (a fixture that
+        yields it may close it with ``run(reader.aclose())``)."""
+
+    @abc.abstractmethod
+    @pytest.fixture
+    def open_writer(self) -> Writer:
+        """Open the store's own writer on session ``name`` (a context manager)."""
+
+    @abc.abstractmethod
+    @pytest.fixture
+    def write_raw(self) -> RawWriter:
+        """Store ``event`` in session ``name`` as a foreign program would: unchecked."""
+
+    @abc.abstractmethod
+    @pytest.fixture
+    def delete(self) -> Deleter:
+        """Remove session ``name``'s log, as ``dsh-todo sessions --delete`` or ``rm`` would."""
+
+    def write(self, open_writer: Writer, name: str, events: list[tuple[str, Any]]) -> None:
+        with open_writer(name) as session:
+            for kind, data in events:
+                session.append(kind, data)
+
+    # --- sessions, snapshot, tail ---------------------------------------------------
+
+    def test_unknown_sessions_are_not_found_by_every_read(
+        self, run: Runner, reader: LogReader
+    ) -> None:
+        async def reads() -> None:
+            with pytest.raises(SessionNotFound, match="missing"):
+                await reader.snapshot("missing")
+            with pytest.raises(SessionNotFound, match="missing"):
+                await reader.tail("missing", before=None, limit=5)
+            with pytest.raises(SessionNotFound, match="missing"):
+                await anext(reader.follow("missing", after=-1))
+
+        run(reads())
+
+    @pytest.mark.parametrize("name", ["", "../outside", "a/b", "nul\x00", "back\\slash"])
+    def test_hostile_names_are_unknown_sessions(
+        self, run: Runner, reader: LogReader, name: str
+    ) -> None:
+        with pytest.raises(SessionNotFound, match=f"^{re.escape(name)}$"):
+            run(reader.snapshot(name))
+
+    def test_sessions_lists_each_session_with_its_progress(
+        self, run: Runner, reader: LogReader, open_writer: Writer
+    ) -> None:
+        done = {"todos": [{"content": "A", "status": "completed"}, *plan("B")["todos"]]}
+        self.write(open_writer, "alpha", [("todo/write", done)])
+        self.write(open_writer, "beta", [("todo/write", plan("X")), ("turn/start", {})])
+
+        rows, total = run(reader.sessions("", 10))
+        found, _ = run(reader.sessions("alp", 10))
+
+        progress = {row.name: row.progress for row in rows}
+        assert total == 2
+        assert set(progress) == {"alpha", "beta"}
+        assert progress["alpha"] is not None
+        assert progress["beta"] is not None
+        assert (progress["alpha"].completed, progress["alpha"].total) == (1, 2)
+        assert progress["beta"].cleared is True
+        assert [row.name for row in found] == ["alpha"]
+
+    def test_snapshot_is_the_newest_seq_and_the_deciding_event(
+        self, run: Runner, reader: LogReader, open_writer: Writer
+    ) -> None:
+        self.write(open_writer, "s", [("todo/write", plan("A")), ("note", {}), ("note", {})])
+
+        snapshot = run(reader.snapshot("s"))
+
+        assert snapshot.last_seq == 2
+        assert snapshot.deciding == {"seq": 0, "type": "todo/write", "data": plan("A")}
+
+    def test_a_session_without_a_deciding_event_has_none(
+        self, run: Runner, reader: LogReader, open_writer: Writer
+    ) -> None:
+        self.write(open_writer, "s", [("note", {})])
+        assert run(reader.snapshot("s")).deciding is None
+
+    def test_tail_pages_from_the_end_and_walk_back_by_cursor(
+        self, run: Runner, reader: LogReader, open_writer: Writer
+    ) -> None:
+        self.write(open_writer, "s", [("note", {"n": n}) for n in range(10)])
+
+        last = run(reader.tail("s", before=None, limit=3))
+        seen: list[int] = []
+        page = last
+        while True:
+            seen[:0] = [event["seq"] for event in page.events]
+            if not page.more:
+                break
+            assert page.cursor is not None
+            page = run(reader.tail("s", before=page.cursor, limit=3))
+
+        assert [event["seq"] for event in last.events] == [7, 8, 9]
+        assert last.more
+        assert last.events[-1] == {"seq": 9, "type": "note", "data": {"n": 9}}
+        assert seen == list(range(10))
+        assert page.cursor is None
+
+    def test_tail_before_a_seq_deep_in_the_log(
+        self, run: Runner, reader: LogReader, open_writer: Writer
+    ) -> None:
+        self.write(open_writer, "s", [("note", {"n": n}) for n in range(3000)])
+
+        page = run(reader.tail("s", before=1234, limit=4))
+
+        assert [event["seq"] for event in page.events] == [1230, 1231, 1232, 1233]
+        assert page.more
+
+    def test_a_filtered_walk_finds_every_match_once_in_order(
+        self, run: Runner, reader: LogReader, open_writer: Writer
+    ) -> None:
+        events = [("todo/write", plan(f"v{n}")) if n % 7 == 0 else ("note", {}) for n in range(60)]
+        self.write(open_writer, "s", events)
+        types = frozenset({"todo/write", "turn/start"})
+
+        found: list[int] = []
+        before: int | None = None
+        for _ in range(100):
+            page = run(reader.tail("s", before=before, limit=2, types=types))
+            assert all(event["type"] in types for event in page.events)
+            found[:0] = [event["seq"] for event in page.events]
+            if not page.more:
+                break
+            before = page.cursor
+        assert found == [n for n in range(60) if n % 7 == 0]
+
+    def test_hostile_rows_come_back_as_written(
+        self, run: Runner, reader: LogReader, open_writer: Writer
+    ) -> None:
+        self.write(open_writer, "s", [("todo/write", HOSTILE_DATA), ("x/foreign", FOREIGN_DATA)])
+
+        page = run(reader.tail("s", before=None, limit=5))
+
+        assert [event["data"] for event in page.events] == [HOSTILE_DATA, FOREIGN_DATA]
+        assert run(reader.snapshot("s")).deciding == page.events[0]
+
+    # --- the one check of a foreign todo/write --------------------------------------
+
+    def test_a_foreign_invalid_write_is_refused_by_every_read(
+        self, run: Runner, reader: LogReader, open_writer: Writer, write_raw: RawWriter
+    ) -> None:
+        self.write(open_writer, "s", [("todo/write", plan("A"))])
+        write_raw("s", {"seq": 1, "type": "todo/write", "data": {"todos": "x"}})
+
+        async def reads() -> None:
+            for read in (
+                reader.snapshot("s"),
+                reader.tail("s", before=None, limit=5),
+                anext(reader.follow("s", after=0)),
+            ):
+                with pytest.raises(InvalidLog, match="todos"):
+                    await read
+
+        run(reads())
+
+    # --- follow ---------------------------------------------------------------------
+
+    def test_follow_catches_up_from_a_seq_then_goes_live(
+        self, run: Runner, reader: LogReader, open_writer: Writer
+    ) -> None:
+        self.write(open_writer, "s", [("note", {"n": n}) for n in range(5)])
+
+        async def follow() -> list[Event]:
+            events = reader.follow("s", after=2)
+            caught_up = await take(events, 2)
+            await asyncio.to_thread(self.write, open_writer, "s", [("todo/write", plan("B"))])
+            return caught_up + await take(events, 1)
+
+        seqs = [event["seq"] for event in run(follow())]
+        assert seqs == [3, 4, 5]
+
+    def test_follow_from_a_snapshot_misses_nothing(
+        self, run: Runner, reader: LogReader, open_writer: Writer
+    ) -> None:
+        self.write(open_writer, "s", [("todo/write", plan("A"))])
+
+        async def follow() -> list[Event]:
+            snapshot = await reader.snapshot("s")
+            events = reader.follow("s", after=snapshot.last_seq, since=snapshot)
+            await asyncio.to_thread(
+                self.write, open_writer, "s", [("note", {}), ("turn/start", {})]
+            )
+            return await take(events, 2)
+
+        assert [(event["seq"], event["type"]) for event in run(follow())] == [
+            (1, "note"),
+            (2, "turn/start"),
+        ]
+
+    def test_a_log_deleted_and_written_again_is_replaced(
+        self, run: Runner, reader: LogReader, open_writer: Writer, delete: Deleter
+    ) -> None:
+        self.write(open_writer, "s", [("todo/write", plan(f"old {n}")) for n in range(4)])
+
+        async def follow() -> None:
+            events = reader.follow("s", after=3)
+            waiting = asyncio.ensure_future(anext(events))
+            await asyncio.sleep(0.2)  # the follower is live
+            await asyncio.to_thread(delete, "s")
+            await asyncio.to_thread(
+                self.write, open_writer, "s", [("todo/write", plan("new")), ("note", {})]
+            )
+            await waiting
+
+        with pytest.raises(LogReplaced, match=r"\S"):  # a message that says which log
+            run(follow())
+
+
+class FileReaderContract(ReaderContract):
+    """What a reader of logs kept in files promises besides: torn tails, rewrites in place."""
+
+    @abc.abstractmethod
+    @pytest.fixture
+    def log_path(self) -> Callable[[str], Path]:
+        """The file of session ``name``."""
+
+    @pytest.fixture
+    def append_bytes(self, log_path: Callable[[str], Path]) -> Callable[[str, bytes], None]:
+        def append(name: str, data: bytes) -> None:
+            with log_path(name).open("ab") as log:
+                log.write(data)
+
+        return append
+
+    @pytest.mark.parametrize("length", [1, 6, 7, 40])
+    def test_a_torn_tail_is_ignored_and_its_line_read_once_whole(
+        self,
+        run: Runner,
+        reader: LogReader,
+        open_writer: Writer,
+        append_bytes: Callable[[str, bytes], None],
+        length: int,
+    ) -> None:
+        self.write(open_writer, "s", [("todo/write", plan("A"))])
+        whole = b'{"seq":1,"type":"todo/write","data":{"todos":[]}}\n'
+        append_bytes("s", whole[:length])
+
+        async def follow() -> Event:
+            snapshot = await reader.snapshot("s")
+            page = await reader.tail("s", before=None, limit=5)
+            assert snapshot.last_seq == 0
+            assert [event["seq"] for event in page.events] == [0]
+            events = reader.follow("s", after=0, since=snapshot)
+            await asyncio.sleep(0.1)
+            await asyncio.to_thread(append_bytes, "s", whole[length:])
+            return await anext(events)
+
+        assert run(follow()) == {"seq": 1, "type": "todo/write", "data": {"todos": []}}
+
+    @pytest.mark.parametrize("size", [0, 5])
+    def test_a_log_cut_short_under_a_follower_is_replaced(
+        self,
+        run: Runner,
+        reader: LogReader,
+        open_writer: Writer,
+        log_path: Callable[[str], Path],
+        size: int,
+    ) -> None:
+        self.write(open_writer, "s", [("todo/write", plan("A")), ("note", {})])
+
+        async def follow() -> None:
+            events = reader.follow("s", after=1)
+            waiting = asyncio.ensure_future(anext(events))
+            await asyncio.sleep(0.1)
+            os.truncate(log_path("s"), size)
+            await waiting
+
+        with pytest.raises(LogReplaced, match=r"s\.jsonl"):
+            run(follow())
+
+    def test_a_same_size_rewrite_under_a_follower_is_replaced(
+        self, run: Runner, reader: LogReader, open_writer: Writer, log_path: Callable[[str], Path]
+    ) -> None:
+        self.write(open_writer, "s", [("todo/write", plan("Cut"))])
+        rewritten = log_path("s").read_bytes().replace(b"Cut", b"Cuz")
+
+        async def follow() -> None:
+            snapshot = await reader.snapshot("s")
+            events = reader.follow("s", after=snapshot.last_seq, since=snapshot)
+            waiting = asyncio.ensure_future(anext(events))
+            await asyncio.sleep(0.1)
+            log_path("s").write_bytes(rewritten)
+            await waiting
+
+        with pytest.raises(LogReplaced, match=r"s\.jsonl"):
+            run(follow())
