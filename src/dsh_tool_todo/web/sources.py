@@ -199,6 +199,8 @@ class JsonlDirectorySource:
                 if not entry.name.endswith(SUFFIX) or entry.name.startswith("."):
                     continue
                 name = entry.name[: -len(SUFFIX)]
+                if _undecodable(name):
+                    continue  # no URL can name it: a page could not address it
                 if needle and needle not in name.casefold():
                     continue
                 try:
@@ -281,6 +283,15 @@ class JsonlDirectorySource:
 
     async def aclose(self) -> None:
         self._progress.clear()
+
+
+def _undecodable(name: str) -> bool:
+    """Whether a file name held bytes that are not UTF-8 (read back as lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _open_regular(path: Path) -> BinaryIO:
