@@ -236,8 +236,9 @@ def test_the_demo_names_its_next_step_in_a_form_a_shell_takes(tmp_path: Path) ->
 
     out = dsh_todo("demo", "--log", str(log)).stdout
     command = out.rstrip().splitlines()[-1].removeprefix("next: ").split("    (or:")[0]
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
     shown = subprocess.run(
-        command, shell=True, capture_output=True, text=True, env=ENV, check=False
+        command, shell=True, capture_output=True, text=True, env={**ENV, "PATH": path}, check=False
     )
 
     assert shown.returncode == 0, shown.stderr

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TextIO
 
 from ..contract import EVENT_TYPE, TURN_START
@@ -44,23 +44,32 @@ def current_plan(args: argparse.Namespace) -> list[TodoItem] | None:
     return postgres.current_plan(url, session_id)
 
 
-def follow_plans(args: argparse.Namespace) -> tuple[str, Iterator[list[TodoItem] | None]]:
+def follow_plans(
+    args: argparse.Namespace, *, wait: Callable[[str], None] | None = None
+) -> tuple[str, Iterator[list[TodoItem] | None]]:
     """``watch``: a title, and the session's plan now and after each change, pushed by NOTIFY.
 
     The session is checked before this returns, so a bad URL or session fails
     before anything is drawn; the follower reconnects by itself afterwards.
+    With ``wait``, a session with no rows yet is no error: ``wait`` is told
+    what is awaited, and the plans start with its first row.
     """
     url: str = args.log
     session_id = _session(args)
+    title = f"{session_id} ({postgres.server_name(url)})"
+    if wait is not None and not postgres.read_tail(url, session_id, limit=1):
+        wait(f"session {session_id!r} in {postgres.server_name(url)}")
+        return title, _plans(url, session_id, -1, None, first=False)
     last = _require_session(url, session_id)
     plan = postgres.current_plan(url, session_id)
-    return f"{session_id} ({postgres.server_name(url)})", _plans(url, session_id, last, plan)
+    return title, _plans(url, session_id, last, plan)
 
 
 def _plans(
-    url: str, session_id: str, last: int, plan: list[TodoItem] | None
+    url: str, session_id: str, last: int, plan: list[TodoItem] | None, *, first: bool = True
 ) -> Iterator[list[TodoItem] | None]:
-    yield plan
+    if first:
+        yield plan
     loop = asyncio.new_event_loop()
     follower = postgres.PostgresFollower(url, session_id, after_seq=last)
     try:
