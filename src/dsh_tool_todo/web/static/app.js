@@ -71,9 +71,14 @@ function final(status) {
 }
 
 // Long text is clipped to a few lines; a clipped piece becomes a button that shows it whole.
-// `expanded` holds the texts shown whole, so a redraw keeps them open.
-function clampable(node, text, expanded) {
-  const open = expanded.has(text);
+// `expanded` holds the texts shown whole, per section, so a redraw keeps them open.
+function clampKey(node) {
+  return `${node.closest("section")?.className}\n${node.title || node.textContent}`;
+}
+
+function clampable(node, expanded) {
+  const text = node.textContent;
+  const open = expanded.has(clampKey(node));
   if (!open && node.scrollHeight <= node.clientHeight + 1) return;
   node.classList.toggle("expanded", open);
   node.setAttribute("role", "button");
@@ -84,8 +89,8 @@ function clampable(node, text, expanded) {
 
 function toggleClamp(node, expanded) {
   const open = node.getAttribute("aria-expanded") !== "true";
-  if (open) expanded.add(node.title);
-  else expanded.delete(node.title);
+  if (open) expanded.add(clampKey(node));
+  else expanded.delete(clampKey(node));
   node.classList.toggle("expanded", open);
   node.setAttribute("aria-expanded", String(open));
 }
@@ -230,6 +235,7 @@ function sessionPage(name) {
   function stop(heading, reason, status) {
     state.stopped = true;
     state.generation++;
+    if (!where.textContent) title(visible(name));
     source?.close();
     setConnection("down", status);
     main.replaceChildren(
@@ -307,7 +313,7 @@ function sessionPage(name) {
       view.calls.append(el("li", { className: "empty", text }));
     }
     for (const node of main.querySelectorAll(".item .content, .change .content")) {
-      clampable(node, node.textContent, state.expanded);
+      clampable(node, state.expanded);
     }
     main.dataset.frames = state.frames.join(" ");
   }
