@@ -182,3 +182,32 @@ def test_one_row_no_address_can_name_never_blanks_the_session_list(
     expect(page.locator(".session .name")).to_have_count(2)
     expect(page.locator(".session a.name")).to_have_text(["good"])
     expect(page.locator("#connection")).not_to_contain_text("cannot reach")
+
+
+def test_the_token_cookie_works_beside_hostile_cookies_and_a_second_server(
+    tmp_path: Path, serve_process: Starter, page: Page, page_errors: PageErrors
+) -> None:
+    write_log(tmp_path / "s.jsonl", [("todo/write", {"todos": [todo("A")]})])
+    exposed = ("--host", "0.0.0.0", "--expose", "--allow-host", "127.0.0.1")
+    servers = [serve_process(tmp_path, *exposed, wait_for="Token:") for _ in range(2)]
+    tokens = [
+        next(line for line in child.first_lines if line.startswith("Token: "))[7:]
+        for child in servers
+    ]
+    for child, token in zip(servers, tokens, strict=True):
+        page.goto(f"{child.url}/?token={token}")
+        expect(page.locator(".session .name")).to_have_text(["s"])
+    page.evaluate(
+        """() => {
+            document.cookie = "theme=dark mode; path=/";
+            document.cookie = 'prefs={"a": 1, "b": [2]}; path=/';
+            document.cookie = "flag; path=/";
+        }"""
+    )
+
+    for child in servers:  # each still finds its own token, beside the other's and the rest
+        page.goto(f"{child.url}/s/s")
+        expect(page.locator("#plan-figures")).to_have_text("0/1 completed")
+        expect(page.locator("#connection")).to_have_text("live")
+    assert page.url.endswith("/s/s")
+    assert page_errors == []
