@@ -60,7 +60,9 @@ def test_demo_plays_a_whole_session(demo_log: tuple[Path, str]) -> None:
     assert "tool  → Updated todo list: 3 pending, 1 in progress, 0 completed." in out
     assert "tool  → Error: invalid todos: at most one task may be in_progress (got 2)" in out
     assert "tool  → Error: invalid todo at index 0: `status` must be one of" in out
-    assert out.rstrip().endswith(f"session log: {log}")
+    assert out.rstrip().endswith(
+        f"session log: {log}\nnext: dsh-todo show {log}    (or: dsh-todo serve {log.parent})"
+    )
     events = read_events(log)
     assert [e["type"] for e in events].count("turn/start") == 2
     assert sum(e["type"] == "todo/write" for e in events) == out.count("tool  → Updated")
@@ -241,3 +243,98 @@ def test_show_ascii_prints_only_ascii(tmp_path: Path) -> None:
 
 def test_watch_help_states_the_smallest_interval() -> None:
     assert "at least 0.05" in dsh_todo("watch", "--help").stdout
+
+
+def test_the_demo_names_its_next_step_in_a_form_a_shell_takes(tmp_path: Path) -> None:
+    log = tmp_path / "with space" / "it's.jsonl"
+    log.parent.mkdir()
+
+    out = dsh_todo("demo", "--log", str(log)).stdout
+    command = out.rstrip().splitlines()[-1].removeprefix("next: ").split("    (or:")[0]
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    shown = subprocess.run(
+        command, shell=True, capture_output=True, text=True, env={**ENV, "PATH": path}, check=False
+    )
+
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == dsh_todo("show", str(log)).stdout
+
+
+def start_watch(*args: str) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "dsh_tool_todo", "watch", *args, "--ascii"]
+    return subprocess.Popen(
+        [*command, "--interval", "0.05"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=ENV,
+    )
+
+
+def test_watch_wait_waits_for_a_log_that_does_not_exist_yet(tmp_path: Path) -> None:
+    log = tmp_path / "later.jsonl"
+    with start_watch(str(log), "--wait") as watcher:
+        assert watcher.stdout is not None
+        assert watcher.stderr is not None
+        try:
+            assert watcher.stderr.readline() == (
+                f"dsh-todo: waiting for {log} to appear (Ctrl-C to stop)\n"
+            )
+            time.sleep(0.3)
+            assert watcher.poll() is None
+            subprocess.run(
+                [sys.executable, "-c", WRITER, str(log)], check=True, env=ENV, timeout=60
+            )
+            seen: list[str] = []
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and "[x] Index" not in seen:
+                seen.append(watcher.stdout.readline().strip())
+            assert seen[0] == str(log)
+            assert "[x] Index" in seen
+            watcher.send_signal(signal.SIGINT)
+            assert watcher.wait(timeout=30) == 0
+        finally:
+            watcher.kill()
+
+
+def test_watch_without_wait_says_how_to_wait(tmp_path: Path) -> None:
+    log = tmp_path / "later.jsonl"
+
+    assert_usage_error(
+        dsh_todo("watch", str(log), check=False),
+        re.escape(f"{log}: no such session log (to wait for it to appear: dsh-todo watch --wait)"),
+    )
+
+
+def test_watch_wait_waits_for_a_postgresql_session_that_has_no_rows_yet() -> None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    from dsh_tool_todo.stores import postgres
+    from tests.stores.conftest import fresh_database
+
+    with fresh_database() as conninfo:
+        postgres.setup(conninfo)
+        params = conninfo_to_dict(conninfo)
+        url = f"postgresql://{params['user']}@{params['host']}:{params['port']}/{params['dbname']}"
+        with start_watch(url, "--session", "later", "--wait") as watcher:
+            assert watcher.stdout is not None
+            assert watcher.stderr is not None
+            try:
+                waiting = watcher.stderr.readline()
+                assert waiting.startswith("dsh-todo: waiting for session 'later' in PostgreSQL at")
+                time.sleep(0.3)
+                assert watcher.poll() is None
+                with postgres.PostgresSession(conninfo, "later") as session:
+                    session.append(
+                        "todo/write", {"todos": [{"content": "Index", "status": "completed"}]}
+                    )
+                seen: list[str] = []
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and "[x] Index" not in seen:
+                    seen.append(watcher.stdout.readline().strip())
+                assert "[x] Index" in seen
+                watcher.send_signal(signal.SIGINT)
+                assert watcher.wait(timeout=30) == 0
+            finally:
+                watcher.kill()

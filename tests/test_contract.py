@@ -31,7 +31,7 @@ def test_description_snapshot(make_host: HostFactory, parallel: bool, name: str)
 def test_strict_description_is_the_english_seed_verbatim() -> None:
     seed_file = SEEDS / "dsh-tool-todo.en.txt"
     if not seed_file.exists():
-        pytest.skip("the seeds are not beside this checkout")
+        pytest.skip(f"the specification is not beside this checkout (looked for {seed_file})")
     seed = seed_file.read_text(encoding="utf-8")
     assert f"\n{contract.DESCRIPTION_SINGLE}\n" in seed
 

@@ -7,6 +7,7 @@ import io
 import json
 import math
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -116,6 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=_interval,
         default=0.2,
         help=f"seconds between looks, at least {MIN_INTERVAL} (default: 0.2)",
+    )
+    watch.add_argument(
+        "--wait",
+        action="store_true",
+        help="if the log (or the database session) does not exist yet, wait for it to appear",
     )
     ascii_flag(watch)
 
@@ -241,6 +247,8 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
         raise FileExistsError(f"{log} already exists: the demo writes a new log, pick another")
     text = _text_out(out, args.ascii)
     run_demo(log, text, parallel=args.parallel, draw=_drawer(text, args.ascii))
+    shown, folder = shlex.quote(str(log)), shlex.quote(str(log.parent))
+    print(f"next: dsh-todo show {shown}    (or: dsh-todo serve {folder})", file=text)
     return 0
 
 
@@ -265,10 +273,18 @@ def _watch(args: argparse.Namespace, out: TextIO) -> int:
     if _on_database(args):
         from .stores.postgres import admin
 
-        title, plans = admin.follow_plans(args.log, args.session)
+        title, plans = admin.follow_plans(
+            args.log, args.session, wait=_say_waiting if args.wait else None
+        )
     else:
         title = str(args.log)
-        plans = follow_plan(_existing(args.log), interval=args.interval, sleep=time.sleep)
+        if args.wait and not args.log.exists():
+            _say_waiting(title)
+            while not args.log.exists():
+                time.sleep(args.interval)
+        plans = follow_plan(
+            _existing(args.log, wait_hint=True), interval=args.interval, sleep=time.sleep
+        )
     text = _text_out(out, args.ascii)
     draw = _drawer(text, args.ascii)
     clear = _clear_screen(out)
@@ -278,6 +294,10 @@ def _watch(args: argparse.Namespace, out: TextIO) -> int:
         print(f"{lead}{header}\n{draw(plan or [])}", file=text, flush=True)
         lead = clear or f"{REDRAW_SEPARATOR}\n"  # piped or TERM=dumb: redraws one after another
     return 0
+
+
+def _say_waiting(what: str) -> None:
+    print(f"dsh-todo: waiting for {what} to appear (Ctrl-C to stop)", file=sys.stderr, flush=True)
 
 
 def _schema(args: argparse.Namespace, out: TextIO) -> int:
@@ -435,12 +455,13 @@ def _drawer(out: TextIO, ascii_only: bool) -> Callable[[Any], str]:
     return partial(render_checklist, ascii=ascii_glyphs, color=style["color"], encoding=encoding)
 
 
-def _existing(log: Path) -> Path:
+def _existing(log: Path, *, wait_hint: bool = False) -> Path:
     """``log`` if something is there; the readers refuse what is not a regular file."""
     try:
         log.stat()
     except FileNotFoundError:
-        raise FileNotFoundError(f"{log}: no such session log") from None
+        hint = " (to wait for it to appear: dsh-todo watch --wait)" if wait_hint else ""
+        raise FileNotFoundError(f"{log}: no such session log{hint}") from None
     return log
 
 

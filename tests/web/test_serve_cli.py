@@ -100,10 +100,11 @@ def test_without_the_web_extra_the_error_names_it(tmp_path: Path, framework: str
     )
 
     assert result.returncode == 2
-    assert result.stderr == (
-        f"dsh-todo: error: the web view needs the web extra ({framework} is missing): "
-        "pip install 'dsh-tool-todo[web]'\n"
-    )
+    assert result.stderr.startswith("dsh-todo: error: ")
+    assert "needs the 'web' extra: install dsh-tool-todo[web]" in result.stderr
+    assert "pip install '.[web]'" in result.stderr
+    assert framework in result.stderr
+    assert len(result.stderr.splitlines()) == 1
 
 
 @pytest.mark.parametrize(
@@ -123,3 +124,32 @@ def test_bad_arguments_get_one_line_and_exit_2(args: list[str], message: str) ->
 
     assert result.returncode == 2
     assert result.stderr == f"dsh-todo: error: {message}\n"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://viewer:hunter2-secret@127.0.0.1:1/agents",
+        "postgresql://viewer@127.0.0.1:1/agents?password=hunter2-secret",
+        "postgres://viewer:hunter2-secret@127.0.0.1:1/agents?sslmode=disable",
+    ],
+)
+def test_the_banner_names_a_database_without_its_password(serve_process: Starter, url: str) -> None:
+    child = serve_process(url)
+    child.interrupt()
+    assert child.process.stderr is not None
+    said = "\n".join(child.first_lines) + child.process.stderr.read()
+
+    assert "hunter2-secret" not in said
+    assert child.first_lines[0].startswith("Serving PostgreSQL at 127.0.0.1:1/agents (read-only)")
+
+
+def test_a_key_value_dsn_is_refused_without_echoing_its_password() -> None:
+    result = run_cli("serve", "host=127.0.0.1 dbname=agents password=hunter2-secret")
+
+    assert result.returncode == 2
+    assert "hunter2-secret" not in result.stderr
+    assert result.stderr == (
+        "dsh-todo: error: SOURCE looks like a key=value conninfo, which serve does not take: "
+        "give it as a postgresql:// URL\n"
+    )

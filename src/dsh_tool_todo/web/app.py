@@ -25,27 +25,33 @@ import json
 import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
-from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import FileResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from ..errors import missing_extra
+
+try:
+    from sse_starlette import EventSourceResponse, ServerSentEvent
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import FileResponse, RedirectResponse, Response
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+except ImportError as error:
+    raise missing_extra("the web view", "web", error) from error
 
 from ..contract import EVENT_TYPE
 from ..errors import InvalidLog, LogReplaced, SessionNotFound, StoreNotReady, StoreUnavailable
 from ..projection import PLAN_EVENTS, TodosProjection, checked_deciding
 from ..protocols import Event, LogReader, Snapshot
 from ..stores import open_reader
+from ..stores.jsonl import JsonlReader
+from ..stores.owners import OwnerNameError, owner_key
 
 STATIC = Path(__file__).parent / "static"
-TOKEN_COOKIE = "dsh_todo_token"
+OLD_TOKEN_COOKIE = "dsh_todo_token"  # before cookies were per port; accepted for one release
 MAX_PAGE = 500  # events per tail page
 MAX_SESSIONS = 1000  # rows per session list
 MAX_REPLAY = 10_000  # events a resume may replay; a client further behind gets a snapshot
@@ -99,6 +105,33 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def token_cookie(port: int) -> str:
+    """The token cookie's name: one per port, since a browser keeps cookies per host, not port."""
+    return f"dsh_todo_token_{port}"
+
+
+def cookie_values(header: str, name: str) -> list[str]:
+    """The values of cookie ``name`` in a ``Cookie`` header, parsed as browsers send it.
+
+    RFC 6265 (section 5.4): pairs split on ``;``, each on its first ``=``.
+    Whatever else the header holds (spaces, JSON, a name without a value,
+    quotes) belongs to other cookies and is passed over, never a reason to
+    drop the rest.
+
+    >>> cookie_values('a=b c; {"x": 1}; flag; t="v=1"; t=w', "t")
+    ['v=1', 'w']
+    """
+    values = []
+    for pair in header.split(";"):
+        key, equals, value = pair.partition("=")
+        if equals and key.strip() == name:
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] == '"':
+                value = value[1:-1]
+            values.append(value)
+    return values
+
+
 def new_token() -> str:
     """A token for a server bound beyond loopback: printed at start, required on every request."""
     return secrets.token_urlsafe(24)
@@ -107,10 +140,11 @@ def new_token() -> str:
 class _Guard:
     """ASGI middleware: refuse foreign ``Host`` headers and missing tokens; add security headers."""
 
-    def __init__(self, app: ASGIApp, hosts: frozenset[str], token: str | None) -> None:
+    def __init__(self, app: ASGIApp, hosts: frozenset[str], token: str | None, cookie: str) -> None:
         self.app = app
         self.hosts = hosts
         self.token = token
+        self.cookie = cookie
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -119,9 +153,7 @@ class _Guard:
         headers = dict(scope["headers"])
         host = headers.get(b"host", b"").decode("latin-1").lower()
         if host not in self.hosts:
-            await _plain(403, "refused: the Host header does not name this server")(
-                scope, receive, send
-            )
+            await _plain(403, _refused_host(host))(scope, receive, send)
             return
         if self.token is not None:
             verdict = self._check_token(scope, headers)
@@ -151,12 +183,11 @@ class _Guard:
             authorization[7:], expected
         ):
             return None
-        cookie: SimpleCookie = SimpleCookie()
-        with contextlib.suppress(Exception):
-            cookie.load(headers.get(b"cookie", b"").decode("latin-1"))
-        morsel = cookie.get(TOKEN_COOKIE)
-        if morsel is not None and secrets.compare_digest(morsel.value.encode(), expected):
-            return None
+        cookies = headers.get(b"cookie", b"").decode("latin-1")
+        for name in (self.cookie, OLD_TOKEN_COOKIE):
+            for value in cookie_values(cookies, name):
+                if secrets.compare_digest(value.encode("latin-1"), expected):
+                    return None
         query = parse_qsl(scope.get("query_string", b"").decode("latin-1"))
         given = [value for key, value in query if key == "token"]
         if given and secrets.compare_digest(given[0].encode(), expected):
@@ -166,11 +197,18 @@ class _Guard:
             path = raw.decode("latin-1") if raw else quote(scope["path"])
             target = path + (f"?{rest}" if rest else "")
             response = RedirectResponse(target, status_code=303)
-            response.set_cookie(
-                TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/"
-            )
+            response.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
             return response
         return _plain(401, "refused: this server needs the token it printed at start")
+
+
+def _refused_host(host: str) -> str:
+    if not _WITH_PORT.fullmatch(host) or len(host) > 260 or not host.isprintable():
+        return "refused: the Host header does not name this server"
+    return (
+        f"refused: the Host header ({host}) does not name this server; if clients reach it by "
+        f"that name, restart it with --allow-host {host}"
+    )
 
 
 def _plain(status: int, text: str) -> Response:
@@ -272,6 +310,15 @@ def create_app(
     """
     plans = open_reader(source) if isinstance(source, (str, Path)) else source
 
+    def owner_of(name: str) -> str | None:
+        """The owner key a JSONL file name encodes (OwnerRegistry layout), when exact."""
+        if not isinstance(plans, JsonlReader):
+            return None
+        try:
+            return owner_key(name)
+        except OwnerNameError:
+            return None
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
@@ -292,6 +339,7 @@ def create_app(
                 "sessions": [
                     {
                         "name": row.name,
+                        "owner": owner_of(row.name),
                         "lastActivity": row.last_activity,
                         "progress": None
                         if row.progress is None
@@ -317,7 +365,13 @@ def create_app(
         raw_types = request.query_params.get("types")
         types = None if raw_types is None else frozenset(raw_types.split(","))
         page = await plans.tail(name, before=before, limit=limit, types=types)
-        body = {"session": name, "events": page.events, "more": page.more, "cursor": page.cursor}
+        body = {
+            "session": name,
+            "owner": owner_of(name),
+            "events": page.events,
+            "more": page.more,
+            "cursor": page.cursor,
+        }
         return _json(body)
 
     async def projection(request: Request) -> Response:
@@ -396,8 +450,21 @@ def create_app(
         StoreUnavailable: unavailable,
     }
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=handlers)
-    app.add_middleware(_Guard, hosts=served_hosts(host, port, extra_hosts), token=token)
+    app.add_middleware(
+        _Guard,
+        hosts=served_hosts(host, port, extra_hosts),
+        token=token,
+        cookie=token_cookie(port),
+    )
     return app
 
 
-__all__ = ["create_app", "is_loopback", "new_token", "projection_frame", "served_hosts"]
+__all__ = [
+    "cookie_values",
+    "create_app",
+    "is_loopback",
+    "new_token",
+    "projection_frame",
+    "served_hosts",
+    "token_cookie",
+]

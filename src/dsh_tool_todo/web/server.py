@@ -9,17 +9,20 @@ second to close, and the streams end when the server begins to stop.
 
 from __future__ import annotations
 
+import os
+import re
 import socket
 from collections.abc import Sequence
 from typing import TextIO
 
 from ..errors import UsageError
+from ..integrations._extras import MissingExtra, missing_extra
 
 SHUTDOWN_GRACE = 0.5  # seconds open connections get on Ctrl-C
+DATABASE_SCHEMES = ("postgresql://", "postgres://")
+_CONNINFO_PAIR = re.compile(r"\s*[A-Za-z_]+\s*=")
 
-
-class WebUnavailable(UsageError, ImportError):
-    """The ``web`` extra is not installed."""
+WebUnavailable = MissingExtra  # the name this error had before every extra shared one
 
 
 def serve(
@@ -33,16 +36,20 @@ def serve(
     err: TextIO,
 ) -> None:
     """Serve ``source`` at ``host:port`` until interrupted."""
+    if _CONNINFO_PAIR.match(source) and not os.path.isdir(source):
+        # Said without the text: a conninfo may hold a password.
+        raise UsageError(
+            "SOURCE looks like a key=value conninfo, which serve does not take: "
+            "give it as a postgresql:// URL"
+        )
     try:
         import uvicorn
 
         from .app import create_app, is_loopback, new_token
+    except MissingExtra:
+        raise
     except ImportError as error:
-        missing = (error.name or "a dependency").partition(".")[0]
-        raise WebUnavailable(
-            f"the web view needs the web extra ({missing} is missing): "
-            "pip install 'dsh-tool-todo[web]'"
-        ) from None
+        raise missing_extra("dsh-todo serve", "web", error) from None
     if not 0 < port < 65536:
         raise UsageError(f"--port must be from 1 to 65535 (got {port})")
     token = None
@@ -68,7 +75,7 @@ def serve(
     listener = _listen(host, port)  # a taken port is one line and status 2, before any banner
     shown = f"[{host}]" if ":" in host else host
     address = f"http://{shown}:{port}/"
-    print(f"Serving {source} (read-only) at {address}", file=out, flush=True)
+    print(f"Serving {_shown_source(source)} (read-only) at {address}", file=out, flush=True)
     if token is not None:
         print(f"Token: {token}\nOpen {address}?token={token}", file=out, flush=True)
     print("Press Ctrl-C to stop.", file=out, flush=True)
@@ -83,6 +90,15 @@ def serve(
     )
     with listener:
         uvicorn.Server(config).run(sockets=[listener])
+
+
+def _shown_source(source: str) -> str:
+    """``source`` as messages name it: a database without its password."""
+    if source.startswith(DATABASE_SCHEMES):
+        from ..stores.postgres import server_name
+
+        return server_name(source)
+    return source
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -9,7 +9,7 @@ one line and exit 2.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TextIO
 
 import psycopg
@@ -114,23 +114,34 @@ def show_plan(url: str, session_id: str | None) -> list[TodoItem] | None:
     return current_plan(url, name)
 
 
-def follow_plans(url: str, session_id: str | None) -> tuple[str, Iterator[list[TodoItem] | None]]:
+def follow_plans(
+    url: str, session_id: str | None, *, wait: Callable[[str], None] | None = None
+) -> tuple[str, Iterator[list[TodoItem] | None]]:
     """``watch``: a title, and the session's plan now and after each change, pushed by NOTIFY.
 
     The session is checked before this returns, so a bad URL or session fails
     before anything is drawn; the follower reconnects by itself afterwards.
+    With ``wait``, a session with no rows yet is no error: ``wait`` is told
+    what is awaited, and the plans start with its first row.
     """
     name = _session(session_id)
+    title = f"{name} ({server_name(url)})"
+    if wait is not None and not read_tail(url, name, limit=1):
+        wait(f"session {name!r} in {server_name(url)}")
+        return title, _plans(url, name, absent=True)
     _last_seq(url, name)
-    return f"{name} ({server_name(url)})", _plans(url, name)
+    return title, _plans(url, name)
 
 
-def _plans(url: str, session_id: str) -> Iterator[list[TodoItem] | None]:
+def _plans(url: str, session_id: str, *, absent: bool = False) -> Iterator[list[TodoItem] | None]:
     loop = asyncio.new_event_loop()
     try:
         while True:  # once, and again each time the session is deleted and written anew
-            last = _last_seq(url, session_id)
-            yield current_plan(url, session_id)
+            if absent:  # awaited: nothing to draw before its first row
+                last, absent = -1, False
+            else:
+                last = _last_seq(url, session_id)
+                yield current_plan(url, session_id)
             follower = PostgresFollower(url, session_id, after_seq=last)
             try:
                 while True:

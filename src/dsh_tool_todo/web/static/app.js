@@ -50,11 +50,49 @@ function ago(epochSeconds) {
   return new Date(epochSeconds * 1000).toLocaleString();
 }
 
+class HttpError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
 async function getJSON(url) {
   const response = await fetch(url, { headers: { accept: "application/json" } });
-  const body = await response.json();
-  if (!response.ok) throw new Error(body.error ?? `${response.status}`);
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new HttpError(response.status, body.error ?? `${response.status}`);
   return body;
+}
+
+// A 4xx other than a timeout or a rate limit says the request cannot succeed as it is:
+// asking again would only repeat the answer.
+function final(status) {
+  return status >= 400 && status < 500 && status !== 408 && status !== 429;
+}
+
+// Long text is clipped to a few lines; a clipped piece becomes a button that shows it whole.
+// `expanded` holds the texts shown whole, per section, so a redraw keeps them open.
+function clampKey(node) {
+  return `${node.closest("section")?.className}\n${node.title || node.textContent}`;
+}
+
+function clampable(node, expanded) {
+  const text = node.textContent;
+  const open = expanded.has(clampKey(node));
+  if (!open && node.scrollHeight <= node.clientHeight + 1) return;
+  node.classList.toggle("expanded", open);
+  node.setAttribute("role", "button");
+  node.setAttribute("tabindex", "0");
+  node.setAttribute("aria-expanded", String(open));
+  node.title = text;
+}
+
+function toggleClamp(node, expanded) {
+  const open = node.getAttribute("aria-expanded") !== "true";
+  if (open) expanded.add(clampKey(node));
+  else expanded.delete(clampKey(node));
+  node.classList.toggle("expanded", open);
+  node.setAttribute("aria-expanded", String(open));
 }
 
 function setConnection(state, text) {
@@ -87,7 +125,7 @@ function sessionList() {
       const query = new URLSearchParams({ q: filter.value, limit: "200" });
       const page = await getJSON(`/api/sessions?${query}`);
       if (mine !== generation) return;
-      list.replaceChildren(...page.sessions.map(sessionRow));
+      list.replaceChildren(...page.sessions.map(safeSessionRow));
       count.textContent =
         page.total > page.sessions.length
           ? `${page.sessions.length} of ${page.total} sessions (newest first; filter to find others)`
@@ -107,8 +145,25 @@ function sessionList() {
   refresh();
 }
 
+// One row the page cannot draw (a name no address can carry) is shown as it is, not linked,
+// and never takes the rest of the list with it.
+function safeSessionRow(row) {
+  try {
+    return sessionRow(row);
+  } catch {
+    return el("li", { className: "session unaddressable" }, [
+      el("span", { className: "name", text: visible(String(row?.owner ?? row?.name)) }),
+      el("span", { className: "when", text: "cannot be opened here" }),
+    ]);
+  }
+}
+
 function sessionRow(row) {
-  const link = el("a", { className: "name", text: visible(row.name), attrs: { href: `/s/${encodeURIComponent(row.name)}` } });
+  const link = el("a", {
+    className: "name",
+    text: visible(row.owner ?? row.name),
+    attrs: { href: `/s/${encodeURIComponent(row.name)}`, title: `${visible(row.name)}.jsonl` },
+  });
   const when = el("span", { className: "when", text: ago(row.lastActivity) });
   when.title = new Date(row.lastActivity * 1000).toLocaleString();
   const progress = row.progress;
@@ -130,8 +185,6 @@ function sessionRow(row) {
 // --- one session ------------------------------------------------------------------
 
 function sessionPage(name) {
-  document.title = `${visible(name)} · dsh-todo`;
-  where.textContent = visible(name);
   const base = `/api/sessions/${encodeURIComponent(name)}`;
   const view = {
     bar: el("progress", { attrs: { id: "plan-progress", max: "1", value: "0" } }),
@@ -161,9 +214,67 @@ function sessionPage(name) {
     ]),
   );
 
-  const state = { plan: null, cause: null, calls: new Map(), generation: 0, lastId: null, frames: [] };
+  const state = {
+    plan: null,
+    cause: null,
+    calls: new Map(),
+    generation: 0,
+    lastId: null,
+    frames: [],
+    loaded: false, // until the first snapshot, there is nothing to say about the plan
+    stopped: false,
+    expanded: new Set(),
+  };
+
+  function title(shown) {
+    document.title = `${shown} · dsh-todo`;
+    where.textContent = shown;
+  }
+
+  // A state no retry can leave: the page says why, in place of the plan, and stops asking.
+  function stop(heading, reason, status) {
+    state.stopped = true;
+    state.generation++;
+    if (!where.textContent) title(visible(name));
+    source?.close();
+    setConnection("down", status);
+    main.replaceChildren(
+      el("section", { className: "problem", attrs: { id: "problem", role: "alert" } }, [
+        el("h2", { text: heading }),
+        el("p", { className: "reason", text: reason }),
+        el("p", {}, [el("a", { text: "All sessions", attrs: { href: "/" } })]),
+      ]),
+    );
+  }
+
+  function unknown(message) {
+    title(visible(name));
+    stop("No such session", `There is no session named “${visible(name)}” here.`, message);
+  }
+
+  function unreadable(reason) {
+    stop("This session's log cannot be read", reason, "stopped: reload the page to try again");
+  }
+
+  function refused(error) {
+    if (error.status === 404) unknown(error.message);
+    else unreadable(error.message);
+  }
+
+  main.addEventListener("click", (event) => {
+    const node = event.target.closest?.(".content[aria-expanded]");
+    if (node) toggleClamp(node, state.expanded);
+  });
+  main.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" && event.key !== " ") return;
+    const node = event.target.closest?.(".content[aria-expanded]");
+    if (!node) return;
+    event.preventDefault(); // a space would scroll the page
+    toggleClamp(node, state.expanded);
+  });
 
   function render() {
+    if (state.stopped) return;
     const plan = state.plan;
     const c = counts(plan);
     const total = plan ? plan.length : 0;
@@ -185,8 +296,9 @@ function sessionPage(name) {
           el("span", { className: "content", text: visible(todo.content) }),
         ])),
     );
-    view.empty.textContent =
-      plan === null
+    view.empty.textContent = !state.loaded
+      ? "Loading…"
+      : plan === null
         ? state.cause === "turn/start"
           ? "The plan was cleared: a new turn started and has written no plan yet."
           : "No plan has been recorded in this session yet."
@@ -197,7 +309,11 @@ function sessionPage(name) {
     const calls = [...state.calls.values()].sort((a, b) => b.seq - a.seq).slice(0, MAX_CALLS);
     view.calls.replaceChildren(...calls.map(callRow));
     if (calls.length === 0) {
-      view.calls.append(el("li", { className: "empty", text: "No todo_write call in this turn yet." }));
+      const text = state.loaded ? "No todo_write call in this turn yet." : "Loading…";
+      view.calls.append(el("li", { className: "empty", text }));
+    }
+    for (const node of main.querySelectorAll(".item .content, .change .content")) {
+      clampable(node, state.expanded);
     }
     main.dataset.frames = state.frames.join(" ");
   }
@@ -214,13 +330,15 @@ function sessionPage(name) {
   // cursor: ask on from there until the calls are found, a turn starts, or the log begins.
   async function planEvents(before, limit, stale) {
     const events = [];
+    let owner = null;
     let next = before;
     for (;;) {
       const query = new URLSearchParams({ before: String(next), limit: String(limit - events.length), types: PLAN_EVENTS });
       const page = await getJSON(`${base}/events?${query}`);
       events.unshift(...page.events);
+      owner = page.owner;
       const turnFound = page.events.some((event) => event.type === "turn/start");
-      if (!page.more || events.length >= limit || turnFound || stale()) return { events, more: page.more };
+      if (!page.more || events.length >= limit || turnFound || stale()) return { events, more: page.more, owner };
       next = page.cursor ?? page.events[0].seq;
     }
   }
@@ -228,6 +346,7 @@ function sessionPage(name) {
   async function loadTurn(upTo) {
     const mine = state.generation;
     const page = await planEvents(upTo + 1, MAX_CALLS + 1, () => mine !== state.generation);
+    title(visible(page.owner ?? name));
     if (mine !== state.generation) return; // a newer snapshot or a turn start came first
     let start = 0;
     for (let i = page.events.length - 1; i >= 0; i--) {
@@ -249,6 +368,11 @@ function sessionPage(name) {
   function loadTurnUntilDone(upTo) {
     const mine = state.generation;
     loadTurn(upTo).catch((error) => {
+      if (mine !== state.generation) return;
+      if (final(error.status)) {
+        refused(error);
+        return;
+      }
       setConnection("down", `history: ${error.message}; retrying…`);
       setTimeout(() => {
         if (mine === state.generation) loadTurnUntilDone(upTo); // else a newer snapshot loads
@@ -261,6 +385,7 @@ function sessionPage(name) {
     state.lastId = frame.seq;
     state.frames.push(message.lastEventId);
     if (state.frames.length > 500) state.frames.shift();
+    state.loaded = true;
     if (frame.cause === "snapshot") {
       state.generation++;
       state.plan = frame.plan;
@@ -282,30 +407,25 @@ function sessionPage(name) {
 
   let source = null;
   function open() {
+    if (state.stopped) return;
     const query = state.lastId === null ? "" : `?after=${state.lastId}`;
     source = new EventSource(`${base}/stream${query}`);
     source.addEventListener("projection", onFrame);
     source.addEventListener("open", () => setConnection("live", "live"));
     source.addEventListener("fatal", (message) => {
-      source.close();
-      setConnection("down", JSON.parse(message.data).error);
+      // The log cannot be read any further: reconnecting would meet the same error.
+      unreadable(JSON.parse(message.data).error);
     });
     source.addEventListener("error", () => {
+      if (state.stopped) return;
       if (source.readyState === EventSource.CLOSED) {
-        // The browser gave up (an error status): say why if the session is gone, else reopen,
-        // resuming after the last frame.
+        // The browser gave up (an error status): ask the server why. An answer no retry can
+        // change (no such session, a broken log) is shown and ends the page's asking; else
+        // reopen, resuming after the last frame.
         setConnection("down", "disconnected; retrying…");
-        fetch(`${base}/projection`)
-          .then(async (response) => {
-            if (response.status === 404) {
-              setConnection("down", (await response.json()).error);
-              view.empty.textContent = `There is no session named “${visible(name)}” here.`;
-              view.empty.hidden = false;
-            } else {
-              setTimeout(open, 1000);
-            }
-          })
-          .catch(() => setTimeout(open, 1000));
+        getJSON(`${base}/projection`)
+          .then(() => setTimeout(open, 1000))
+          .catch((error) => (final(error.status) ? refused(error) : setTimeout(open, 1000)));
       } else {
         setConnection("down", "reconnecting…");
       }
