@@ -411,8 +411,9 @@ def create_app(
                     except LogReplaced:
                         snapshot = await plans.snapshot(name)
             except (InvalidLog, SessionNotFound, OSError) as error:
+                # A SessionNotFound carries only the name: say what happened to it.
                 message = (
-                    f"session {name!r}: {error}"
+                    f"session {name!r}: its log was deleted"
                     if isinstance(error, SessionNotFound)
                     else str(error)
                 )
