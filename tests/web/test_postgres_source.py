@@ -233,3 +233,20 @@ def test_a_view_connection_the_server_terminated_is_replaced_not_reported(dsn: s
 
     before, after = asyncio.run(reads())
     assert after == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the tail page reads `seq < before` with before defaulting to 2**63-1, so a foreign "
+    "row at the largest bigint is outside every page: the snapshot serves the session, the "
+    "tail page (and `dsh-todo show`) call it unknown",
+)
+def test_a_foreign_row_at_the_largest_seq_is_seen_alike_by_the_snapshot_and_the_tail(
+    dsn: str,
+) -> None:
+    insert_row(dsn, "far", 2**63 - 1, "todo/write", json.dumps({"todos": [todo("x")]}))
+    snapshot, tail = gets(
+        create_app(dsn), "/api/sessions/far/projection", "/api/sessions/far/events"
+    )
+    assert snapshot.status_code == 200, snapshot.text
+    assert tail.status_code == snapshot.status_code, tail.text
