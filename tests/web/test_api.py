@@ -299,6 +299,36 @@ def test_with_a_token_every_request_must_carry_it(logs: Path) -> None:
     assert with_cookie.status_code == 200
 
 
+def test_trading_the_token_never_redirects_off_this_server(logs: Path) -> None:
+    """``GET //evil.example/?token=T`` must not answer ``Location: //evil.example/``, which a
+    browser reads as another host (an open redirect carrying the reader away)."""
+    app = create_app(logs, token="s3cret")
+
+    async def trade(client: httpx.AsyncClient) -> httpx.Response:
+        url = client.base_url.copy_with(raw_path=b"//evil.example/?token=s3cret")
+        return await client.get(url)
+
+    traded = run_requests(app, trade)
+
+    assert traded.status_code == 303
+    assert traded.headers["location"] == "/evil.example/"
+
+
+def test_the_bearer_scheme_is_matched_without_regard_to_case(logs: Path) -> None:
+    """RFC 9110 11.1: an authentication scheme is case-insensitive (``bearer``, ``BEARER``)."""
+    app = create_app(logs, token="s3cret")
+
+    async def calls(client: httpx.AsyncClient) -> list[int]:
+        return [
+            (
+                await client.get("/api/sessions", headers={"authorization": f"{scheme} s3cret"})
+            ).status_code
+            for scheme in ("bearer", "BEARER")
+        ]
+
+    assert run_requests(app, calls) == [200, 200]
+
+
 def test_unknown_sessions_are_404_on_every_endpoint(logs: Path) -> None:
     app = create_app(logs)
 

@@ -356,3 +356,20 @@ def test_a3_every_source_gives_a_resume_far_behind_a_snapshot(
         "snapshot",
         [todo("v9")],
     )
+
+
+def test_a_log_deleted_under_a_stream_ends_it_with_a_message_that_says_so(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    path = tmp_path / "s.jsonl"
+    write_log(path, [plan_write(todo("A"))])
+    stream = sse(stream_url(live_server(tmp_path)))
+    stream.projection()
+
+    path.unlink()
+
+    frame = stream.next()
+    while frame.event is None:
+        frame = stream.next()
+    assert frame.event == "fatal"
+    assert frame.json()["error"] == "session 's': its log was deleted"

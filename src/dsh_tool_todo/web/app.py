@@ -179,7 +179,7 @@ class _Guard:
         assert self.token is not None
         expected = self.token.encode()
         authorization = headers.get(b"authorization", b"")
-        if authorization.startswith(b"Bearer ") and secrets.compare_digest(
+        if authorization[:7].lower() == b"bearer " and secrets.compare_digest(
             authorization[7:], expected
         ):
             return None
@@ -195,6 +195,7 @@ class _Guard:
             rest = urlencode([(key, value) for key, value in query if key != "token"])
             raw = scope.get("raw_path")  # as sent: decoding would change names with escapes
             path = raw.decode("latin-1") if raw else quote(scope["path"])
+            path = "/" + path.lstrip("/")  # "//host/..." would send the browser to that host
             target = path + (f"?{rest}" if rest else "")
             response = RedirectResponse(target, status_code=303)
             response.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
@@ -411,8 +412,9 @@ def create_app(
                     except LogReplaced:
                         snapshot = await plans.snapshot(name)
             except (InvalidLog, SessionNotFound, OSError) as error:
+                # A SessionNotFound carries only the name: say what happened to it.
                 message = (
-                    f"session {name!r}: {error}"
+                    f"session {name!r}: its log was deleted"
                     if isinstance(error, SessionNotFound)
                     else str(error)
                 )

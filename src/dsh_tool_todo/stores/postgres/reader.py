@@ -94,12 +94,21 @@ class PostgresReader:
         return self._pool
 
     async def _rows(self, query: Any, params: Any) -> list[Any]:
-        try:
-            async with (await self._source()).connection() as conn:
-                cursor = await conn.execute(query, params)
-                return await cursor.fetchall()
-        except (psycopg.Error, PoolTimeout) as error:
-            raise _typed(wrap(self.where, error)) from None
+        # A pooled connection the server ended while it sat idle (pg_terminate_backend, a
+        # restart) fails only when next used; the pool drops it, and a read is safe to repeat.
+        for attempt in (1, 2):
+            try:
+                async with (await self._source()).connection() as conn:
+                    try:
+                        cursor = await conn.execute(query, params)
+                        return await cursor.fetchall()
+                    except psycopg.OperationalError:
+                        if attempt == 1 and conn.broken:
+                            continue
+                        raise
+            except (psycopg.Error, PoolTimeout) as error:
+                raise _typed(wrap(self.where, error)) from None
+        raise AssertionError("unreachable: the second attempt returns or raises")
 
     @staticmethod
     def _name(name: str) -> str:
