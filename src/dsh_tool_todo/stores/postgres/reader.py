@@ -36,6 +36,10 @@ _TYPED_TAIL = sql.SQL(
     "ORDER BY seq DESC LIMIT %(limit)s) AS m ON true ORDER BY m.seq DESC"
 ).format(table=sql.Identifier(_sql.TABLE))
 
+_EXISTS = sql.SQL("SELECT EXISTS (SELECT 1 FROM {table} WHERE session_id = %s)").format(
+    table=sql.Identifier(_sql.TABLE)
+)
+
 # The newest seq and the deciding event, in one statement: one snapshot of the table.
 _SNAPSHOT = sql.SQL(
     "SELECT (SELECT max(seq) FROM {table} WHERE session_id = %s), d.seq, d.type, d.data "
@@ -179,6 +183,9 @@ class PostgresReader:
     ) -> AsyncIterator[Event]:
         # rows are never rewritten in place; a deleted and recreated session raises LogReplaced
         name = self._name(name)
+        # the follower alone would wait for the session to be written; a read says it is unknown
+        if not (await self._rows(_EXISTS, (name,)))[0][0]:
+            raise SessionNotFound(name)
         follower = PostgresFollower(self.conninfo, name, after_seq=max(after, -1))
         try:
             while True:
