@@ -91,6 +91,8 @@ class PostgresReader:
                 min_size=1,
                 max_size=self._pool_size,
                 kwargs={"autocommit": True, "options": self._options},
+                # a connection the server ended while it idled is replaced, not lent out to fail
+                check=AsyncConnectionPool.check_connection,
                 open=False,
             )
             await pool.open()
