@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from dsh_tool_todo.errors import InvalidLog
+from dsh_tool_todo.errors import InvalidLog, LogReplaced
 from dsh_tool_todo.protocols import LogReader
 from dsh_tool_todo.stores.postgres import TABLE, PostgresReader, PostgresSession, delete_session
 
@@ -185,6 +185,31 @@ def test_a_gap_in_the_seqs_of_foreign_rows_stops_a_follow(pg_dsn: str) -> None:
             assert (await anext(events))["seq"] == 0
             with pytest.raises(InvalidLog, match=r"seq 5: follows seq 0 \(events are missing\)"):
                 await anext(events)
+        finally:
+            await reader.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_session_written_again_between_the_snapshot_and_the_follow_is_replaced(
+    pg_dsn: str,
+) -> None:
+    """The follow goes on from the snapshot's own row: a longer log written in its place
+    in between is not continued as if it were the same one."""
+    plan = {"todos": [{"content": "A", "status": "pending"}]}
+    with PostgresSession(pg_dsn, "s") as session:
+        session.append("todo/write", plan)
+
+    async def main() -> None:
+        reader = PostgresReader(pg_dsn)
+        try:
+            snapshot = await reader.snapshot("s")
+            await asyncio.to_thread(delete_session, pg_dsn, "s")
+            with PostgresSession(pg_dsn, "s") as session:
+                session.append("todo/write", plan)  # the same row, in another transaction
+                session.append("note", {})
+            with pytest.raises(LogReplaced, match="session 's': seq 0"):
+                await anext(reader.follow("s", after=snapshot.last_seq, since=snapshot))
         finally:
             await reader.aclose()
 
