@@ -174,7 +174,8 @@ class Snapshot:
     last_seq: int  # -1 for an empty log
     deciding: Event | None  # the latest todo/write or turn/start, None if neither
     # Where the read ended, for a store whose log can change under it: (inode, offset of
-    # the end of its whole lines) for a JSONL file; None where there is no such place.
+    # the end of its whole lines) for a JSONL file; (xmin, seq) of the newest row for
+    # PostgreSQL; None where there is no such place.
     position: tuple[int, int] | None = None
 
 

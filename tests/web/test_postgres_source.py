@@ -250,3 +250,29 @@ def test_a_foreign_row_at_the_largest_seq_is_seen_alike_by_the_snapshot_and_the_
     )
     assert snapshot.status_code == 200, snapshot.text
     assert tail.status_code == snapshot.status_code, tail.text
+
+
+def test_a_session_deleted_under_a_stream_ends_it_with_a_fatal_frame(
+    dsn: str, live_server: Callable[..., LiveServer], sse: Callable[..., SseStream]
+) -> None:
+    record(dsn, "agent-1", ("todo/write", {"todos": PLAN}))
+    server = live_server(dsn)
+    stream = sse(f"{server.url}/api/sessions/agent-1/stream")
+    assert stream.projection().id == "0"
+    postgres.delete_session(dsn, "agent-1")
+    frame = stream.next()
+    while frame.event is None:  # keep-alives
+        frame = stream.next()
+    assert frame.event == "fatal"
+    assert frame.json()["error"] == "session 'agent-1': agent-1"
+
+
+def test_an_unknown_session_streams_nothing_but_a_404(dsn: str) -> None:
+    record(dsn, "agent-1", ("todo/write", {"todos": PLAN}))
+    (missing, resumed) = gets(
+        create_app(dsn),
+        "/api/sessions/nobody/stream",
+        "/api/sessions/nobody/stream?after=3",
+    )
+    assert [missing.status_code, resumed.status_code] == [404, 404]
+    assert missing.json() == {"error": "no session 'nobody' is served"}

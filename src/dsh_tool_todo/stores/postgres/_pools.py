@@ -60,6 +60,7 @@ class _SharedPools:
                     kwargs={"autocommit": True},
                     timeout=DEFAULT_TIMEOUT,
                     name="dsh-todo",
+                    check=ConnectionPool.check_connection,  # one the server ended is replaced
                     open=True,
                 )
                 self._pools[conninfo] = pool
@@ -111,6 +112,7 @@ async def async_shared_pool(conninfo: str) -> APool:
             kwargs={"autocommit": True},
             timeout=DEFAULT_TIMEOUT,
             name="dsh-todo-async",
+            check=AsyncConnectionPool.check_connection,  # one the server ended is replaced
             open=False,
         )
         pools[conninfo] = pool

@@ -11,7 +11,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ... import errors
-from ...errors import InvalidLog, SessionNotFound, UsageError
+from ...errors import InvalidLog, LogReplaced, SessionNotFound, UsageError
 from ...listeners import Event
 from ...projection import PLAN_EVENTS, checked_deciding, progress_of
 from ...protocols import Progress, SessionSummary, Snapshot, TailPage
@@ -36,11 +36,22 @@ _TYPED_TAIL = sql.SQL(
     "ORDER BY seq DESC LIMIT %(limit)s) AS m ON true ORDER BY m.seq DESC"
 ).format(table=sql.Identifier(_sql.TABLE))
 
-# The newest seq and the deciding event, in one statement: one snapshot of the table.
+_EXISTS = sql.SQL("SELECT EXISTS (SELECT 1 FROM {table} WHERE session_id = %s)").format(
+    table=sql.Identifier(_sql.TABLE)
+)
+
+# The newest row's seq and transaction id, and the deciding event, in one statement: one
+# snapshot of the table. A row written again (same seq, even the same event) has another xmin.
 _SNAPSHOT = sql.SQL(
-    "SELECT (SELECT max(seq) FROM {table} WHERE session_id = %s), d.seq, d.type, d.data "
-    "FROM (SELECT 1) AS one LEFT JOIN LATERAL ({deciding}) AS d ON true"
+    "SELECT n.seq, n.xmin, d.seq, d.type, d.data FROM (SELECT 1) AS one "
+    "LEFT JOIN LATERAL (SELECT seq, xmin::text::bigint AS xmin FROM {table} "
+    "WHERE session_id = %s ORDER BY seq DESC LIMIT 1) AS n ON true "
+    "LEFT JOIN LATERAL ({deciding}) AS d ON true"
 ).format(table=sql.Identifier(_sql.TABLE), deciding=_sql.latest_query(PLAN_EVENTS))
+
+_ROW_AT = sql.SQL(
+    "SELECT xmin::text::bigint, type, data::text FROM {table} WHERE session_id = %s AND seq = %s"
+).format(table=sql.Identifier(_sql.TABLE))
 
 
 def read_only_options(conninfo: str) -> str:
@@ -87,6 +98,8 @@ class PostgresReader:
                 min_size=1,
                 max_size=self._pool_size,
                 kwargs={"autocommit": True, "options": self._options},
+                # a connection the server ended while it idled is replaced, not lent out to fail
+                check=AsyncConnectionPool.check_connection,
                 open=False,
             )
             await pool.open()
@@ -175,20 +188,34 @@ class PostgresReader:
         return await self._snapshot(self._name(name))
 
     async def _snapshot(self, name: str) -> Snapshot:
-        last, *deciding = (await self._rows(_SNAPSHOT, (name, name)))[0]
+        last, xmin, *deciding = (await self._rows(_SNAPSHOT, (name, name)))[0]
         if last is None:
             raise SessionNotFound(name)
         if deciding[0] is None:
-            return Snapshot(last, None)
+            return Snapshot(last, None, (xmin, last))
         event = decode_row(name, *deciding)
-        return Snapshot(last, checked_deciding(event, f"session {name!r}, seq {event['seq']}"))
+        where = f"session {name!r}, seq {event['seq']}"
+        return Snapshot(last, checked_deciding(event, where), (xmin, last))
 
     async def follow(
         self, name: str, *, after: int, since: Snapshot | None = None
     ) -> AsyncIterator[Event]:
-        # rows are never rewritten in place; a deleted and recreated session raises LogReplaced
+        # rows are never rewritten in place; a deleted and recreated session raises LogReplaced,
+        # from the snapshot's own row on when ``since`` is given (its position: xmin, seq)
         name = self._name(name)
+        # the follower alone would wait for the session to be written; a read says it is unknown
+        if not (await self._rows(_EXISTS, (name,)))[0][0]:
+            raise SessionNotFound(name)
         follower = PostgresFollower(self.conninfo, name, after_seq=max(after, -1))
+        if since is not None and since.position is not None and since.last_seq == after >= 0:
+            rows = await self._rows(_ROW_AT, (name, after))
+            if not rows or rows[0][0] != since.position[0]:
+                raise LogReplaced(
+                    f"session {name!r}: seq {after} is not the row the snapshot read "
+                    "(the session was deleted and written again)"
+                )
+            # the follower's first read checks that this same row is still there
+            follower._last_row = tuple(rows[0][1:])
         try:
             while True:
                 try:
