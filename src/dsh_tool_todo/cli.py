@@ -28,6 +28,8 @@ from .schema import canonical_json
 from .sessionlog import current_plan
 from .watch import follow_plan
 
+__all__ = ["build_parser", "main"]
+
 EXIT_USAGE = 2
 EXIT_CLOSED_PIPE = 141  # as a shell reports a command that SIGPIPE ended: `| head` closed it
 MIN_INTERVAL = 0.05
