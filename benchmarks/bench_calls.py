@@ -19,7 +19,7 @@ from report import Row, fmt_ns, skipped
 from timing import Call, batched, cache_walker, cold, interleaved, threaded
 from workloads import CALL_SIZES, FloorTodo, limit_validator, new_host, real_args
 
-from dsh_tool_todo.accept import accept_counted
+from dsh_tool_todo._accept import accept_counted
 from dsh_tool_todo.host import AsyncMemorySession
 
 LIMIT_TARGET, LIMIT_AIM = 1.8, 1.5
@@ -240,7 +240,7 @@ class _SilentAgent:
 # each layer's cost is the step from the one before, and the last is the whole call.
 LAYERS = {
     "1 the parser": "pydantic_core.from_json",
-    "2 the shortcut": "accept.py's decode and checks",
+    "2 the shortcut": "_accept.py's decode and checks",
     "3 the tool": "tool.run, append does nothing",
     "4 the call": "call_tool, MemorySession + projection",
 }

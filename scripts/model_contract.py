@@ -12,7 +12,7 @@ import string
 from pathlib import Path
 
 from dsh_tool_todo import contract
-from dsh_tool_todo.rejections import CONTENT_SHOWN, INDEXES_SHOWN, SHOWN
+from dsh_tool_todo._rejections import CONTENT_SHOWN, INDEXES_SHOWN, SHOWN
 from dsh_tool_todo.schema import parameters
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "model-contract.md"

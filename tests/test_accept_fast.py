@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_tool_todo.accept import accept_counted, as_result
+from dsh_tool_todo._accept import accept_counted, as_result
+from dsh_tool_todo._validation import check_todos, parse_todos, validate_call
 from dsh_tool_todo.errors import ToolCallRejected
-from dsh_tool_todo.validation import check_todos, parse_todos, validate_call
 
 SETTINGS = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
-from dsh_tool_todo import ToolCallRejected, contract, rejections
+from dsh_tool_todo import ToolCallRejected, contract
+from dsh_tool_todo import _rejections as rejections
+from dsh_tool_todo._validation import args_adapter, validate_call
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.tool import todo_write_tool
-from dsh_tool_todo.validation import args_adapter, validate_call
 from tests.literal_model import ALL_SHAPES, SNAPSHOT, calls_to_accept, first_errors, literal_fix
 from tests.test_properties import ANY_ARGUMENTS
 
@@ -63,8 +64,8 @@ def test_the_accepted_path_never_runs_the_explanation(monkeypatch: pytest.Monkey
     def refuse(*_args: object, **_kwargs: object) -> str:
         raise AssertionError("the explanation ran for an accepted call")
 
-    monkeypatch.setattr("dsh_tool_todo.validation.refusal", refuse)
-    monkeypatch.setattr("dsh_tool_todo.validation.list_refusal", refuse)
+    monkeypatch.setattr("dsh_tool_todo._validation.refusal", refuse)
+    monkeypatch.setattr("dsh_tool_todo._validation.list_refusal", refuse)
     todos = [{"content": f"Step {n}", "status": "pending"} for n in range(12)]
     for args in ({"todos": todos}, json.dumps({"todos": todos})):
         assert validate_call(args, allow_parallel=False)["counts"]["pending"] == 12

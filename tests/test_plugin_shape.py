@@ -123,7 +123,7 @@ def test_importing_the_plugin_does_no_work_up_front() -> None:
 
     code = (
         "import sys, dsh_tool_todo\n"
-        "from dsh_tool_todo.validation import args_adapter\n"
+        "from dsh_tool_todo._validation import args_adapter\n"
         "assert args_adapter.cache_info().currsize == 0, 'validator built at import'\n"
         "assert 'acp' not in sys.modules, 'the optional ACP SDK imported'\n"
         "assert 'dsh_tool_todo.sessionlog' not in sys.modules\n"

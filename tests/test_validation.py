@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from dsh_tool_todo import ToolCallRejected
+from dsh_tool_todo._validation import validate_call
 from dsh_tool_todo.host import Host, HostAgent
-from dsh_tool_todo.validation import validate_call
 from tests.conftest import HostFactory, todo
 
 ALLOWED = "one of pending, in_progress, completed"

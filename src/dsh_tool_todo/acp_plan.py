@@ -19,6 +19,19 @@ from .errors import MissingExtra, UsageError, missing_extra
 from .forwarding import OrderedForwarder, Subscribable, event_loop
 from .model import Status
 
+__all__ = [
+    "PRIORITIES",
+    "AcpUnavailable",
+    "PlanConnection",
+    "PlanEntryPayload",
+    "PlanForwarder",
+    "PlanUpdatePayload",
+    "Priority",
+    "agent_plan_update",
+    "forward_plans",
+    "plan_update",
+]
+
 if TYPE_CHECKING:
     import asyncio  # imported where a loop is looked up: 20 ms a CLI start need not pay
 

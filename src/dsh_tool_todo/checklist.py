@@ -22,6 +22,16 @@ from .contract import STATUSES
 from .errors import UsageError
 from .model import Status
 
+__all__ = [
+    "ASCII_GLYPHS",
+    "GLYPHS",
+    "NO_PLAN",
+    "ChecklistStyle",
+    "escape_content",
+    "render_checklist",
+    "stream_style",
+]
+
 Todos = Sequence[Mapping[str, object]]
 
 # ► rather than ▶: ▶ is East Asian "ambiguous" width (two cells in CJK locales,

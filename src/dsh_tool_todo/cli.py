@@ -9,7 +9,6 @@ import math
 import os
 import shlex
 import sys
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -25,8 +24,9 @@ from .host import Host
 from .loader import discover_plugins
 from .options import PLUGIN_NAME
 from .schema import canonical_json
-from .sessionlog import current_plan
-from .watch import follow_plan
+from .stores import current_plan, follow_plans, init_database, print_sessions
+
+__all__ = ["build_parser", "main"]
 
 EXIT_USAGE = 2
 EXIT_CLOSED_PIPE = 141  # as a shell reports a command that SIGPIPE ended: `| head` closed it
@@ -61,7 +61,6 @@ def build_parser() -> argparse.ArgumentParser:
     def log_argument(sub: argparse.ArgumentParser) -> None:
         sub.add_argument(
             "log",
-            type=_log_source,
             metavar="LOG",
             help="a JSONL session log, or a postgresql:// URL with --session",
         )
@@ -253,12 +252,7 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _show(args: argparse.Namespace, out: TextIO) -> int:
-    if _on_database(args):
-        from .stores.postgres import admin
-
-        plan = admin.show_plan(args.log, args.session)
-    else:
-        plan = current_plan(_existing(args.log))
+    plan = current_plan(args.log, args.session)
     if args.format == "json":
         _print_utf8(out, canonical_json(plan))
     elif args.format == "acp":
@@ -270,21 +264,13 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _watch(args: argparse.Namespace, out: TextIO) -> int:
-    if _on_database(args):
-        from .stores.postgres import admin
-
-        title, plans = admin.follow_plans(
-            args.log, args.session, wait=_say_waiting if args.wait else None
-        )
-    else:
-        title = str(args.log)
-        if args.wait and not args.log.exists():
-            _say_waiting(title)
-            while not args.log.exists():
-                time.sleep(args.interval)
-        plans = follow_plan(
-            _existing(args.log, wait_hint=True), interval=args.interval, sleep=time.sleep
-        )
+    wait = _say_waiting if args.wait else None
+    try:
+        title, plans = follow_plans(args.log, args.session, wait=wait, interval=args.interval)
+    except FileNotFoundError as error:
+        raise FileNotFoundError(
+            f"{error} (to wait for it to appear: dsh-todo watch --wait)"
+        ) from None
     text = _text_out(out, args.ascii)
     draw = _drawer(text, args.ascii)
     clear = _clear_screen(out)
@@ -308,28 +294,11 @@ def _schema(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _sessions(args: argparse.Namespace, out: TextIO) -> int:
-    from .stores.postgres import admin
-
-    return admin.print_sessions(args.dsn, out, delete=args.delete)
+    return print_sessions(args.dsn, out, delete=args.delete)
 
 
 def _db(args: argparse.Namespace, out: TextIO) -> int:
-    from .stores.postgres import admin
-
-    return admin.init_database(args.dsn, out)
-
-
-def _log_source(text: str) -> Path | str:
-    """A database URL stays a string (a URL is not a path); anything else is a path."""
-    return text if text.startswith(("postgresql://", "postgres://")) else Path(text)
-
-
-def _on_database(args: argparse.Namespace) -> bool:
-    if isinstance(args.log, str):
-        return True
-    if args.session is not None:
-        raise UsageError("--session goes with a postgresql:// URL, not a file")
-    return False
+    return init_database(args.dsn, out)
 
 
 def _mcp(args: argparse.Namespace, out: TextIO) -> int:
@@ -453,16 +422,6 @@ def _drawer(out: TextIO, ascii_only: bool) -> Callable[[Any], str]:
     encoding = "ascii" if ascii_only else getattr(out, "encoding", None)
     ascii_glyphs = True if ascii_only else style["ascii"]
     return partial(render_checklist, ascii=ascii_glyphs, color=style["color"], encoding=encoding)
-
-
-def _existing(log: Path, *, wait_hint: bool = False) -> Path:
-    """``log`` if something is there; the readers refuse what is not a regular file."""
-    try:
-        log.stat()
-    except FileNotFoundError:
-        hint = " (to wait for it to appear: dsh-todo watch --wait)" if wait_hint else ""
-        raise FileNotFoundError(f"{log}: no such session log{hint}") from None
-    return log
 
 
 def _interval(text: str) -> float:

@@ -6,6 +6,67 @@ docs/model-contract.md is generated from this module (scripts/model_contract.py)
 
 from __future__ import annotations
 
+__all__ = [
+    "ARGS_NOT_OBJECT",
+    "ARGUMENTS_HINT",
+    "BAD_STATUS",
+    "CALL_HEAD",
+    "CLAUSE_SEPARATOR",
+    "CONTENT_DESCRIPTION",
+    "CONTENT_NOT_STRING",
+    "DESCRIPTION_PARALLEL",
+    "DESCRIPTION_SINGLE",
+    "DUPLICATE",
+    "DUPLICATE_CONTENT",
+    "EMPTY_CONTENT",
+    "EMPTY_CONTENT_AT",
+    "EVENT_TYPE",
+    "FIELD_ALIASES",
+    "HINTS",
+    "ITEMS_HINT",
+    "ITEM_HEAD",
+    "ITEM_NOT_OBJECT",
+    "LIST_CLAUSES",
+    "MAX_ERROR_CHARS",
+    "MISSING_FIELD",
+    "MISSING_FIELD_EXPECTS",
+    "MISSING_TODOS",
+    "MORE_NAMES",
+    "MORE_PROBLEMS",
+    "NAME_SEPARATOR",
+    "NOT_JSON",
+    "NOT_RECORDED",
+    "NO_OWNER",
+    "REMINDER_FOOTER",
+    "REMINDER_HEADER",
+    "REMINDER_ITEM",
+    "REMINDER_LEFT_OUT",
+    "RENAME_FIELD",
+    "SCHEMA_CLAUSES",
+    "SEND_AS_TODOS",
+    "SEND_PARSED_AS_TODOS",
+    "STATUSES",
+    "STATUS_DESCRIPTION",
+    "STATUS_DROP",
+    "STATUS_GROUP_SEPARATOR",
+    "STATUS_MAPPING",
+    "STATUS_USE",
+    "SUCCESS_TEXT",
+    "TODOS_DESCRIPTION",
+    "TODOS_IS_STRING",
+    "TODOS_NOT_ARRAY",
+    "TOOL_NAME",
+    "TOO_MANY",
+    "TOO_MANY_IN_PROGRESS",
+    "TURN_START",
+    "UNEXPECTED_VALUE",
+    "UNKNOWN_ARGUMENTS",
+    "UNKNOWN_ITEM_KEYS",
+    "WHERE_COUNT",
+    "WHERE_EVERY",
+    "WHERE_INDEXES",
+]
+
 TOOL_NAME = "todo_write"
 EVENT_TYPE = "todo/write"
 TURN_START = "turn/start"
@@ -59,7 +120,7 @@ NOT_RECORDED = "Error: todo_write could not record the plan; it is unchanged. Tr
 
 # --- Refusals: a head, then clauses ------------------------------------------------------
 # A refused call gets ONE line that names every distinct problem the checks can see, so one
-# retry can repair the call. Its shape (rejections.py builds it; docs/model-contract.md is
+# retry can repair the call. Its shape (_rejections.py builds it; docs/model-contract.md is
 # generated from these constants):
 #   * ownership, not JSON, not an object: the whole text below, alone;
 #   * schema problems: CALL_HEAD (or ITEM_HEAD when they all lie in one item), then one

@@ -12,6 +12,8 @@ from typing import Any, Literal
 from .protocols import Tool
 from .schema import compact_json
 
+__all__ = ["FLAVORS", "Flavor", "definition_json", "tool_definition"]
+
 Flavor = Literal["json", "openai", "anthropic"]
 FLAVORS: tuple[Flavor, ...] = ("json", "openai", "anthropic")
 

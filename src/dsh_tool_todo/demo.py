@@ -14,6 +14,8 @@ from .loader import discover_plugins
 from .options import PLUGIN_NAME
 from .sessionlog import JsonlSession
 
+__all__ = ["run_demo"]
+
 Todo = dict[str, str]
 
 

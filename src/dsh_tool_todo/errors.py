@@ -12,6 +12,20 @@ Every one of them is a :class:`TodoError`.
 
 from __future__ import annotations
 
+__all__ = [
+    "InvalidLog",
+    "LogBusy",
+    "LogReplaced",
+    "MissingExtra",
+    "SessionNotFound",
+    "StoreNotReady",
+    "StoreUnavailable",
+    "TodoError",
+    "ToolCallRejected",
+    "ToolFailure",
+    "UsageError",
+]
+
 
 class TodoError(Exception):
     """Base class of every error this library raises."""

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .errors import UsageError
 
+__all__ = ["OrderedForwarder"]
+
 if TYPE_CHECKING:
     import asyncio  # imported where a loop is looked up: 20 ms a CLI start need not pay
 

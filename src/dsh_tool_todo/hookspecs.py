@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from .markers import hookspec
 from .protocols import PluginContext
 
+__all__ = ["apply", "inject"]
+
 
 @hookspec
 def inject(ctx: PluginContext) -> Sequence[object] | None:

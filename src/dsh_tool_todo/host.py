@@ -33,6 +33,8 @@ from .protocols import ProjectionUnit, ResumableUnit
 from .stores.memory import AsyncMemorySession as AsyncMemorySession
 from .stores.memory import MemorySession as MemorySession
 
+__all__ = ["AsyncMemorySession", "Host", "HostAgent", "HostContext", "MemorySession", "ToolCall"]
+
 
 class ObservableSession(Protocol):
     """A session the host can drive projections from."""

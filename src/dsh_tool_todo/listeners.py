@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+__all__ = ["LOGGER_NAME", "Listener", "Listeners"]
+
 Event = dict[str, Any]
 Listener = Callable[[Event], None]
 

@@ -19,6 +19,14 @@ from .errors import UsageError
 from .markers import PROJECT_NAME
 from .protocols import PluginContext
 
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PluginLoadWarning",
+    "discover_plugins",
+    "load_plugins",
+    "new_plugin_manager",
+]
+
 ENTRY_POINT_GROUP = "dsh.plugins"
 MAX_INJECT_DEPTH = 16
 MAX_PLUGINS = 256

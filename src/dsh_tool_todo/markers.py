@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pluggy
 
+__all__ = ["PROJECT_NAME", "hookimpl", "hookspec"]
+
 PROJECT_NAME = "dsh"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)

@@ -9,6 +9,8 @@ from pydantic import ConfigDict, Field
 
 from .contract import CONTENT_DESCRIPTION, STATUS_DESCRIPTION, TODOS_DESCRIPTION
 
+__all__ = ["Status", "TodoCounts", "TodoItem", "TodoResult", "TodoWriteArgs"]
+
 if sys.version_info >= (3, 12):
     from typing import TypedDict
 else:  # pydantic reads TypedDicts only from typing_extensions before 3.12
@@ -28,7 +30,7 @@ class TodoItem(TypedDict):
 class TodoWriteArgs(TypedDict):
     __pydantic_config__ = _STRICT  # type: ignore[misc]
     # fail_fast: a refused list stops at its first bad item, so a huge bad call costs
-    # pydantic one error, not one per item; rejections.py then names every problem.
+    # pydantic one error, not one per item; _rejections.py then names every problem.
     todos: Annotated[list[TodoItem], Field(description=TODOS_DESCRIPTION, fail_fast=True)]
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from .errors import UsageError
 
+__all__ = ["PLUGIN_NAME", "TodoOptions"]
+
 PLUGIN_NAME = "dsh-tool-todo"
 _PARALLEL = "allowParallelInProgress"
 _PARALLEL_ALIAS = "allow_parallel_in_progress"

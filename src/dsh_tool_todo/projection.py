@@ -5,11 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ._validation import validate_call
 from .contract import EVENT_TYPE, TURN_START
 from .errors import InvalidLog, ToolCallRejected
 from .model import TodoItem
 from .protocols import Event, PluginContext, Progress
-from .validation import validate_call
+
+__all__ = [
+    "PLAN_EVENTS",
+    "PROJECTION_KEY",
+    "Plan",
+    "TodosProjection",
+    "progress_of",
+    "register_projection",
+    "replay",
+]
 
 PROJECTION_KEY = "todos"
 Plan = list[TodoItem] | None

@@ -12,6 +12,8 @@ from .markers import hookimpl
 from .projection import register_projection
 from .protocols import PluginContext
 
+__all__ = ["apply", "name"]
+
 name = "dsh-tool-todo/projection"
 
 

@@ -6,6 +6,27 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapp
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+__all__ = [
+    "Agent",
+    "Event",
+    "LogReader",
+    "PluginContext",
+    "Progress",
+    "ProjectionRegistry",
+    "ProjectionUnit",
+    "ResumableUnit",
+    "Session",
+    "SessionSummary",
+    "Snapshot",
+    "State",
+    "StoreSession",
+    "TailPage",
+    "Tool",
+    "ToolExec",
+    "ToolRegistry",
+    "View",
+]
+
 State = TypeVar("State")
 View = TypeVar("View", covariant=True)
 

@@ -13,7 +13,9 @@ import json
 from functools import cache
 from typing import Any
 
-from .validation import args_adapter
+from ._validation import args_adapter
+
+__all__ = ["KEY_ORDER", "canonical_json", "compact_json", "parameters", "parameters_json"]
 
 
 def parameters() -> dict[str, Any]:

@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeGuard
 
+from ._validation import judge, validate_call
 from .contract import (
     DESCRIPTION_PARALLEL,
     DESCRIPTION_SINGLE,
@@ -19,7 +20,14 @@ from .model import TodoResult
 from .options import TodoOptions
 from .protocols import PluginContext, Session, ToolExec
 from .schema import parameters
-from .validation import judge, validate_call
+
+__all__ = [
+    "AppendOutcomeUnknown",
+    "TodoWriteTool",
+    "install_tool",
+    "render_result",
+    "todo_write_tool",
+]
 
 
 class TodoWriteTool:

@@ -9,17 +9,28 @@ claim. Each store module imports its own dependencies only when imported.
 Viewers read stored logs through one protocol,
 :class:`dsh_tool_todo.protocols.LogReader`; :func:`open_reader` is the one
 place that turns a directory or a ``postgresql://`` URL into a store's reader.
+:func:`current_plan` and :func:`follow_plans` read one session's plan from a JSONL
+file or from a database URL with a session id (what ``dsh-todo show`` and
+``watch`` draw); :func:`print_sessions` and :func:`init_database` run
+``dsh-todo sessions`` and ``db init``. They are the only code here that tells a
+``postgresql://`` URL from a path.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TextIO
+
+from ..errors import UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..projection import Plan
     from ..protocols import LogReader
 
-__all__ = ["open_reader"]
+__all__ = ["current_plan", "follow_plans", "init_database", "open_reader", "print_sessions"]
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -41,3 +52,82 @@ def open_reader(target: str | os.PathLike[str]) -> LogReader:
     from .jsonl import JsonlReader
 
     return JsonlReader(Path(text))
+
+
+def current_plan(target: str | os.PathLike[str], session: str | None = None) -> Plan:
+    """The plan now in a JSONL log, or in ``session`` of the database a
+    ``postgresql://`` URL names; ``None`` if no plan was written since the last turn."""
+    text = os.fspath(target)
+    if _on_database(text, session):
+        from .postgres import admin
+
+        return admin.show_plan(text, session)
+    from pathlib import Path
+
+    from .jsonl import current_plan as jsonl_plan
+
+    return jsonl_plan(_existing(Path(text)))
+
+
+def follow_plans(
+    target: str | os.PathLike[str],
+    session: str | None = None,
+    *,
+    wait: Callable[[str], None] | None = None,
+    interval: float = 0.2,
+) -> tuple[str, Iterator[Plan]]:
+    """A title, and the plan now and after each change, forever.
+
+    A missing log or session is an error before anything is drawn, unless
+    ``wait`` is given: then ``wait`` is told what is awaited, and the plans
+    start once it appears. A JSONL log is polled every ``interval`` seconds; a
+    database pushes each change.
+    """
+    text = os.fspath(target)
+    if _on_database(text, session):
+        from .postgres import admin
+
+        return admin.follow_plans(text, session, wait=wait)
+    import time
+    from pathlib import Path
+
+    from .jsonl import follow_plan
+
+    log = Path(text)
+    if wait is not None and not log.exists():
+        wait(str(log))
+        while not log.exists():
+            time.sleep(interval)
+    return str(log), follow_plan(_existing(log), interval=interval, sleep=time.sleep)
+
+
+def print_sessions(target: str, out: TextIO, *, delete: str | None = None) -> int:
+    """Print one line per session of the database ``target`` names; with
+    ``delete``, delete that session instead. Only a database has sessions."""
+    from .postgres import admin
+
+    return admin.print_sessions(target, out, delete=delete)
+
+
+def init_database(target: str, out: TextIO) -> int:
+    """Create or upgrade the schema of the database ``target`` names, and say its version."""
+    from .postgres import admin
+
+    return admin.init_database(target, out)
+
+
+def _on_database(target: str, session: str | None) -> bool:
+    if target.startswith(POSTGRES_SCHEMES):
+        return True
+    if session is not None:
+        raise UsageError("--session goes with a postgresql:// URL, not a file")
+    return False
+
+
+def _existing(log: Path) -> Path:
+    """``log`` if something is there; the readers refuse what is not a regular file."""
+    try:
+        log.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{log}: no such session log") from None
+    return log

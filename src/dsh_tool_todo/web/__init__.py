@@ -2,3 +2,5 @@
 
 Importing this package imports no web framework; :mod:`.app` does, when used.
 """
+
+__all__: list[str] = []

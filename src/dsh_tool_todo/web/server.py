@@ -18,6 +18,8 @@ from typing import TextIO
 from ..errors import UsageError
 from ..integrations._extras import MissingExtra, missing_extra
 
+__all__ = ["WebUnavailable", "serve"]
+
 SHUTDOWN_GRACE = 0.5  # seconds open connections get on Ctrl-C
 DATABASE_SCHEMES = ("postgresql://", "postgres://")
 _CONNINFO_PAIR = re.compile(r"\s*[A-Za-z_]+\s*=")

@@ -22,6 +22,8 @@ from ...protocols import Progress, SessionSummary, Snapshot, TailPage
 from ._lines import Event
 from ._tail import _Tail, read_snapshot, read_tail
 
+__all__ = ["JsonlReader"]
+
 SUFFIX = ".jsonl"
 POLL_INTERVAL = 0.025  # seconds between looks at a followed log (one stat call each)
 IN_LOOP_READ = 64 << 10  # new bytes read on the event loop; more are read in a worker thread

@@ -2,9 +2,9 @@
 
 Checks run in the order the contract fixes: the schema, then each item, then the
 whole list; the first failing check decides the text, which then names every other
-problem it can see (rejections.py). Ownership is checked by the tool before this runs.
+problem it can see (_rejections.py). Ownership is checked by the tool before this runs.
 The accepted path is one pydantic validation and one pass over the items; for a raw
-JSON text, one decode by pydantic-core's parser and one pass (accept.py), which can only
+JSON text, one decode by pydantic-core's parser and one pass (_accept.py), which can only
 accept and leaves every refusal to pydantic.
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails, from_json
 
-from .accept import Counted, accept_counted, as_result
+from ._accept import Counted, accept_counted, as_result
+from ._rejections import list_refusal, not_json, refusal
 from .errors import ToolCallRejected
 from .model import TodoItem, TodoResult, TodoWriteArgs
-from .rejections import list_refusal, not_json, refusal
 
 
 @cache
@@ -110,7 +110,7 @@ def _counted(todos: list[TodoItem], allow_parallel: bool) -> Counted:
 def validate_call(args: Any, *, allow_parallel: bool) -> TodoResult:
     """The whole validation of one call, from raw arguments to the canonical result.
 
-    A valid raw JSON text takes a shortcut that can only accept (accept.py); anything
+    A valid raw JSON text takes a shortcut that can only accept (_accept.py); anything
     it does not accept whole goes through pydantic, the judge of every refusal.
     """
     return as_result(judge(args, allow_parallel))
