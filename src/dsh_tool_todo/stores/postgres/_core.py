@@ -225,7 +225,21 @@ def tail_bounds(before_seq: int | None, limit: int) -> tuple[int, int]:
         raise UsageError(f"before_seq must be an int >= 0 or None, not {before_seq!r}")
     if type(limit) is not int or limit < 1:
         raise UsageError(f"limit must be an int >= 1, not {limit!r}")
-    return (2**63 - 1 if before_seq is None else before_seq), limit
+    return through_seq(before_seq), limit
+
+
+MAX_SEQ = 2**63 - 1  # the largest bigint: a row a foreign writer put there is still read
+
+
+def through_seq(before: int | None) -> int:
+    """The last seq a read "before ``before``" includes (``None``: the end), as a bigint.
+
+    Reads take ``seq <= through_seq(before)``, not ``seq < before``: with no
+    ``before`` a row at the largest bigint is included, and any int is in range.
+    """
+    if before is None:
+        return MAX_SEQ
+    return min(max(before, 0), MAX_SEQ) - 1
 
 
 def probe_kwargs(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> dict[str, Any]:

@@ -48,7 +48,7 @@ READ_AFTER = (
 )
 READ_BEFORE = (
     f"SELECT seq, type, data::text FROM {TABLE} "
-    "WHERE session_id = %s AND seq < %s ORDER BY seq DESC LIMIT %s"
+    "WHERE session_id = %s AND seq <= %s ORDER BY seq DESC LIMIT %s"
 )
 LAST_SEQ = f"SELECT max(seq) FROM {TABLE} WHERE session_id = %s"
 LIST = (

@@ -16,7 +16,14 @@ from ...listeners import Event
 from ...projection import PLAN_EVENTS, checked_deciding, progress_of
 from ...protocols import Progress, SessionSummary, Snapshot, TailPage
 from . import _sql
-from ._core import PostgresStoreError, check_session_id, decode_row, server_name, wrap
+from ._core import (
+    PostgresStoreError,
+    check_session_id,
+    decode_row,
+    server_name,
+    through_seq,
+    wrap,
+)
 from ._pools import APool
 from .follow import PostgresFollower
 
@@ -29,7 +36,7 @@ READ_ONLY = "-c default_transaction_read_only=on"
 
 _TYPED_TAIL = sql.SQL(
     "WITH w AS (SELECT seq, type, data FROM {table} WHERE session_id = %(sid)s "
-    "AND seq < %(before)s ORDER BY seq DESC LIMIT %(scan)s), "
+    "AND seq <= %(through)s ORDER BY seq DESC LIMIT %(scan)s), "
     "s AS (SELECT min(seq) AS low, count(*) AS n FROM w) "
     "SELECT s.low, s.n, m.seq, m.type, m.data FROM s LEFT JOIN LATERAL "
     "(SELECT seq, type, data::text AS data FROM w WHERE type = ANY(%(types)s) "
@@ -160,7 +167,7 @@ class PostgresReader:
         types: Collection[str] | None = None,
     ) -> TailPage:
         name = self._name(name)
-        end = 2**63 - 1 if before is None else before
+        end = through_seq(before)
         if types is None:
             rows = await self._rows(_sql.READ_BEFORE, (name, end, limit + 1))
             if not rows and before is None:
@@ -171,7 +178,7 @@ class PostgresReader:
         scan = max(limit + 1, TYPE_SCAN)
         rows = await self._rows(
             _TYPED_TAIL,
-            {"sid": name, "before": end, "scan": scan, "types": list(types), "limit": limit + 1},
+            {"sid": name, "through": end, "scan": scan, "types": list(types), "limit": limit + 1},
         )
         low, looked = rows[0][0], rows[0][1]
         if looked == 0 and before is None:
