@@ -228,6 +228,15 @@ def test_a_list_the_tool_could_not_have_recorded_is_refused() -> None:
         wire.ag_ui_state_snapshot("write the parser")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("name", sorted(CONVERTERS))
+def test_duplicate_or_empty_content_the_tool_refuses_is_refused_here_too(name: str) -> None:
+    twice = [{"content": "Ship", "status": "pending"}, {"content": "Ship", "status": "pending"}]
+    with pytest.raises(UsageError, match=r"todo at index 1: duplicate content 'Ship'"):
+        CONVERTERS[name](write(twice))
+    with pytest.raises(UsageError, match=r"todo at index 0: content must be non-empty"):
+        CONVERTERS[name]([{"content": "", "status": "pending"}])
+
+
 @pytest.mark.parametrize("key", ["", None, 7])
 def test_the_session_key_must_name_the_session(key: object) -> None:
     with pytest.raises(UsageError, match=r"session_key must be a non-empty string"):

@@ -310,6 +310,15 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
 
     if args.owner is not None:
         owner_file_name(args.owner)
+    if (
+        args.log_dir is not None
+        and os.path.exists(args.log_dir)
+        and not os.path.isdir(args.log_dir)
+    ):
+        raise UsageError(
+            f"--log-dir {args.log_dir}: is not a directory; name a directory (it is created "
+            "if missing)"
+        )
     if args.print_config:
         _print_utf8(out, json.dumps(_mcp_client_config(args), indent=2, ensure_ascii=False))
         return 0

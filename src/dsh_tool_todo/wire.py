@@ -100,7 +100,15 @@ def plan_of(source: PlanSource) -> list[PlanItem]:
         if not isinstance(data, Mapping) or data.get("todos") is None:
             raise UsageError(f"a {EVENT_TYPE!r} event needs data {{'todos': [...]}}, got {data!r}")
         todos = data["todos"]
-    return [{"content": content, "status": status} for content, status in plan_items(todos)]
+    items = plan_items(todos)
+    seen: set[str] = set()
+    for index, (content, _) in enumerate(items):
+        if not content or content.isspace():
+            raise UsageError(f"todo at index {index}: content must be non-empty, got {content!r}")
+        if content in seen:
+            raise UsageError(f"todo at index {index}: duplicate content {content!r}")
+        seen.add(content)
+    return [{"content": content, "status": status} for content, status in items]
 
 
 # --- AG-UI -----------------------------------------------------------------------------------
