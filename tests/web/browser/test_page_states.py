@@ -65,7 +65,10 @@ def test_a_log_that_breaks_while_watched_shows_the_fatal_frames_reason(
     expect(page.locator("#connection")).to_have_text("stopped: reload the page to try again")
     time.sleep(2.5)
     assert len(streams) == 1
-    assert page_errors == []
+    # A history read in flight when the line was appended may get the same 422: Chromium logs
+    # every 4xx answer as a console error; anything else the page logged is a defect.
+    refused = "the server responded with a status of 422"
+    assert [error for error in page_errors if refused not in error] == []
 
 
 def test_an_unknown_session_is_a_clear_state_without_the_plan_or_the_tool_row(
