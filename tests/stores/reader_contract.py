@@ -53,16 +53,16 @@ class ReaderContract(abc.ABC):
     def run(self) -> Iterator[Runner]:
         """Runs a test's coroutines, each bounded in time, on one event loop per test (a
         store's reader may hold connections bound to the loop that opened them)."""
-        with asyncio.Runner() as runner:
+        loop = asyncio.new_event_loop()  # asyncio.Runner, which Python 3.10 lacks
 
-            def call(coro: Coroutine[Any, Any, T]) -> T:
-                async def bounded() -> T:
-                    async with asyncio.timeout(WITHIN):
-                        return await coro
+        def call(coro: Coroutine[Any, Any, T]) -> T:
+            return loop.run_until_complete(asyncio.wait_for(coro, WITHIN))
 
-                return runner.run(bounded())
-
+        try:
             yield call
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
 
     @abc.abstractmethod
     @pytest.fixture

@@ -108,8 +108,7 @@ def test_a_writer_killed_mid_line_under_a_follower_loses_and_invents_nothing(
             with JsonlSession(path) as session:  # cuts off the torn line, then appends
                 last = session.append("turn/end", {})
         while seen[-1]["seq"] < last["seq"]:
-            async with asyncio.timeout(10):
-                seen.append(await anext(events))
+            seen.append(await asyncio.wait_for(anext(events), 10))
         return seen
 
     seen = asyncio.run(follow())
@@ -134,7 +133,6 @@ def test_a_torn_line_cut_off_and_replaced_by_a_shorter_one_is_read(tmp_path: Pat
         await asyncio.sleep(0.05)  # the follower has searched the torn bytes
         with pytest.warns(TornTailWarning, match="cut off"), JsonlSession(path) as session:
             session.append("turn/end", {})  # cut and appended between two polls
-        async with asyncio.timeout(5):
-            return await waiting
+        return await asyncio.wait_for(waiting, 5)
 
     assert asyncio.run(follow()) == {"seq": 1, "type": "turn/end", "data": {}}

@@ -96,9 +96,12 @@ def test_a_follow_whose_connections_are_cut_goes_on_with_nothing_missed(pg_dsn: 
             with PostgresSession(pg_dsn, "s") as session:
                 for _ in range(3):
                     session.append("note", {})
-            async with asyncio.timeout(10):
+
+            async def rest() -> None:
                 seen.append((await waiting)["seq"])
-                seen += [(await anext(events))["seq"] for _ in range(2)]
+                seen.extend([(await anext(events))["seq"] for _ in range(2)])
+
+            await asyncio.wait_for(rest(), 10)
             return seen
         finally:
             waiting.cancel()
@@ -127,8 +130,7 @@ def test_a_notify_storm_neither_stops_nor_floods_a_follow(pg_dsn: str) -> None:
             assert not waiting.done()  # woken thousands of times, yet nothing was invented
             with PostgresSession(pg_dsn, "s") as session:
                 session.append("turn/start", {})
-            async with asyncio.timeout(10):
-                event = await waiting
+            event = await asyncio.wait_for(waiting, 10)
             return int(event["seq"])
         finally:
             waiting.cancel()
