@@ -148,7 +148,9 @@ def test_a_notify_storm_neither_stops_nor_floods_a_follow(pg_dsn: str) -> None:
         ("note", "null", "must be a JSON object"),
         ("note", '"text"', "must be a JSON object"),
         ("todo/write", '{"todos": [{"content": "", "status": "done"}]}', "use completed"),
-        ("todo/write", '{"todos": ' + "[" * 3000 + "]" * 3000 + "}", "not JSON"),
+        # refused as not JSON where the parser's depth limit stops it, as a broken plan where
+        # it does not (Python 3.13's parser goes deeper)
+        ("todo/write", '{"todos": ' + "[" * 3000 + "]" * 3000 + "}", "(?:not JSON|invalid todo)"),
     ],
 )
 def test_foreign_rows_of_the_wrong_shape_are_refused_by_every_read(
