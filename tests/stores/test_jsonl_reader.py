@@ -16,7 +16,7 @@ from dsh_tool_todo.errors import SessionNotFound
 from dsh_tool_todo.protocols import LogReader
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession, TornTailWarning, read_events
 
-from .reader_contract import Deleter, Event, FileReaderContract, RawWriter, Runner, Writer
+from .reader_contract import Deleter, Event, FileReaderContract, RawWriter, Runner, Writer, next_of
 
 
 class TestJsonlReader(FileReaderContract):
@@ -129,7 +129,7 @@ def test_a_torn_line_cut_off_and_replaced_by_a_shorter_one_is_read(tmp_path: Pat
     async def follow() -> Event:
         snapshot = await reader.snapshot("s")
         events = reader.follow("s", after=snapshot.last_seq, since=snapshot)
-        waiting = asyncio.ensure_future(anext(events))
+        waiting = asyncio.ensure_future(next_of(events))
         await asyncio.sleep(0.05)  # the follower has searched the torn bytes
         with pytest.warns(TornTailWarning, match="cut off"), JsonlSession(path) as session:
             session.append("turn/end", {})  # cut and appended between two polls

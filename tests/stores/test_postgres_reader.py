@@ -13,7 +13,7 @@ from dsh_tool_todo.errors import InvalidLog, LogReplaced
 from dsh_tool_todo.protocols import LogReader
 from dsh_tool_todo.stores.postgres import TABLE, PostgresReader, PostgresSession, delete_session
 
-from .reader_contract import Deleter, Event, RawWriter, ReaderContract, Runner, Writer
+from .reader_contract import Deleter, Event, RawWriter, ReaderContract, Runner, Writer, next_of
 
 
 class TestPostgresReader(ReaderContract):
@@ -89,7 +89,7 @@ def test_a_follow_whose_connections_are_cut_goes_on_with_nothing_missed(pg_dsn: 
         reader = PostgresReader(pg_dsn)
         events = reader.follow("s", after=-1)
         seen = [(await anext(events))["seq"]]
-        waiting = asyncio.ensure_future(anext(events))
+        waiting = asyncio.ensure_future(next_of(events))
         try:
             await asyncio.sleep(0.2)
             assert cut_every_other_connection(pg_dsn) >= 2
@@ -119,7 +119,7 @@ def test_a_notify_storm_neither_stops_nor_floods_a_follow(pg_dsn: str) -> None:
     async def main() -> int:
         reader = PostgresReader(pg_dsn)
         events = reader.follow("s", after=0)
-        waiting = asyncio.ensure_future(anext(events))
+        waiting = asyncio.ensure_future(next_of(events))
         try:
             await asyncio.sleep(0.2)
             payloads = [f"{n}:s" for n in range(5000)] + ["x" * 7000, "", ":", "-1:s", "9" * 40]
