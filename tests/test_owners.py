@@ -789,7 +789,7 @@ def test_a_task_cancelled_by_a_timeout_while_a_thread_holds_the_owner_leaves_it_
         thread = threading.Thread(target=hold)
         thread.start()
         await asyncio.sleep(0.05)
-        with pytest.raises(TimeoutError):
+        with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(owners.acall("a", TOOL, plan("A")), 0.05)
         release.set()
         await asyncio.to_thread(thread.join)
@@ -944,7 +944,7 @@ def test_tasks_cancelled_at_random_while_waiting_leave_every_owner_free() -> Non
         try:
             await asyncio.wait_for(owners.acall("a", TOOL, plan(str(index))), 0.0005 * index)
             acknowledged.append(str(index))
-        except TimeoutError:
+        except asyncio.TimeoutError:
             pass
 
     holding = threading.Event()
