@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import sys
 
 import pytest
 
@@ -124,7 +125,10 @@ def test_a_session_at_the_address_of_a_dropped_one_gets_its_own_projections(host
             del agent
     finally:
         gc.enable()
-    assert len(addresses) < 50  # the case above really happened
+    # The case above really happened: CPython 3.11 and later hand a freed session's memory to
+    # the next one here; 3.10 allocates them elsewhere, where each agent is still checked above.
+    if sys.version_info >= (3, 11):
+        assert len(addresses) < 50
 
 
 def test_the_host_classifies_its_units_once_not_per_agent(host: Host) -> None:
