@@ -35,6 +35,16 @@ ASource: TypeAlias = "str | AsyncConnectionPool[Any] | psycopg.AsyncConnection[A
 _Value = TypeVar("_Value")
 
 
+# What the shared sync and async pools have in common; each also checks a connection before
+# lending it, so one the server ended is replaced rather than handed out.
+# (``kwargs`` is given per pool: a pool keeps the dict it is handed.)
+_POOL_OPTIONS: dict[str, Any] = {
+    "min_size": 1,
+    "max_size": DEFAULT_POOL_SIZE,
+    "timeout": DEFAULT_TIMEOUT,
+}
+
+
 class _SharedPools:
     """The per-process pools that sessions given a conninfo string share, one per conninfo."""
 
@@ -55,13 +65,11 @@ class _SharedPools:
                     self._registered = True
                 pool = ConnectionPool(
                     conninfo,
-                    min_size=1,
-                    max_size=DEFAULT_POOL_SIZE,
-                    kwargs={"autocommit": True},
-                    timeout=DEFAULT_TIMEOUT,
                     name="dsh-todo",
-                    check=ConnectionPool.check_connection,  # one the server ended is replaced
+                    kwargs={"autocommit": True},
+                    check=ConnectionPool.check_connection,
                     open=True,
+                    **_POOL_OPTIONS,
                 )
                 self._pools[conninfo] = pool
             return pool
@@ -107,13 +115,11 @@ async def async_shared_pool(conninfo: str) -> APool:
     if pool is None:
         pool = AsyncConnectionPool(
             conninfo,
-            min_size=1,
-            max_size=DEFAULT_POOL_SIZE,
-            kwargs={"autocommit": True},
-            timeout=DEFAULT_TIMEOUT,
             name="dsh-todo-async",
-            check=AsyncConnectionPool.check_connection,  # one the server ended is replaced
+            kwargs={"autocommit": True},
+            check=AsyncConnectionPool.check_connection,
             open=False,
+            **_POOL_OPTIONS,
         )
         pools[conninfo] = pool
     await pool.open()  # every caller: a second one may come while the first is opening it
