@@ -33,7 +33,7 @@ from dsh_tool_todo.integrations.mcp import build_server
 from dsh_tool_todo.integrations.openai_agents import todo_write_function_tool
 from dsh_tool_todo.integrations.pydantic_ai import todo_write_toolset
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.integrations.adapter_contract import CHECKS, Driver, Reply
+from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
 
 
 def registry_of(session: Any) -> OwnerRegistry:
@@ -168,3 +168,17 @@ CASES = [
 @pytest.mark.parametrize(("driver", "check"), CASES)
 def test_adapter_contract(driver: Driver, check: Any) -> None:
     check(driver)
+
+
+def test_an_empty_framework_call_id_records_no_id_and_the_call_is_answered() -> None:
+    from agents.tool_context import ToolContext
+
+    session = RecordingSession()
+    tool = todo_write_function_tool(
+        allow_parallel_in_progress=False, owner="me", owners=registry_of(session)
+    )
+    raw = '{"todos": [{"content": "Read the code", "status": "in_progress"}]}'
+    context = ToolContext(context=None, tool_name="todo_write", tool_call_id="", tool_arguments=raw)
+    text = asyncio.run(tool.on_invoke_tool(context, raw))
+    assert text == "Updated todo list: 0 pending, 1 in progress, 0 completed."
+    assert session.data == [{"todos": [{"content": "Read the code", "status": "in_progress"}]}]
