@@ -175,6 +175,11 @@ class _Spans:
     def __init__(self, tracer: trace.Tracer, capture_contents: bool) -> None:
         self.start = tracer.start_span
         self.contents = capture_contents
+        # The API's no-op tracer (a NoOpTracerProvider's) answers every span with the current
+        # one or an invalid one, never a span of its own: asking it changes nothing, so its
+        # calls go straight through (the proxy of an unset global provider is still asked:
+        # it starts recording once a provider is set).
+        self.silent = type(tracer) is trace.NoOpTracer
 
     def wrap(self, name: str, original: Callable[..., Any]) -> Any:
         start = self.start
@@ -182,12 +187,18 @@ class _Spans:
         outcome = self.answered if name in ("run", "arun") else self.returned
         failed = self.failed
         kind = SpanKind.INTERNAL
+        # What a no-op tracer answers outside any trace: one identity check says "nothing
+        # to do". A sampled-out span still has a valid context and is made current, so the
+        # store's spans under it are dropped with it rather than starting traces of their own.
+        invalid = trace.INVALID_SPAN
 
+        if self.silent:
+            return _marked(_through(name, original), name, original)
         if name in ("arun", "aexecute"):
 
             async def wrapper(tool: TodoWriteTool, args: Any, call: Any) -> Any:
-                span = start(SPAN_NAME, kind=kind, attributes=_STATIC)
-                if not span.is_recording() and not span.get_span_context().is_valid:
+                span = start(SPAN_NAME, None, kind, _STATIC)  # positional: cheaper
+                if span is invalid or not (span.is_recording() or span.get_span_context().is_valid):
                     return await original(tool, args, call)  # a no-op provider: nothing kept
                 token = opened(span, args, call)
                 try:
@@ -205,8 +216,8 @@ class _Spans:
         else:
 
             def wrapper(tool: TodoWriteTool, args: Any, call: Any) -> Any:  # type: ignore[misc]
-                span = start(SPAN_NAME, kind=kind, attributes=_STATIC)
-                if not span.is_recording() and not span.get_span_context().is_valid:
+                span = start(SPAN_NAME, None, kind, _STATIC)
+                if span is invalid or not (span.is_recording() or span.get_span_context().is_valid):
                     return original(tool, args, call)
                 token = opened(span, args, call)
                 try:
@@ -221,11 +232,7 @@ class _Spans:
                     otel_context.detach(token)
                     span.end()
 
-        wrapper.__name__ = wrapper.__qualname__ = name
-        wrapper.__doc__ = original.__doc__
-        wrapper.__wrapped__ = original  # type: ignore[attr-defined]
-        wrapper._dsh_otel = True  # type: ignore[attr-defined]
-        return wrapper
+        return _marked(wrapper, name, original)
 
     def opened(self, span: Span, args: Any, call: Any) -> Token[Context]:
         """Make ``span`` current for the call (a store's own spans nest under it)."""
@@ -274,6 +281,29 @@ class _Spans:
         span.set_status(Status(StatusCode.ERROR, kind))
         if self.contents:  # the cause's text may quote the plan (a database's DETAIL line)
             span.record_exception(error)
+
+
+def _through(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    """The wrapper of a tracer that never records: the call, and nothing else."""
+    if name in ("arun", "aexecute"):
+
+        async def through(tool: TodoWriteTool, args: Any, call: Any) -> Any:
+            return await original(tool, args, call)
+
+        return through
+
+    def through_sync(tool: TodoWriteTool, args: Any, call: Any) -> Any:
+        return original(tool, args, call)
+
+    return through_sync
+
+
+def _marked(wrapper: Any, name: str, original: Callable[..., Any]) -> Any:
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__doc__ = original.__doc__
+    wrapper.__wrapped__ = original
+    wrapper._dsh_otel = True
+    return wrapper
 
 
 def _refused(span: Span, kind: str) -> None:
