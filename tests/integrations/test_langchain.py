@@ -100,7 +100,7 @@ def test_a_call_records_the_plan_in_the_state(run: Run) -> None:
     assert result["todos"] == PLAN_A
     assert result["todo_events"] == [
         {"seq": 0, "type": "turn/start", "data": {}},
-        {"seq": 1, "type": "todo/write", "data": {"todos": PLAN_A}},
+        {"seq": 1, "type": "todo/write", "data": {"todos": PLAN_A, "callId": "call-0"}},
     ]
     assert replay(result["todo_events"]) == result["todos"]
     (answer,) = tool_messages(result)
