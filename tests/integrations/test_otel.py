@@ -19,6 +19,7 @@ from opentelemetry.trace import NoOpTracerProvider, SpanKind, StatusCode
 from dsh_tool_todo import UsageError, contract, todo_write_tool
 from dsh_tool_todo.errors import ToolCallRejected, ToolFailure
 from dsh_tool_todo.host import AsyncMemorySession, Host
+from dsh_tool_todo.integrations._core import NoOwnerWarning
 from dsh_tool_todo.integrations.otel import (
     OTHER,
     REFUSAL_CLASSES,
@@ -153,11 +154,18 @@ def test_the_exec_contexts_call_id_is_the_spans_call_id(traced: Traced, method: 
     assert_recorded(traced.one(), **{"gen_ai.tool.call.id": "call_7Qx"})
 
 
-@pytest.mark.parametrize("call_id", [None, "", 7])
-def test_no_usable_call_id_sets_none(traced: Traced, call_id: Any) -> None:
+def test_a_call_without_an_id_has_no_call_id(traced: Traced) -> None:
     tool = todo_write_tool(allow_parallel_in_progress=False)
-    tool.run(PLAN, Exec(MemorySession(), call_id=call_id))
-    assert "gen_ai.tool.call.id" not in attributes(traced.one())
+    tool.run(PLAN, Exec(MemorySession(), call_id=None))
+    assert_recorded(traced.one())
+
+
+@pytest.mark.parametrize("call_id", ["", 7])
+def test_an_unusable_call_id_is_the_hosts_mistake(traced: Traced, call_id: Any) -> None:
+    tool = todo_write_tool(allow_parallel_in_progress=False)
+    with pytest.raises(UsageError, match="call_id must be a non-empty str"):
+        tool.run(PLAN, Exec(MemorySession(), call_id=call_id))
+    assert_refused(traced.one(), "dsh_tool_todo.errors.UsageError")
 
 
 # --- the refusal classes -------------------------------------------------------------------------
@@ -310,7 +318,8 @@ def test_arguments_of_any_shape_have_a_text_form(args: Any) -> None:
 
 
 def test_uninstrument_puts_the_plain_methods_back() -> None:
-    plain = {name: TodoWriteTool.__dict__[name] for name in ("run", "arun", "execute", "aexecute")}
+    plain = {name: TodoWriteTool.__dict__[name] for name in ("run", "arun", "_record", "_arecord")}
+    warning = NoOwnerWarning.__dict__["__call__"]
     kept = Traced()
     instrumentation = instrument(tracer_provider=kept.provider)
     assert isinstance(instrumentation, Instrumentation)
@@ -320,6 +329,7 @@ def test_uninstrument_puts_the_plain_methods_back() -> None:
     instrumentation.uninstrument()  # a second time does nothing
     assert not instrumentation.active
     assert {name: TodoWriteTool.__dict__[name] for name in plain} == plain
+    assert NoOwnerWarning.__dict__["__call__"] is warning
     todo_write_tool(allow_parallel_in_progress=False).call(PLAN, MemorySession())
     assert kept.spans() == []
 
@@ -435,8 +445,8 @@ def test_the_langchain_middleware_makes_one_span_per_call(traced: Traced) -> Non
     agent = create_agent(model, middleware=[TodoWriteMiddleware(allow_parallel_in_progress=False)])
     agent.invoke({"messages": [HumanMessage("plan it")]})
     refused, recorded = traced.tool_spans()
-    assert attributes(refused)["error.type"] == "unknown_key"
-    assert attributes(recorded)["dsh_todo.todos.count"] == 2
+    assert_refused(refused, "unknown_key", **{"gen_ai.tool.call.id": "call-0"})
+    assert_recorded(recorded, **{"gen_ai.tool.call.id": "call-1"})
 
 
 def test_the_openai_agents_tool_makes_one_span_per_call(traced: Traced) -> None:
@@ -456,8 +466,23 @@ def test_the_openai_agents_tool_makes_one_span_per_call(traced: Traced) -> None:
     agent = Agent(name="planner", model=model, tools=[tool])
     asyncio.run(Runner.run(agent, "plan it", run_config=RunConfig(tracing_disabled=True)))
     refused, recorded = traced.tool_spans()
-    assert attributes(refused)["error.type"] == "unknown_key"
-    assert attributes(recorded)["dsh_todo.todos.count"] == 2
+    assert_refused(refused, "unknown_key", **{"gen_ai.tool.call.id": "bad"})
+    assert_recorded(recorded, **{"gen_ai.tool.call.id": "good"})
+
+
+def test_an_openai_agents_call_without_an_owner_is_a_no_owner_span(traced: Traced) -> None:
+    from agents import Agent, RunConfig, Runner
+    from agents.testing import ScriptedModel, assistant_message, function_call
+
+    from dsh_tool_todo.integrations.openai_agents import todo_write_function_tool
+
+    tool = todo_write_function_tool(allow_parallel_in_progress=False, owner=lambda ctx: None)
+    model = ScriptedModel(
+        [[function_call("todo_write", PLAN, call_id="c")], [assistant_message("done")]]
+    )
+    agent = Agent(name="planner", model=model, tools=[tool])
+    asyncio.run(Runner.run(agent, "plan it", run_config=RunConfig(tracing_disabled=True)))
+    assert_refused(traced.one(), "no_owner")
 
 
 def test_the_pydantic_ai_toolset_makes_one_span_per_call(
@@ -481,8 +506,10 @@ def test_the_pydantic_ai_toolset_makes_one_span_per_call(
     agent = Agent(FunctionModel(script), toolsets=[toolset])
     session = MemorySession()
     asyncio.run(agent.run("plan it", deps=session))
-    assert session.events[-1]["data"] == PLAN
-    assert_recorded(traced.one())
+    assert session.events[-1]["data"] == {**PLAN, "callId": "c0"}
+    assert_recorded(traced.one(), **{"gen_ai.tool.call.id": "c0"})
+    asyncio.run(agent.run("plan it", deps=None))  # no session: refused before any tool
+    assert_refused(traced.one(), "no_owner")
 
 
 def test_the_mcp_server_makes_one_span_per_call(traced: Traced) -> None:

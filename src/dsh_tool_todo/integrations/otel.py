@@ -48,6 +48,7 @@ from ..contract import SUCCESS_TEXT, TOOL_NAME
 from ..errors import ToolCallRejected, ToolFailure, UsageError
 from ..model import TodoResult
 from ..tool import TodoWriteTool, render_result
+from ._core import NoOwnerWarning
 from ._extras import missing_extra
 
 try:
@@ -77,7 +78,10 @@ _STATIC = {
     "gen_ai.tool.name": TOOL_NAME,
     "gen_ai.tool.type": "function",
 }
-_METHODS = ("run", "arun", "execute", "aexecute")  # call and acall go through run and arun
+# Where every path meets: call/acall go through run/arun (written out, the hot path);
+# execute/aexecute and the adapters' core (integrations._core) through _record/_arecord.
+_METHODS = ("run", "arun", "_record", "_arecord")
+_ASYNC = ("arun", "_arecord")
 _SUCCESS = re.compile(
     re.escape(SUCCESS_TEXT)
     .replace(re.escape("{pending}"), "([0-9]+)")
@@ -90,27 +94,25 @@ _lock = threading.Lock()  # instrument and uninstrument only: never taken by a c
 class Instrumentation:
     """What :func:`instrument` returns: :meth:`uninstrument` restores the tool's methods."""
 
-    def __init__(self, target: type[TodoWriteTool] | TodoWriteTool, wrappers: dict[str, Any]):
-        self._target = target
-        self._wrappers = wrappers
+    def __init__(self, patched: list[tuple[Any, str, Any]]) -> None:
+        self._patched = patched  # (class or instance, attribute, wrapper)
 
     @property
     def active(self) -> bool:
         """Whether this instrumentation is still in place."""
-        return bool(self._wrappers)
+        return bool(self._patched)
 
     def uninstrument(self) -> None:
         """Put the uninstrumented methods back; calling it again does nothing."""
         with _lock:
-            target = self._target
-            for name, wrapper in self._wrappers.items():
+            for target, name, wrapper in self._patched:
                 original = wrapper.__wrapped__
                 if isinstance(target, type):
                     if target.__dict__.get(name) is wrapper:
                         setattr(target, name, original)
                 elif getattr(target.__dict__.get(name), "__func__", None) is wrapper:
                     delattr(target, name)
-            self._wrappers = {}
+            self._patched = []
 
 
 def instrument(
@@ -125,7 +127,8 @@ def instrument(
     later). ``capture_contents``: also record the arguments, the text the model read and a
     failure's exception (off by default: they hold the user's plan). ``tool``: instrument
     only this tool instance; without it, every :class:`~dsh_tool_todo.tool.TodoWriteTool`
-    in the process is instrumented until :meth:`Instrumentation.uninstrument`.
+    in the process is instrumented, and so is the adapters' own refusal of a call that
+    found no owner (it never reaches a tool), until :meth:`Instrumentation.uninstrument`.
 
     Instrumenting what is already instrumented raises
     :class:`~dsh_tool_todo.errors.UsageError`: uninstrument the first one.
@@ -137,7 +140,6 @@ def instrument(
         )
     tracer = trace.get_tracer(__name__, __version__, tracer_provider=tracer_provider)
     spans = _Spans(tracer, capture_contents)
-    target: type[TodoWriteTool] | TodoWriteTool = TodoWriteTool if tool is None else tool
     with _lock:
         if tool is None:
             taken = [name for name in _METHODS if _is_ours(TodoWriteTool.__dict__[name])]
@@ -149,16 +151,20 @@ def instrument(
                 f"{where} is already instrumented: call uninstrument() on the "
                 "Instrumentation instrument() returned before instrumenting again"
             )
-        wrappers: dict[str, Any] = {}
+        patched: list[tuple[Any, str, Any]] = []
         for name in _METHODS:
-            original = _unwrapped(TodoWriteTool.__dict__[name])
-            wrapper = spans.wrap(name, original)
-            wrappers[name] = wrapper
+            wrapper = spans.wrap(name, _unwrapped(TodoWriteTool.__dict__[name]))
             if tool is None:
                 setattr(TodoWriteTool, name, wrapper)
+                patched.append((TodoWriteTool, name, wrapper))
             else:  # an instance attribute shadows the class's method for this tool only
                 setattr(tool, name, MethodType(wrapper, tool))
-    return Instrumentation(target, wrappers)
+                patched.append((tool, name, wrapper))
+        if tool is None:
+            no_owner = spans.wrap_no_owner(_unwrapped(NoOwnerWarning.__dict__["__call__"]))
+            setattr(NoOwnerWarning, "__call__", no_owner)  # noqa: B010
+            patched.append((NoOwnerWarning, "__call__", no_owner))
+    return Instrumentation(patched)
 
 
 def _is_ours(function: object) -> bool:
@@ -194,7 +200,7 @@ class _Spans:
 
         if self.silent:
             return _marked(_through(name, original), name, original)
-        if name in ("arun", "aexecute"):
+        if name in _ASYNC:
 
             async def wrapper(tool: TodoWriteTool, args: Any, call: Any) -> Any:
                 span = start(SPAN_NAME, None, kind, _STATIC)  # positional: cheaper
@@ -234,6 +240,23 @@ class _Spans:
 
         return _marked(wrapper, name, original)
 
+    def wrap_no_owner(self, original: Callable[..., Any]) -> Any:
+        """The adapters' refusal of a call that found no owner: decided before any tool, so
+        its span is made here (``NoOwnerWarning`` is called once per such call)."""
+        start = self.start
+        silent = self.silent
+
+        def warned(warning: NoOwnerWarning) -> None:
+            original(warning)
+            if silent:
+                return
+            span = start(SPAN_NAME, None, SpanKind.INTERNAL, _STATIC)
+            if span.is_recording():
+                _refused(span, "no_owner")
+            span.end()
+
+        return _marked(warned, "__call__", original)
+
     def opened(self, span: Span, args: Any, call: Any) -> Token[Context]:
         """Make ``span`` current for the call (a store's own spans nest under it)."""
         call_id = getattr(call, "call_id", None)
@@ -257,7 +280,7 @@ class _Spans:
             span.set_attribute("gen_ai.tool.call.result", text)
 
     def returned(self, span: Span, result: TodoResult) -> None:
-        """``execute``/``aexecute``: the canonical result."""
+        """``_record``/``_arecord`` (``execute``, ``aexecute``, the adapters): the result."""
         if not span.is_recording():
             return
         counts = result["counts"]
@@ -268,7 +291,7 @@ class _Spans:
     def failed(self, span: Span, error: BaseException) -> None:
         if not span.is_recording():
             return
-        if isinstance(error, ToolCallRejected):  # execute/aexecute raise the refusal
+        if isinstance(error, ToolCallRejected):  # the _record path raises the refusal
             _refused(span, refusal_class(error.model_text))
             if self.contents:
                 span.set_attribute("gen_ai.tool.call.result", error.model_text)
@@ -285,7 +308,7 @@ class _Spans:
 
 def _through(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     """The wrapper of a tracer that never records: the call, and nothing else."""
-    if name in ("arun", "aexecute"):
+    if name in _ASYNC:
 
         async def through(tool: TodoWriteTool, args: Any, call: Any) -> Any:
             return await original(tool, args, call)
