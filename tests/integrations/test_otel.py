@@ -523,3 +523,71 @@ def test_the_mcp_server_makes_one_span_per_call(traced: Traced) -> None:
     first, second = traced.tool_spans()
     assert_refused(first, "unknown_key")
     assert_recorded(second)
+
+
+# --- hostile use ---------------------------------------------------------------------------------
+
+
+def test_a_cancelled_call_ends_its_span_and_puts_the_context_back(traced: Traced) -> None:
+    class Stuck(AsyncMemorySession):
+        async def append(self, type: str, data: Any) -> Any:  # type: ignore[override]
+            await asyncio.Event().wait()
+
+    async def main() -> None:
+        task = asyncio.ensure_future(
+            todo_write_tool(allow_parallel_in_progress=False).acall(PLAN, Stuck())
+        )
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert trace.get_current_span() is trace.INVALID_SPAN
+
+    asyncio.run(main())
+    assert_refused(traced.one(), f"{asyncio.CancelledError.__module__}.CancelledError")
+
+
+def test_switching_on_and_off_while_threads_call_changes_no_answer() -> None:
+    import threading
+
+    kept = Traced()
+    tool = todo_write_tool(allow_parallel_in_progress=False)
+    answers: list[str] = []
+    failures: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for _ in range(300):
+                answers.append(tool.call(PLAN, MemorySession()))
+        except BaseException as error:  # pragma: no cover - the assertion below names it
+            failures.append(error)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for _ in range(50):
+        instrument(tracer_provider=kept.provider).uninstrument()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert set(answers) == {"Updated todo list: 0 pending, 1 in progress, 1 completed."}
+    assert len(answers) == 900
+    assert all(attributes(span)["dsh_todo.todos.count"] == 2 for span in kept.tool_spans())
+    assert TodoWriteTool.__dict__["run"].__name__ == "run"
+    assert not hasattr(TodoWriteTool.__dict__["run"], "_dsh_otel")
+
+
+def test_a_call_made_inside_a_call_is_its_child(traced: Traced) -> None:
+    tool = todo_write_tool(allow_parallel_in_progress=False)
+
+    class Reentrant(MemorySession):
+        def append(self, type: str, data: Any) -> Any:
+            if not self.events:
+                tool.call({"todos": [todo("Inner")]}, MemorySession())
+            return super().append(type, data)
+
+    tool.call(PLAN, Reentrant())
+    inner, outer = traced.tool_spans()
+    assert inner.parent is not None
+    assert inner.parent.span_id == outer.context.span_id
+    assert attributes(inner)["dsh_todo.todos.count"] == 1

@@ -8,7 +8,8 @@
     instrumentation.uninstrument()
 
 Once instrumented, every call — through the reference host, the core API
-(``TodoWriteTool.call/acall/run/arun/execute/aexecute``) and every adapter — is one
+(``TodoWriteTool.call/acall/run/arun/execute/aexecute``) and every adapter, including an
+adapter's refusal of a call that found no owner — is one
 ``execute_tool todo_write`` span of kind ``INTERNAL`` (extra ``otel``: the API only, the
 SDK and exporters are the application's choice):
 
