@@ -152,7 +152,7 @@ def check_logged_write(event: Mapping[str, Any], position: object) -> None:
             f"(optionally with a non-empty string {CALL_ID_KEY})"
         )
     try:
-        validate_call({"todos": data["todos"]}, allow_parallel=True)
+        validate_call(data if len(data) == 1 else {"todos": data["todos"]}, allow_parallel=True)
     except ToolCallRejected as rejected:
         raise InvalidLog(f"event {position}: {rejected}") from None
 

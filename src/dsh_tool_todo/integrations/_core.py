@@ -142,8 +142,7 @@ async def atext_for_owner(
     """Only the text, for frameworks whose model reads refusals as plain results: the
     tool's fast path, with a failure to record answered as ``NOT_RECORDED``."""
     try:
-        async with owners.alocked(owner) as session:
-            return await tool.acall(args, session, call_id=call_id)
+        return await owners.acall(owner, tool, args, call_id=call_id)
     except ToolFailure as failure:
         return _not_recorded(failure, owner).text
 

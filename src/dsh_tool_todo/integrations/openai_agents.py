@@ -83,7 +83,9 @@ def todo_write_function_tool(
         if key is None:
             return refused_no_owner(no_owner).text
         # The model reads refusals as plain results here: the text path is enough.
-        return await atext_for_owner(tool, arguments, registry, key, call_id=ctx.tool_call_id)
+        return await atext_for_owner(
+            tool, arguments, registry, key, call_id=ctx.tool_call_id or None
+        )
 
     return FunctionTool(
         name=tool.name,

@@ -174,7 +174,7 @@ class _SessionCall(_Call):
         session = await found if inspect.isawaitable(found) else found
         if session is None:
             return refused_no_owner(self.no_owner)
-        return await arun_owned(self.tool, args, session, call_id=ctx.tool_call_id)
+        return await arun_owned(self.tool, args, session, call_id=ctx.tool_call_id or None)
 
 
 class _RegistryCall(_Call):
@@ -195,7 +195,9 @@ class _RegistryCall(_Call):
         key = self.key(ctx)
         if key is None:
             return refused_no_owner(self.no_owner)
-        return await arun_for_owner(self.tool, args, self.owners, key, call_id=ctx.tool_call_id)
+        return await arun_for_owner(
+            self.tool, args, self.owners, key, call_id=ctx.tool_call_id or None
+        )
 
 
 def _key_from_deps(ctx: RunContext[Any]) -> str | None:
