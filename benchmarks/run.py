@@ -26,6 +26,7 @@ import bench_instructions  # noqa: E402
 import bench_langchain  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_model  # noqa: E402
+import bench_otel  # noqa: E402
 import bench_postgres  # noqa: E402
 import bench_replay  # noqa: E402
 import bench_session  # noqa: E402
@@ -53,6 +54,7 @@ QUICK = Budget(per_pair=1.0, replay_max=10**5, log_sizes_mb=(10, 100), durable_c
 def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
     return [
         ("per call vs limit and floor", lambda: bench_calls.floor_rows(budget.per_pair)),
+        ("per call, instrumented", lambda: bench_otel.rows(budget.per_pair)),
         ("per call vs limit, in instructions", lambda: bench_instructions.rows(budget is QUICK)),
         ("per call, whole agent session", lambda: bench_session.rows(budget.per_pair)),
         ("per call vs LangChain", lambda: bench_calls.peer_rows(budget.per_pair)),

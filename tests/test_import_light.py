@@ -44,6 +44,7 @@ HEAVY = (
     "watchfiles",
     "playwright",
     "orjson",
+    "opentelemetry",
 )
 
 

@@ -10,6 +10,7 @@ naming the extra to install.
 - :mod:`.openai_agents` — a ``FunctionTool`` for the OpenAI Agents SDK (extra ``openai-agents``)
 - :mod:`.langchain` — a drop-in for LangChain's ``TodoListMiddleware`` (extra ``langchain``)
 - :mod:`.pydantic_ai` — a toolset for pydantic-ai agents (extra ``pydantic-ai``)
+- :mod:`.otel` — an OpenTelemetry ``execute_tool`` span per call, every path (extra ``otel``)
 """
 
 from __future__ import annotations
