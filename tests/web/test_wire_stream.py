@@ -23,8 +23,10 @@ from typing import Any
 import httpx
 import pytest
 
+from dsh_tool_todo.errors import InvalidLog
 from dsh_tool_todo.protocols import Event, Snapshot
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
+from dsh_tool_todo.web._wire_stream import WireFormat, WireStream
 from dsh_tool_todo.web.app import create_app
 
 from .conftest import NOTE, TURN, Frame, LiveServer, SseStream, plan_write, run_requests, todo
@@ -136,7 +138,8 @@ def test_ag_ui_http_agent_reads_the_plan_as_one_activity_and_the_state(
 ) -> None:
     path = tmp_path / "s.jsonl"
     write_events(path, [TURN, plan_write(todo("A", "in_progress"), todo("B"))])
-    client = ag_ui(node, url_of(live_server(tmp_path), "ag-ui"), 4)
+    # Keep-alive comments every 0.1 s fall between the events: the client passes over them.
+    client = ag_ui(node, url_of(live_server(tmp_path, ping=0.1), "ag-ui"), 4)
 
     started = client.next()["runStarted"]
     first = client.next()
@@ -226,7 +229,7 @@ def test_ai_sdk_reader_keeps_one_data_plan_part_replaced_by_each_write(
 ) -> None:
     path = tmp_path / "s.jsonl"
     write_events(path, [plan_write(todo("A", "in_progress"))])
-    client = ai_sdk(node, url_of(live_server(tmp_path), "ai-sdk"), 3)
+    client = ai_sdk(node, url_of(live_server(tmp_path, ping=0.1), "ai-sdk"), 3)
 
     first = client.next()
     append(path, plan_write(todo("A", "completed"), todo(HOSTILE)))
@@ -450,6 +453,18 @@ def test_the_host_check_the_token_and_unknown_sessions_apply_as_today(
     assert no_token[0] == 401
     assert unknown == (404, '{"error":"no session \'nope\' is served"}')
     assert outside[0] == 404
+
+
+@pytest.mark.parametrize("form", ["ag-ui", "ai-sdk"])
+def test_a_write_a_converter_refuses_is_reported_as_a_broken_log(form: WireFormat) -> None:
+    # The readers refuse such a write first; this is the stream's own guard behind them.
+    blank = {"seq": 3, "type": "todo/write", "data": {"todos": [todo(" ")]}}
+    cleared = {"seq": 4, "type": "turn/start", "data": {}}
+    stream = WireStream(form, "s")
+
+    with pytest.raises(InvalidLog, match=r"^session 's', seq 3: todo at index 0: content must be"):
+        stream.change(blank)
+    assert len(stream.change(cleared)) == (2 if form == "ag-ui" else 1)
 
 
 class CountingReader(JsonlReader):
