@@ -381,6 +381,7 @@ BAD_PARAMETERS = [
     ("?format=xml", {}, "`format` must be one of ag-ui, ai-sdk, or left out"),
     ("?format=AG-UI", {}, "(got 'AG-UI')"),
     ("?format=ag-ui&format=ai-sdk", {}, "give `format` once (got 2: ['ag-ui', 'ai-sdk'])"),
+    ("?format=ag-ui&format=" + "x" * 5000, {}, "got 2: ['ag-ui', '" + "x" * 40 + "']"),
     ("?format=ag-ui", {"Last-Event-ID": "DROP TABLE"}, "`Last-Event-ID` must be a seq"),
     ("?format=ai-sdk", {"Last-Event-ID": "-7"}, "`Last-Event-ID` must be a seq"),
     ("?format=ag-ui&after=1e3", {}, "`Last-Event-ID` must be a seq"),

@@ -42,7 +42,8 @@ def wire_format(values: Sequence[str]) -> WireFormat | None:
     ``format`` given twice included: which one counts is not for a server to guess.
     """
     if len(values) > 1:
-        raise ValueError(f"give `format` once (got {len(values)}: {list(values)[:3]!r})")
+        shown = [value[:40] for value in values[:3]]
+        raise ValueError(f"give `format` once (got {len(values)}: {shown!r})")
     if not values or values[0] == "":
         return None
     for known in FORMATS:
