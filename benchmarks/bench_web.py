@@ -83,8 +83,24 @@ def _cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+def _plan_of(frame: dict[str, Any], form: str | None) -> list[dict[str, str]]:
+    """The plan a frame carries in stream form ``form`` (``None``: projection frames)."""
+    if form is None:
+        return frame.get("plan") or []
+    if form == "ag-ui":  # the activity carries it; the state delta after it is the same plan
+        if frame["type"] != "ACTIVITY_SNAPSHOT":
+            return []
+        return frame["content"]["todos"] or []
+    return (frame.get("data") or {}).get("todos") or []
+
+
 async def _hold_streams(
-    port: int, sessions: int, until: float, latencies: list[float], ready: asyncio.Event
+    port: int,
+    sessions: int,
+    until: float,
+    latencies: list[float],
+    ready: asyncio.Event,
+    form: str | None = None,
 ) -> None:
     limits = httpx.Limits(max_connections=sessions + 10, max_keepalive_connections=0)
     timeout = httpx.Timeout(10.0, read=None)
@@ -95,10 +111,14 @@ async def _hold_streams(
         async def one(index: int) -> None:
             nonlocal opened
             url = f"http://{HOST}:{port}/api/sessions/s{index:03}/stream"
+            if form is not None:
+                url += f"?format={form}"
             async with client.stream("GET", url) as response:
                 lines = response.aiter_lines()
                 async for line in lines:
-                    if line.startswith("data:"):  # the snapshot: the stream is live
+                    # the snapshot (after the run's or message's start): the stream is live
+                    opening = '"type":"RUN_STARTED"' in line or '"type":"start"' in line
+                    if line.startswith("data:") and not opening:
                         break
                 opened += 1
                 if opened == sessions:
@@ -108,7 +128,7 @@ async def _hold_streams(
                         continue
                     arrived = time.time_ns()
                     frame = json.loads(line[5:])
-                    plan = frame.get("plan") or []
+                    plan = _plan_of(frame, form)
                     if plan and plan[0]["content"].startswith(STAMP):
                         sent = int(plan[0]["content"][len(STAMP) :])
                         latencies.append((arrived - sent) / 1e9)
@@ -122,8 +142,11 @@ async def _hold_streams(
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def push_latency(sessions: int, seconds: float) -> dict[str, Any]:
-    """Measure append→frame latency with ``sessions`` streams, each session appending 1/s."""
+def push_latency(sessions: int, seconds: float, form: str | None = None) -> dict[str, Any]:
+    """Measure append→frame latency with ``sessions`` streams, each session appending 1/s.
+
+    ``form`` reads the streams as ``?format=ag-ui`` or ``ai-sdk`` instead of projection frames.
+    """
     directory = tempfile.mkdtemp(prefix="dsh-bench-web-")
     from dsh_tool_todo.stores.jsonl import JsonlSession
 
@@ -150,7 +173,7 @@ def push_latency(sessions: int, seconds: float) -> dict[str, Any]:
             ready = asyncio.Event()
             warm_until = time.time() + 60
             holder = asyncio.create_task(
-                _hold_streams(port, sessions, warm_until + seconds + 5, latencies, ready)
+                _hold_streams(port, sessions, warm_until + seconds + 5, latencies, ready, form)
             )
             await asyncio.wait_for(ready.wait(), 60)
             start_at = time.time() + 0.5
@@ -265,7 +288,25 @@ def rows(*, quick: bool) -> list[Row]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--format",
+        choices=["ag-ui", "ai-sdk"],
+        help="only the push latency, with the streams read in this form and as projection "
+        "frames, alternately, 3 rounds each",
+    )
     args = parser.parse_args()
+    if args.format:
+        sessions, seconds = (10, 3.0) if args.quick else (100, 30.0)
+        results: dict[str, list[float]] = {"projection": [], args.format: []}
+        for _ in range(3):
+            for form in (None, args.format):
+                push = push_latency(sessions, seconds, form)
+                assert push["frames"] == push["expected_frames"], push
+                results[form or "projection"].append(push["p99"])
+        for name, p99s in results.items():
+            shown = ", ".join(fmt_ns(p99 * 1e9) for p99 in p99s)
+            print(f"{name}: p99 per round {shown}; median {fmt_ns(statistics.median(p99s) * 1e9)}")
+        return 0
     for row in rows(quick=args.quick):
         print(f"{row.section}: {row.case}: {row.contender} vs {row.reference}; {row.note}")
     return 0

@@ -270,3 +270,38 @@ def test_an_unknown_session_streams_nothing_but_a_404(dsn: str) -> None:
     )
     assert [missing.status_code, resumed.status_code] == [404, 404]
     assert missing.json() == {"error": "no session 'nobody' is served"}
+
+
+@pytest.mark.parametrize("form", ["ag-ui", "ai-sdk"])
+def test_the_other_forms_of_the_stream_follow_a_session_deleted_and_written_again(
+    dsn: str, live_server: Callable[..., LiveServer], sse: Callable[..., SseStream], form: str
+) -> None:
+    record(dsn, "agent-1", ("todo/write", {"todos": [todo("Old")]}), ("note", {}), ("note", {}))
+    stream = sse(f"{live_server(dsn).url}/api/sessions/agent-1/stream?format={form}")
+    frames = [stream.next() for _ in range(4 if form == "ag-ui" else 3)]  # hello, start, plan
+    assert frames[2].id == "2"
+
+    with psycopg.Connection.connect(dsn) as conn, conn.transaction():
+        conn.execute(f"DELETE FROM {postgres.TABLE} WHERE session_id = 'agent-1'")
+        conn.execute(
+            f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
+            "VALUES ('agent-1', 0, 'todo/write', %s)",
+            (json.dumps({"todos": [todo("New")]}),),
+        )
+        conn.execute("SELECT pg_notify(%s, %s)", (postgres.CHANNEL, "0:agent-1"))
+    fresh = stream.next()
+    while not fresh.data:  # keep-alives
+        fresh = stream.next()
+    assert fresh.id == "0"
+    assert fresh.json()["content" if form == "ag-ui" else "data"] == {"todos": [todo("New")]}
+
+    postgres.delete_session(dsn, "agent-1")
+    end = stream.next()
+    while not end.data or end.json()["type"] not in ("RUN_ERROR", "error"):
+        end = stream.next()
+    message = "session 'agent-1': its log was deleted"
+    assert end.json() == (
+        {"type": "RUN_ERROR", "message": message, "code": "session_deleted"}
+        if form == "ag-ui"
+        else {"type": "error", "errorText": message}
+    )

@@ -10,7 +10,8 @@ The wire format is this library's own, documented in ``docs/web.md``:
 - ``GET /api/sessions/{name}/projection`` — the ``todos`` projection now;
 - ``GET /api/sessions/{name}/stream`` — Server-Sent Events, one ``projection``
   frame per change of the plan, the seq as the event id, resumable with
-  ``Last-Event-ID``.
+  ``Last-Event-ID``; ``?format=ag-ui`` or ``?format=ai-sdk`` gives the same
+  changes as AG-UI events or AI SDK UI message chunks (``_wire_stream``).
 
 Every request must name the served address in its ``Host`` header (a DNS
 rebinding page cannot), and, when a token is set, carry it. Pages load no
@@ -49,6 +50,8 @@ from ..protocols import Event, LogReader, Snapshot
 from ..stores import open_reader
 from ..stores.jsonl import JsonlReader
 from ..stores.owners import OwnerNameError, owner_key
+from ._wire_stream import SEP as WIRE_SEP
+from ._wire_stream import WireStream, wire_format
 
 STATIC = Path(__file__).parent / "static"
 OLD_TOKEN_COOKIE = "dsh_todo_token"  # before cookies were per port; accepted for one release
@@ -290,6 +293,59 @@ def _sse(frame: dict[str, Any]) -> ServerSentEvent:
     )
 
 
+def _fatal_message(name: str, error: Exception) -> tuple[str, str]:
+    """What a stream's closing error says, and its cause (``deleted``, ``invalid``, ``io``)."""
+    if isinstance(error, SessionNotFound):  # it carries only the name: say what happened
+        return f"session {name!r}: its log was deleted", "deleted"
+    return str(error), "invalid" if isinstance(error, InvalidLog) else "io"
+
+
+def _wire_response(
+    plans: LogReader,
+    form: WireStream,
+    first: Snapshot,
+    retry_ms: int,
+    *,
+    ping: float,
+    send_timeout: float,
+) -> Response:
+    """The session stream in another protocol's form (``?format=``): see ``_wire_stream``.
+
+    Every connection, a resumed one too, opens with the plan as it is: each
+    form replaces the whole plan per frame, so the current one is all a
+    client that missed steps needs, and a new connection is a new AG-UI run
+    or AI SDK message that must be given it anyway.
+    """
+    name = form.name
+
+    async def frames() -> AsyncIterator[ServerSentEvent]:
+        hello = f"dsh-todo {form.format} stream"
+        yield ServerSentEvent(comment=hello, retry=retry_ms, sep=WIRE_SEP)
+        snapshot = first
+        try:
+            for frame in form.opening(snapshot):
+                yield frame
+            while True:
+                try:
+                    async for event in plans.follow(name, after=snapshot.last_seq, since=snapshot):
+                        if event["type"] in PLAN_EVENTS:
+                            where = f"session {name!r}, seq {event['seq']}"
+                            for frame in form.change(checked_deciding(event, where)):
+                                yield frame
+                except LogReplaced:
+                    snapshot = await plans.snapshot(name)
+                    for frame in form.snapshot(snapshot):
+                        yield frame
+        except (InvalidLog, SessionNotFound, OSError) as error:
+            for frame in form.fatal(*_fatal_message(name, error)):
+                yield frame
+
+    headers = {"x-vercel-ai-ui-message-stream": "v1"} if form.format == "ai-sdk" else None
+    return EventSourceResponse(
+        frames(), ping=ping, send_timeout=send_timeout, sep=WIRE_SEP, headers=headers
+    )
+
+
 def create_app(
     source: LogReader | str | Path,
     *,
@@ -380,6 +436,10 @@ def create_app(
 
     async def stream(request: Request) -> Response:
         name = request.path_params["name"]
+        try:
+            form = wire_format(request.query_params.getlist("format"))
+        except ValueError as error:
+            raise _BadRequest(str(error)) from None
         resume = request.headers.get("last-event-id") or request.query_params.get("after")
         after: int | None = None
         if resume:
@@ -390,6 +450,10 @@ def create_app(
             if after < -1:
                 raise _BadRequest(f"`Last-Event-ID` must be a seq (got {after})")
         now = await plans.snapshot(name)  # an unknown session is a 404, before streaming
+        if form is not None:
+            return _wire_response(
+                plans, WireStream(form, name), now, retry_ms, ping=ping, send_timeout=send_timeout
+            )
         # Past the end (a replaced log), or too far behind for every step to be worth
         # sending: the current plan. One rule for every store, so it is decided here.
         fresh = after is None or not 0 <= now.last_seq - after <= MAX_REPLAY
