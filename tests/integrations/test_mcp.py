@@ -959,7 +959,7 @@ def test_a_subscriber_gone_mid_notification_ends_dsh_todo_mcp_quietly(tmp_path: 
         assert server.process.stdin is not None
         server.process.stdin.close()
         server.process.wait(timeout=60)
-    assert server.process.returncode in (0, 141)
+    assert server.process.returncode == 141  # as for a client gone mid-call: a closed pipe
     assert errlog.read_text(encoding="utf-8") == ""
     assert current_plan(log) == PLAN["todos"]
 
@@ -988,3 +988,33 @@ def test_the_server_says_it_offers_tools_and_a_subscribable_resource(
     assert unknown["code"] == INVALID_PARAMS
     assert "unknown resource 'file:///etc/passwd'" in unknown["message"]
     assert (tmp_path / "server.err").read_text(encoding="utf-8") == ""
+
+
+def test_with_several_owners_in_one_log_dir_each_server_shows_its_own_owners_plan(
+    tmp_path: Path,
+) -> None:
+    updates = Updates()
+
+    async def run() -> list[Any]:
+        async with (
+            spawned("--log-dir", str(tmp_path), "--owner", "alice", errlog=tmp_path / "a.err") as a,
+            spawned(
+                "--log-dir",
+                str(tmp_path),
+                "--owner",
+                "bob",
+                errlog=tmp_path / "b.err",
+                message_handler=updates.handler,
+            ) as b,
+            subscribed(b, updates),
+        ):
+            await a.call_tool("todo_write", PLAN)
+            await b.call_tool("todo_write", DONE)
+            await updates.wait_for(1)
+            return [await read_plan(a), await read_plan(b), wire(await a.list_resources())]
+
+    alice, bob, listed = asyncio.run(run())
+    assert (alice, bob) == (PLAN, DONE)
+    assert "'alice'" in listed["resources"][0]["description"]
+    assert updates.uris == [PLAN_URI]  # bob's subscriber hears of bob's write only
+    assert current_plan(tmp_path / owner_file_name("bob")) == DONE["todos"]
