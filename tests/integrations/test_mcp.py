@@ -977,6 +977,7 @@ def test_the_server_says_it_offers_tools_and_a_subscribable_resource(
         listed = server.request("resources/list", {})["result"]["resources"]
         read = server.request("resources/read", {"uri": PLAN_URI})["result"]
         unknown = server.request("resources/read", {"uri": "file:///etc/passwd"})["error"]
+        templates = server.request("resources/templates/list", {})["result"]
     capabilities = answer["result"]["capabilities"]
     assert capabilities["tools"] == {"listChanged": False}
     assert capabilities["resources"] == {"subscribe": True, "listChanged": False}
@@ -985,6 +986,7 @@ def test_the_server_says_it_offers_tools_and_a_subscribable_resource(
     assert read["contents"] == [
         {"uri": PLAN_URI, "mimeType": "application/json", "text": '{"todos": []}'}
     ]
+    assert templates["resourceTemplates"] == []
     assert unknown["code"] == INVALID_PARAMS
     assert "unknown resource 'file:///etc/passwd'" in unknown["message"]
     assert (tmp_path / "server.err").read_text(encoding="utf-8") == ""
@@ -1018,3 +1020,21 @@ def test_with_several_owners_in_one_log_dir_each_server_shows_its_own_owners_pla
     assert "'alice'" in listed["resources"][0]["description"]
     assert updates.uris == [PLAN_URI]  # bob's subscriber hears of bob's write only
     assert current_plan(tmp_path / owner_file_name("bob")) == DONE["todos"]
+
+
+def test_a_server_served_again_under_a_new_event_loop_tells_its_new_subscribers() -> None:
+    owners = OwnerRegistry()
+    server = build_server(allow_parallel_in_progress=False, owners=owners)
+
+    async def run(plan: dict[str, Any]) -> list[str]:
+        updates = Updates()
+        async with (
+            connected(server, message_handler=updates.handler) as client,
+            subscribed(client, updates),
+        ):
+            await client.call_tool("todo_write", plan)
+            await updates.wait_for(1)
+        return updates.uris
+
+    assert asyncio.run(run(PLAN)) == [PLAN_URI]
+    assert asyncio.run(run(DONE)) == [PLAN_URI]

@@ -137,7 +137,11 @@ class PlanResource:
         loop = asyncio.get_running_loop()
         with self._lock:
             existing = self._channels.get(connection)
-            if existing is None or existing.closed:
+            # A channel on another loop belongs to a run that has ended (a server object
+            # served again under a new asyncio.run): it could never send.
+            if existing is None or existing.closed or existing.loop is not loop:
+                if existing is not None:
+                    existing.closed = True
                 self._channels[connection] = _Channel(send, loop, self._drop)
 
     def unsubscribe(self, connection: object) -> None:

@@ -294,8 +294,16 @@ def _serve_plan_1x(server: Server[Any], plan: PlanResource) -> None:
         plan.unsubscribe(server.request_context.session)
         return types.ServerResult(types.EmptyResult())
 
+    async def list_resource_templates(
+        request: types.ListResourceTemplatesRequest,
+    ) -> types.ServerResult:
+        return types.ServerResult(types.ListResourceTemplatesResult(resourceTemplates=[]))
+
     handlers: dict[type, Any] = {
         types.ListResourcesRequest: list_resources,
+        # none, said plainly: clients that list resources often ask, and "Method not found"
+        # reads like a broken server
+        types.ListResourceTemplatesRequest: list_resource_templates,
         types.ReadResourceRequest: read_resource,
         types.SubscribeRequest: subscribe,
         types.UnsubscribeRequest: unsubscribe,
@@ -337,8 +345,14 @@ def _plan_handlers_2x(plan: PlanResource) -> dict[str, Any]:
         plan.unsubscribe(_connection_2x(ctx))
         return types.EmptyResult()
 
+    async def on_list_resource_templates(
+        ctx: Any, params: Any
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resourceTemplates=[])
+
     handlers: dict[str, Any] = {
         "on_list_resources": on_list_resources,
+        "on_list_resource_templates": on_list_resource_templates,
         "on_read_resource": on_read_resource,
         "on_subscribe_resource": on_subscribe_resource,
         "on_unsubscribe_resource": on_unsubscribe_resource,
