@@ -1038,3 +1038,29 @@ def test_a_server_served_again_under_a_new_event_loop_tells_its_new_subscribers(
 
     assert asyncio.run(run(PLAN)) == [PLAN_URI]
     assert asyncio.run(run(DONE)) == [PLAN_URI]
+
+
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+def test_a_subscriber_is_still_told_after_the_registry_evicts_and_reopens_the_owner(
+    tmp_path: Path, mode: str
+) -> None:
+    now = [0.0]
+    owners = OwnerRegistry(tmp_path, idle_seconds=60, clock=lambda: now[0])
+    server = build_server(allow_parallel_in_progress=False, owners=owners)
+    updates = Updates()
+
+    async def run() -> list[Any]:
+        async with (
+            connected(server, message_handler=updates.handler, mode=mode) as client,
+            subscribed(client, updates),
+        ):
+            await client.call_tool("todo_write", PLAN)
+            await updates.wait_for(1)
+            now[0] += 120
+            assert owners.evict_idle() == [DEFAULT_OWNER]  # closed: its listeners are gone
+            await client.call_tool("todo_write", DONE)  # reopened on this call
+            await updates.wait_for(2)
+            return [await read_plan(client), len(updates.uris)]
+
+    with owners:
+        assert asyncio.run(run()) == [DONE, 2]

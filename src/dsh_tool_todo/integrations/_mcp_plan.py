@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any, ParamSpec, TypeVar
 
 from ..listeners import LOGGER_NAME
 from ..projection import PLAN_EVENTS
 from ..protocols import StoreSession
 from ..stores.owners import OwnerRegistry
 from ..wire import plan_of
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 PLAN_URI = "todo://plan"
 MIME_TYPE = "application/json"
@@ -153,6 +157,23 @@ class PlanResource:
     def subscribers(self) -> int:
         with self._lock:
             return sum(not channel.closed for channel in self._channels.values())
+
+    def watching(self, call: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+        """``call``, then the owner's session watched again.
+
+        A registry that evicts idle owners opens a new session object on the
+        owner's next call: the listener moves to it after that call.
+        """
+
+        @functools.wraps(call)
+        async def watched(*args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                return await call(*args, **kwargs)
+            finally:
+                if self._owner in self._registry:
+                    self.watch(self._registry.session(self._owner))
+
+        return watched
 
     def watch(self, session: StoreSession) -> None:
         """Listen to ``session``, the owner's open session, if not already.

@@ -98,6 +98,7 @@ def build_server(
     """
     tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
     registry = OwnerRegistry() if owners is None else owners
+    plan = PlanResource(registry, owner)
     definition = types.Tool(
         name=tool.name,
         description=tool.description,
@@ -108,14 +109,12 @@ def build_server(
         ),
     )
     log = logging.getLogger(LOGGER_NAME)
-    plan = PlanResource(registry, owner)
 
     async def call(name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
         if name != TOOL_NAME:
             # A protocol error, not a tool result: the model never chose this name from our list.
             raise _unknown_tool(name)
         async with registry.alocked(owner) as session:
-            plan.watch(session)
             try:
                 text = render_result(await tool.aexecute(arguments or {}, _OwnedCall(session)))
                 failed = False
@@ -127,6 +126,8 @@ def build_server(
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)], isError=failed
         )
+
+    call = plan.watching(call)
 
     if _DECORATORS:
         server: Server[Any] = _Server1x(SERVER_NAME, version=__version__)
