@@ -160,12 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
     mcp = command(
         "mcp",
         "serve todo_write to one MCP client over stdio",
-        "Serve the todo_write tool to one MCP client over stdin/stdout (extra: mcp). One "
-        "agent per server; its plan lives until the client starts a new server or the model "
-        "replaces it. With --log-dir and --owner the plan is recorded in DIR and resumed "
-        "when the server restarts; a server that finds its owner held by another waits for "
-        "it (--wait-owner). --print-config prints the client configuration that runs this "
-        "command with the same flags, by absolute paths.",
+        "Serve the todo_write tool to one MCP client over stdin/stdout (extra: mcp), and "
+        "the owner's current plan as the resource todo://plan, which the client can "
+        "subscribe to. One agent per server; its plan lives until the client starts a new "
+        "server or the model replaces it. With --log-dir and --owner the plan is recorded "
+        "in DIR and resumed when the server restarts; a server that finds its owner held by "
+        "another waits for it (--wait-owner). --print-config prints the client "
+        "configuration that runs this command with the same flags, by absolute paths.",
     )
     parallel_flag(mcp, "allow several todos in_progress at once (allowParallelInProgress)")
     mcp.add_argument(

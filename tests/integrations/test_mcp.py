@@ -14,8 +14,9 @@ import selectors
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import mcp.shared.exceptions
 import pytest
 
 from dsh_tool_todo import contract, todo_write_tool
-from dsh_tool_todo.integrations.mcp import DEFAULT_OWNER, build_server
+from dsh_tool_todo.integrations.mcp import DEFAULT_OWNER, PLAN_URI, build_server
 from dsh_tool_todo.stores.jsonl import current_plan, read_events
 from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name
 
@@ -36,35 +37,53 @@ PROTOCOL_ERROR: type[Exception] = getattr(
     mcp.shared.exceptions, "MCPError", getattr(mcp.shared.exceptions, "McpError", Exception)
 )
 INVALID_PARAMS = -32602
+try:  # the 2.x line's 2026-07-28 wire: change notifications ride subscriptions/listen streams
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+except ImportError:
+    MODERN_PROTOCOL_VERSIONS = ()
+# How a client connects: a 2.x client negotiates the 2026-07-28 wire (`auto`) or the
+# initialize handshake (`legacy`); a 1.x client only the handshake.
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+CLIENT_MODES = ["auto", "legacy"] if hasattr(mcp, "Client") else ["legacy"]
 
 
 @asynccontextmanager
-async def connected(server: Any) -> AsyncIterator[Any]:
-    """An initialised official client on ``server``, in-process (2.x: Client; 1.x: memory)."""
+async def connected(
+    server: Any, *, message_handler: Any = None, mode: str = "auto"
+) -> AsyncIterator[Any]:
+    """An initialised official client on ``server``, in-process (2.x: Client; 1.x: memory).
+
+    ``mode`` is the 2.x client's (``auto`` negotiates the 2026-07-28 wire with a 2.x
+    server; ``legacy`` the initialize handshake); 1.x has only the handshake."""
     if hasattr(mcp, "Client"):
-        async with mcp.Client(server) as client:
+        async with mcp.Client(server, message_handler=message_handler, mode=mode) as client:
             yield client
     else:
         from mcp.shared.memory import create_connected_server_and_client_session
 
-        async with create_connected_server_and_client_session(server) as session:
+        async with create_connected_server_and_client_session(
+            server, message_handler=message_handler
+        ) as session:
             yield session
 
 
 @asynccontextmanager
-async def spawned(*args: str, errlog: Path) -> AsyncIterator[Any]:
+async def spawned(
+    *args: str, errlog: Path, message_handler: Any = None, mode: str = "auto"
+) -> AsyncIterator[Any]:
     """An initialised official client on a `dsh-todo mcp` subprocess over stdio."""
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     parameters = StdioServerParameters(command=DSH_TODO, args=["mcp", *args])
     with errlog.open("w", encoding="utf-8") as stderr:
         if hasattr(mcp, "Client"):
-            async with mcp.Client(stdio_client(parameters, errlog=stderr)) as client:
+            transport = stdio_client(parameters, errlog=stderr)
+            async with mcp.Client(transport, message_handler=message_handler, mode=mode) as client:
                 yield client
             return
         async with (
             stdio_client(parameters, errlog=stderr) as (read, write),
-            mcp.ClientSession(read, write) as session,
+            mcp.ClientSession(read, write, message_handler=message_handler) as session,
         ):
             await session.initialize()
             yield session
@@ -633,3 +652,415 @@ def test_a_log_dir_that_is_not_a_directory_is_named_as_such(tmp_path: Path) -> N
         "name a directory (it is created if missing)\n"
     )
     assert run.stdout == ""
+
+
+# --- the plan as a resource ------------------------------------------------------------------
+
+
+class Updates:
+    """The `notifications/resources/updated` a client receives, on either SDK line and wire."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+        self._arrived = asyncio.Event()
+
+    async def handler(self, message: Any) -> None:
+        """A client's `message_handler` (the handshake-era wire)."""
+        notification = getattr(message, "root", message)  # 1.x wraps it in ServerNotification
+        if getattr(notification, "method", None) != "notifications/resources/updated":
+            return
+        if SUBSCRIPTION_ID in (getattr(notification.params, "meta", None) or {}):
+            return  # a listen stream's: counted from the stream (the 2.x client passes it on here)
+        self.arrived(str(notification.params.uri))
+
+    def arrived(self, uri: str) -> None:
+        self.uris.append(uri)
+        self._arrived.set()
+
+    async def wait_for(self, count: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(self.uris) < count:
+            self._arrived.clear()
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"{len(self.uris)} of {count} updates within 30 s"
+            with suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), remaining)
+
+
+def on_modern_wire(client: Any) -> bool:
+    return getattr(client, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+
+
+@contextmanager
+def handshake_era_subscriptions() -> Iterator[None]:
+    # The 2.x client marks resources/subscribe deprecated (the 2026-07-28 wire has none);
+    # the handshake-era wire it speaks here still has it.
+    with warnings.catch_warnings():
+        category = getattr(mcp.shared.exceptions, "MCPDeprecationWarning", DeprecationWarning)
+        warnings.filterwarnings("ignore", "resources/(un)?subscribe is removed", category)
+        yield
+
+
+@asynccontextmanager
+async def subscribed(client: Any, updates: Updates, uri: str = PLAN_URI) -> AsyncIterator[None]:
+    """Subscribed to ``uri`` for the block: `resources/subscribe` then `resources/unsubscribe`
+    on the handshake-era wire, a `subscriptions/listen` stream on the 2026-07-28 one."""
+    if on_modern_wire(client):
+        async with client.listen(resource_subscriptions=[uri]) as subscription:
+
+            async def read() -> None:
+                async for event in subscription:
+                    updates.arrived(event.uri)
+
+            reader = asyncio.ensure_future(read())
+            try:
+                yield
+            finally:
+                reader.cancel()
+                with suppress(asyncio.CancelledError):
+                    await reader
+        return
+    with handshake_era_subscriptions():
+        await client.subscribe_resource(uri)
+    yield
+    with handshake_era_subscriptions():
+        await client.unsubscribe_resource(uri)
+
+
+async def read_plan(client: Any) -> Any:
+    (content,) = (await client.read_resource(PLAN_URI)).contents
+    dumped = wire(content)
+    assert (dumped["uri"], dumped["mimeType"]) == (PLAN_URI, "application/json")
+    return json.loads(dumped["text"])
+
+
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+def test_the_plan_is_one_resource_read_as_json_and_cleared_by_a_turn(mode: str) -> None:
+    owners = OwnerRegistry()
+    server = build_server(allow_parallel_in_progress=False, owners=owners, owner="Alice/Work")
+
+    async def run() -> tuple[Any, list[Any]]:
+        async with connected(server, mode=mode) as client:
+            (listed,) = (await client.list_resources()).resources
+            plans = [await read_plan(client)]
+            await client.call_tool("todo_write", PLAN)
+            plans.append(await read_plan(client))
+            await client.call_tool("todo_write", {**DONE, "merge": True})  # refused: unchanged
+            plans.append(await read_plan(client))
+            await owners.astart_turn("Alice/Work")  # a host's new user turn clears the plan
+            plans.append(await read_plan(client))
+            return listed, plans
+
+    listed, plans = asyncio.run(run())
+    resource = wire(listed)
+    assert {key: resource[key] for key in ("uri", "name", "title", "mimeType")} == {
+        "uri": "todo://plan",
+        "name": "plan",
+        "title": "Todo plan",
+        "mimeType": "application/json",
+    }
+    assert "'Alice/Work'" in resource["description"]  # the server's owner, named
+    assert plans == [{"todos": []}, PLAN, PLAN, {"todos": []}]
+
+
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+def test_a_subscriber_is_told_after_each_write_and_clear_and_not_after_unsubscribing(
+    mode: str,
+) -> None:
+    owners = OwnerRegistry()
+    server = build_server(allow_parallel_in_progress=False, owners=owners)
+    updates = Updates()
+
+    async def run() -> list[Any]:
+        async with connected(server, message_handler=updates.handler, mode=mode) as client:
+            seen = []
+            async with subscribed(client, updates):
+                await client.call_tool("todo_write", PLAN)
+                await updates.wait_for(1)
+                seen.append(await read_plan(client))
+                await owners.astart_turn(DEFAULT_OWNER)
+                await updates.wait_for(2)
+                seen.append(await read_plan(client))
+                refused = await client.call_tool("todo_write", {**PLAN, "merge": True})
+                assert wire(refused)["isError"] is True
+                seen.append(await read_plan(client))  # a round trip: time for a stray update
+                seen.append(len(updates.uris))
+            await client.call_tool("todo_write", DONE)
+            seen.append(await read_plan(client))
+            seen.append(len(updates.uris))
+            return seen
+
+    assert asyncio.run(run()) == [PLAN, {"todos": []}, {"todos": []}, 2, DONE, 2]
+    assert updates.uris == [PLAN_URI, PLAN_URI]
+
+
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+def test_dsh_todo_mcp_tells_a_subscriber_of_each_recorded_write(tmp_path: Path, mode: str) -> None:
+    log = tmp_path / owner_file_name("Alice/Work")
+    args = ("--log-dir", str(tmp_path), "--owner", "Alice/Work")
+    updates = Updates()
+
+    async def run() -> list[Any]:
+        errlog = tmp_path / "server.err"
+        async with (
+            spawned(*args, errlog=errlog, message_handler=updates.handler, mode=mode) as client,
+            subscribed(client, updates),
+        ):
+            await client.call_tool("todo_write", PLAN)
+            await updates.wait_for(1)
+            first = await read_plan(client)
+            on_disk = current_plan(log)
+            await client.call_tool("todo_write", DONE)
+            await updates.wait_for(2)
+            return [first, on_disk, await read_plan(client)]
+
+    assert asyncio.run(run()) == [PLAN, PLAN["todos"], DONE]
+    assert current_plan(log) == DONE["todos"]
+    assert (tmp_path / "server.err").read_text(encoding="utf-8") == ""
+
+
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+def test_an_unknown_resource_is_an_invalid_params_error_and_nothing_is_subscribed(
+    mode: str,
+) -> None:
+    server = build_server(allow_parallel_in_progress=False)
+    updates = Updates()
+
+    async def run() -> list[Any]:
+        async with connected(server, message_handler=updates.handler, mode=mode) as client:
+            errors = []
+            with pytest.raises(PROTOCOL_ERROR, match="unknown resource 'todo://plans'") as read:
+                await client.read_resource("todo://plans")
+            errors.append(read.value)
+            with pytest.raises(PROTOCOL_ERROR, match="offers only todo://plan") as subscribing:
+                async with subscribed(client, updates, "todo://plans"):
+                    pass
+            errors.append(subscribing.value)
+            await client.call_tool("todo_write", PLAN)
+            assert await read_plan(client) == PLAN  # the server goes on serving
+            return errors
+
+    errors = asyncio.run(run())
+    assert [error.error.code for error in errors] == [INVALID_PARAMS] * 2
+    assert updates.uris == []
+
+
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+def test_a_burst_of_writes_is_told_in_fewer_updates_and_the_last_read_is_the_last_plan(
+    mode: str,
+) -> None:
+    owners = OwnerRegistry()
+    server = build_server(allow_parallel_in_progress=False, owners=owners)
+    plans = [{"todos": [{"content": f"step {n}", "status": "pending"}]} for n in range(30)]
+    updates = Updates()
+
+    async def run() -> Any:
+        async with (
+            connected(server, message_handler=updates.handler, mode=mode) as client,
+            subscribed(client, updates),
+        ):
+            await asyncio.gather(*(client.call_tool("todo_write", p) for p in plans))
+            await updates.wait_for(1)
+            return await read_plan(client)
+
+    assert asyncio.run(run()) == plans[-1]
+    assert 1 <= len(updates.uris) <= len(plans)
+    events = owners.session(DEFAULT_OWNER).events  # type: ignore[attr-defined]
+    assert [event["data"] for event in events] == plans
+
+
+def test_notifications_are_coalesced_one_at_a_time_and_one_follows_the_last_write() -> None:
+    """While an update is being sent, any number of writes make exactly one more after it."""
+    from dsh_tool_todo.integrations._mcp_plan import PlanResource
+
+    owners = OwnerRegistry()
+    plan = PlanResource(owners, "o")
+    session = owners.session("o")
+    sent: list[Any] = []
+
+    async def run() -> None:
+        release = asyncio.Event()
+
+        async def send() -> None:
+            sent.append(session.latest(["todo/write"])["data"])  # type: ignore[index]
+            await release.wait()
+
+        await plan.subscribe("connection", send)
+        session.append("todo/write", {"todos": [{"content": "A", "status": "pending"}]})
+        await asyncio.sleep(0)  # the first send starts, and blocks
+        assert len(sent) == 1
+        for name in "BCDE":
+            session.append("todo/write", {"todos": [{"content": name, "status": "pending"}]})
+        session.append("turn/end", {})  # not a plan event: tells nobody
+        release.set()
+        for _ in range(10):
+            await asyncio.sleep(0)
+
+    asyncio.run(run())
+    assert [data["todos"][0]["content"] for data in sent] == ["A", "E"]
+
+
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+def test_a_subscriber_that_vanishes_is_dropped_and_the_others_go_on(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    owners = OwnerRegistry()
+    server = build_server(allow_parallel_in_progress=False, owners=owners)
+    gone, staying = Updates(), Updates()
+
+    async def run() -> list[Any]:
+        async with (
+            connected(server, message_handler=staying.handler, mode=mode) as client,
+            subscribed(client, staying),
+        ):
+            async with connected(server, message_handler=gone.handler, mode=mode) as other:
+                async with subscribed(other, gone):
+                    await other.call_tool("todo_write", PLAN)
+                    await gone.wait_for(1)
+                    await staying.wait_for(1)
+                # a client that vanishes without unsubscribing
+                if not on_modern_wire(other):
+                    with handshake_era_subscriptions():
+                        await other.subscribe_resource(PLAN_URI)
+            results = [await client.call_tool("todo_write", DONE) for _ in range(2)]
+            await staying.wait_for(2)
+            return [*(wire(r)["isError"] for r in results), await read_plan(client)]
+
+    with caplog.at_level(logging.DEBUG, logger="dsh_tool_todo"):
+        assert asyncio.run(run()) == [False, False, DONE]
+    assert len(gone.uris) == 1
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    dropped = [r for r in caplog.records if "dropping a subscriber" in r.getMessage()]
+    # 1.x: a resources/subscribe is dropped at its first failed send. 2.x: a listen stream ends
+    # with its client, and the SDK drops a notification to a closed connection without a word,
+    # so a handshake-era subscription stays until the server ends (one client per dsh-todo mcp)
+    assert len(dropped) == (0 if hasattr(mcp, "Client") else 1)
+
+
+def test_a_subscriber_gone_mid_notification_ends_dsh_todo_mcp_quietly(tmp_path: Path) -> None:
+    errlog = tmp_path / "server.err"
+    with raw_server("--log-dir", str(tmp_path), "--owner", "gone", errlog=errlog) as server:
+        assert "result" in server.initialize()
+        assert server.request("resources/subscribe", {"uri": PLAN_URI}) == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "result": {},
+        }
+        assert server.process.stdout is not None
+        server.process.stdout.close()
+        call = {"name": "todo_write", "arguments": PLAN}
+        server.send({"id": 99, "method": "tools/call", "params": call})
+        log = tmp_path / owner_file_name("gone")
+        deadline = time.monotonic() + 60
+        while not (log.exists() and current_plan(log) == PLAN["todos"]):
+            assert time.monotonic() < deadline, "the call was never recorded"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        assert server.process.stdin is not None
+        server.process.stdin.close()
+        server.process.wait(timeout=60)
+    assert server.process.returncode == 141  # as for a client gone mid-call: a closed pipe
+    assert errlog.read_text(encoding="utf-8") == ""
+    assert current_plan(log) == PLAN["todos"]
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-06-18", "2025-11-25"])
+def test_the_server_says_it_offers_tools_and_a_subscribable_resource(
+    tmp_path: Path, version: str
+) -> None:
+    with raw_server(errlog=tmp_path / "server.err") as server:
+        client = {"name": "raw", "version": "0"}
+        answer = server.request(
+            "initialize", {"protocolVersion": version, "capabilities": {}, "clientInfo": client}
+        )
+        server.send({"method": "notifications/initialized"})
+        listed = server.request("resources/list", {})["result"]["resources"]
+        read = server.request("resources/read", {"uri": PLAN_URI})["result"]
+        unknown = server.request("resources/read", {"uri": "file:///etc/passwd"})["error"]
+        templates = server.request("resources/templates/list", {})["result"]
+    capabilities = answer["result"]["capabilities"]
+    assert capabilities["tools"] == {"listChanged": False}
+    assert capabilities["resources"] == {"subscribe": True, "listChanged": False}
+    assert set(capabilities) <= {"tools", "resources", "experimental"}
+    assert [resource["uri"] for resource in listed] == [PLAN_URI]
+    assert read["contents"] == [
+        {"uri": PLAN_URI, "mimeType": "application/json", "text": '{"todos": []}'}
+    ]
+    assert templates["resourceTemplates"] == []
+    assert unknown["code"] == INVALID_PARAMS
+    assert "unknown resource 'file:///etc/passwd'" in unknown["message"]
+    assert (tmp_path / "server.err").read_text(encoding="utf-8") == ""
+
+
+def test_with_several_owners_in_one_log_dir_each_server_shows_its_own_owners_plan(
+    tmp_path: Path,
+) -> None:
+    updates = Updates()
+
+    async def run() -> list[Any]:
+        async with (
+            spawned("--log-dir", str(tmp_path), "--owner", "alice", errlog=tmp_path / "a.err") as a,
+            spawned(
+                "--log-dir",
+                str(tmp_path),
+                "--owner",
+                "bob",
+                errlog=tmp_path / "b.err",
+                message_handler=updates.handler,
+            ) as b,
+            subscribed(b, updates),
+        ):
+            await a.call_tool("todo_write", PLAN)
+            await b.call_tool("todo_write", DONE)
+            await updates.wait_for(1)
+            return [await read_plan(a), await read_plan(b), wire(await a.list_resources())]
+
+    alice, bob, listed = asyncio.run(run())
+    assert (alice, bob) == (PLAN, DONE)
+    assert "'alice'" in listed["resources"][0]["description"]
+    assert updates.uris == [PLAN_URI]  # bob's subscriber hears of bob's write only
+    assert current_plan(tmp_path / owner_file_name("bob")) == DONE["todos"]
+
+
+def test_a_server_served_again_under_a_new_event_loop_tells_its_new_subscribers() -> None:
+    owners = OwnerRegistry()
+    server = build_server(allow_parallel_in_progress=False, owners=owners)
+
+    async def run(plan: dict[str, Any]) -> list[str]:
+        updates = Updates()
+        async with (
+            connected(server, message_handler=updates.handler) as client,
+            subscribed(client, updates),
+        ):
+            await client.call_tool("todo_write", plan)
+            await updates.wait_for(1)
+        return updates.uris
+
+    assert asyncio.run(run(PLAN)) == [PLAN_URI]
+    assert asyncio.run(run(DONE)) == [PLAN_URI]
+
+
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+def test_a_subscriber_is_still_told_after_the_registry_evicts_and_reopens_the_owner(
+    tmp_path: Path, mode: str
+) -> None:
+    now = [0.0]
+    owners = OwnerRegistry(tmp_path, idle_seconds=60, clock=lambda: now[0])
+    server = build_server(allow_parallel_in_progress=False, owners=owners)
+    updates = Updates()
+
+    async def run() -> list[Any]:
+        async with (
+            connected(server, message_handler=updates.handler, mode=mode) as client,
+            subscribed(client, updates),
+        ):
+            await client.call_tool("todo_write", PLAN)
+            await updates.wait_for(1)
+            now[0] += 120
+            assert owners.evict_idle() == [DEFAULT_OWNER]  # closed: its listeners are gone
+            await client.call_tool("todo_write", DONE)  # reopened on this call
+            await updates.wait_for(2)
+            return [await read_plan(client), len(updates.uris)]
+
+    with owners:
+        assert asyncio.run(run()) == [DONE, 2]

@@ -13,6 +13,10 @@ Python signature and drop arguments it does not know. What the client gets:
   model text; a recorded call returns the success text; no structured content;
 - a call of any other tool name is a JSON-RPC invalid-params error (-32602),
   answered without a line on stderr;
+- one resource, ``todo://plan`` (JSON ``{"todos": [...]}``): the server's
+  owner's current plan; ``resources/subscribe`` (or, on the 2.x line's
+  2026-07-28 wire, ``subscriptions/listen``) brings
+  ``notifications/resources/updated`` after each recorded write or clear;
 - a call that could not be recorded (:class:`~dsh_tool_todo.errors.ToolFailure`)
   is ``isError: true`` with :data:`~dsh_tool_todo.contract.NOT_RECORDED`, its
   cause logged on the ``dsh_tool_todo`` logger (stderr under ``dsh-todo mcp``:
@@ -43,6 +47,7 @@ from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
 from ._core import arun_for_owner
 from ._extras import missing_extra
+from ._mcp_plan import MIME_TYPE, PLAN_URI, PlanResource, unknown_resource_message
 
 try:
     # Submodules by name (never a bare `import mcp`): a user's own `mcp.py` on
@@ -54,7 +59,7 @@ try:
 except ImportError as _error:
     raise missing_extra("dsh_tool_todo.integrations.mcp", "mcp", _error, module="mcp") from _error
 
-__all__ = ["SERVER_NAME", "build_server", "serve_stdio"]
+__all__ = ["PLAN_URI", "SERVER_NAME", "build_server", "serve_stdio"]
 
 SERVER_NAME = "dsh-tool-todo"
 DEFAULT_OWNER = "mcp"
@@ -81,6 +86,7 @@ def build_server(
     """
     tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
     registry = OwnerRegistry() if owners is None else owners
+    plan = PlanResource(registry, owner)
     definition = types.Tool(
         name=tool.name,
         description=tool.description,
@@ -102,8 +108,10 @@ def build_server(
             content=[types.TextContent(type="text", text=outcome.text)], isError=outcome.is_error
         )
 
+    call = plan.watching(call)
+
     if _DECORATORS:
-        server: Server[Any] = Server(SERVER_NAME, version=__version__)
+        server: Server[Any] = _Server1x(SERVER_NAME, version=__version__)
 
         @server.list_tools()  # type: ignore[no-untyped-call,untyped-decorator]
         async def list_tools() -> list[types.Tool]:
@@ -116,6 +124,7 @@ def build_server(
             return types.ServerResult(await call(request.params.name, request.params.arguments))
 
         server.request_handlers[types.CallToolRequest] = call_tool
+        _serve_plan_1x(server, plan)
         return server
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -125,7 +134,11 @@ def build_server(
         return await call(params.name, params.arguments)
 
     server_2x = cast(Any, Server)(
-        SERVER_NAME, version=__version__, on_list_tools=on_list_tools, on_call_tool=on_call_tool
+        SERVER_NAME,
+        version=__version__,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        **_plan_handlers_2x(plan),
     )
     return cast("Server[Any]", server_2x)
 
@@ -194,6 +207,161 @@ def _unknown_tool(name: str) -> Exception:
     else:
         error = _PROTOCOL_ERROR(types.INVALID_PARAMS, message)
     return error
+
+
+def _invalid_params(message: str) -> Exception:
+    if _DECORATORS:
+        return cast(
+            Exception,
+            _PROTOCOL_ERROR(types.ErrorData(code=types.INVALID_PARAMS, message=message)),
+        )
+    return cast(Exception, _PROTOCOL_ERROR(types.INVALID_PARAMS, message))
+
+
+def _plan_uri(uri: object) -> str:
+    """``uri`` if it names the plan; else the invalid-params error the client reads."""
+    text = str(uri)
+    if text != PLAN_URI:
+        raise _invalid_params(unknown_resource_message(text))
+    return text
+
+
+def _plan_resource(plan: PlanResource) -> types.Resource:
+    return types.Resource(
+        uri=cast(Any, PLAN_URI),
+        name="plan",
+        title="Todo plan",
+        description=plan.description,
+        mimeType=MIME_TYPE,
+    )
+
+
+async def _plan_contents(plan: PlanResource) -> types.ReadResourceResult:
+    text = await plan.read()
+    return types.ReadResourceResult(
+        contents=[
+            types.TextResourceContents(uri=cast(Any, PLAN_URI), mimeType=MIME_TYPE, text=text)
+        ]
+    )
+
+
+class _Server1x(Server[Any]):
+    """The 1.x low-level server, saying that it takes subscriptions: 1.x always says not."""
+
+    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        capabilities = super().get_capabilities(*args, **kwargs)
+        if capabilities.resources is not None:
+            capabilities.resources.subscribe = True
+        return capabilities
+
+
+def _serve_plan_1x(server: Server[Any], plan: PlanResource) -> None:
+    """``todo://plan`` on a 1.x server: list, read, subscribe, unsubscribe."""
+
+    async def list_resources(request: types.ListResourcesRequest) -> types.ServerResult:
+        return types.ServerResult(types.ListResourcesResult(resources=[_plan_resource(plan)]))
+
+    async def read_resource(request: types.ReadResourceRequest) -> types.ServerResult:
+        _plan_uri(request.params.uri)
+        return types.ServerResult(await _plan_contents(plan))
+
+    async def subscribe(request: types.SubscribeRequest) -> types.ServerResult:
+        uri = _plan_uri(request.params.uri)
+        connection: Any = server.request_context.session
+        await plan.subscribe(connection, lambda: connection.send_resource_updated(uri))
+        return types.ServerResult(types.EmptyResult())
+
+    async def unsubscribe(request: types.UnsubscribeRequest) -> types.ServerResult:
+        _plan_uri(request.params.uri)
+        plan.unsubscribe(server.request_context.session)
+        return types.ServerResult(types.EmptyResult())
+
+    async def list_resource_templates(
+        request: types.ListResourceTemplatesRequest,
+    ) -> types.ServerResult:
+        return types.ServerResult(types.ListResourceTemplatesResult(resourceTemplates=[]))
+
+    handlers: dict[type, Any] = {
+        types.ListResourcesRequest: list_resources,
+        # none, said plainly: clients that list resources often ask, and "Method not found"
+        # reads like a broken server
+        types.ListResourceTemplatesRequest: list_resource_templates,
+        types.ReadResourceRequest: read_resource,
+        types.SubscribeRequest: subscribe,
+        types.UnsubscribeRequest: unsubscribe,
+    }
+    server.request_handlers.update(handlers)
+
+
+def _connection_2x(ctx: Any) -> Any:
+    """The connection a 2.x request came on: what a subscription belongs to.
+
+    The 2.x runner wraps the connection in a new ``ServerSession`` per request,
+    so the session cannot tell two requests of one client apart from two
+    clients; the connection it wraps can, and sends on the client's standalone
+    channel, which outlives the request.
+    """
+    connection = getattr(ctx.session, "_connection", None)
+    return ctx.session if connection is None else connection
+
+
+def _plan_handlers_2x(plan: PlanResource) -> dict[str, Any]:
+    """``todo://plan`` on a 2.x server: the handshake-era ``resources/subscribe`` and, where
+    the SDK serves it, the 2026-07-28 wire's ``subscriptions/listen``."""
+
+    async def on_list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[_plan_resource(plan)])
+
+    async def on_read_resource(ctx: Any, params: Any) -> types.ReadResourceResult:
+        _plan_uri(params.uri)
+        return await _plan_contents(plan)
+
+    async def on_subscribe_resource(ctx: Any, params: Any) -> types.EmptyResult:
+        uri = _plan_uri(params.uri)
+        connection = _connection_2x(ctx)
+        await plan.subscribe(connection, lambda: connection.send_resource_updated(uri))
+        return types.EmptyResult()
+
+    async def on_unsubscribe_resource(ctx: Any, params: Any) -> types.EmptyResult:
+        _plan_uri(params.uri)
+        plan.unsubscribe(_connection_2x(ctx))
+        return types.EmptyResult()
+
+    async def on_list_resource_templates(
+        ctx: Any, params: Any
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resourceTemplates=[])
+
+    handlers: dict[str, Any] = {
+        "on_list_resources": on_list_resources,
+        "on_list_resource_templates": on_list_resource_templates,
+        "on_read_resource": on_read_resource,
+        "on_subscribe_resource": on_subscribe_resource,
+        "on_unsubscribe_resource": on_unsubscribe_resource,
+    }
+    try:
+        from mcp.server.subscriptions import (  # type: ignore[import-not-found,unused-ignore]
+            InMemorySubscriptionBus,
+            ListenHandler,
+            ResourceUpdated,
+        )
+    except ImportError:  # a 2.x release before subscriptions/listen: the handshake era only
+        return handlers
+    bus = InMemorySubscriptionBus()
+    listen = ListenHandler(bus)
+
+    async def publish() -> None:
+        await bus.publish(ResourceUpdated(uri=PLAN_URI))
+
+    async def on_subscriptions_listen(ctx: Any, params: Any) -> Any:
+        # The SDK honours any URI and never tells of it; an unknown one is refused here.
+        for uri in params.notifications.resource_subscriptions or ():
+            _plan_uri(uri)
+        await plan.subscribe(bus, publish)  # one channel for every listen stream: the bus fans out
+        return await listen(ctx, params)
+
+    handlers["on_subscriptions_listen"] = on_subscriptions_listen
+    return handlers
 
 
 @contextmanager
