@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import PostgresSession
 from tests.test_cli import ENV, assert_usage_error, dsh_todo
 
