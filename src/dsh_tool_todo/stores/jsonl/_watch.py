@@ -14,7 +14,6 @@ dependency for them would weigh on every install of the web view.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ctypes
 import os
 import struct
@@ -78,6 +77,7 @@ class DirectoryWatch:
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self._fd: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._users = 0
         self._failed = False
         self._waiters: dict[str, set[asyncio.Event]] = {}
@@ -89,6 +89,10 @@ class DirectoryWatch:
 
     def start(self) -> bool:
         """Count one more user; ``False`` (and nothing counted) when the OS cannot watch."""
+        loop = asyncio.get_running_loop()
+        if self._fd is not None and self._loop is not loop:
+            # a watch left open on a loop that is gone: its reader would never run here
+            self._close()
         if self._fd is None:
             if self._failed:
                 return False
@@ -96,8 +100,8 @@ class DirectoryWatch:
             if fd is None:
                 self._failed = True
                 return False
-            self._fd = fd
-            asyncio.get_running_loop().add_reader(fd, self._readable)
+            self._fd, self._loop = fd, loop
+            loop.add_reader(fd, self._readable)
         self._users += 1
         return True
 
@@ -122,8 +126,9 @@ class DirectoryWatch:
     def _close(self) -> None:
         fd, self._fd, self._users = self._fd, None, 0
         if fd is not None:
-            with contextlib.suppress(RuntimeError):  # the loop is gone: nothing to remove from
-                asyncio.get_running_loop().remove_reader(fd)
+            loop, self._loop = self._loop, None
+            if loop is not None and not loop.is_closed():
+                loop.remove_reader(fd)
             os.close(fd)
         # whoever still waits must not wait on a watch that no longer exists
         self._wake_all(None)

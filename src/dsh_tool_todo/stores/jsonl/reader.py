@@ -18,6 +18,7 @@ import threading
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ...errors import InvalidLog, LogReplaced, SessionNotFound, UsageError
 from ...projection import PLAN_EVENTS, progress_of
@@ -33,6 +34,7 @@ SUFFIX = ".jsonl"
 POLL_INTERVAL = 0.025  # seconds between looks at a followed log (one stat call each)
 IN_LOOP_READ = 64 << 10  # new bytes read on the event loop; more are read in a worker thread
 WATCH_SAFETY = 5.0  # seconds a watched log waits, at most, before it is looked at anyway
+LIST_RESYNC = 60.0  # seconds between whole reads of a watched directory while a list is open
 LIST_INTERVAL = 0.5  # seconds between reads of an unwatchable directory while a list is open
 HEAD_READ = 64 << 10  # bytes at the head of a log where its link is looked for
 
@@ -91,8 +93,7 @@ class _Cached:
     working_on: str | None = None
 
 
-@dataclass(frozen=True)
-class _Entry:
+class _Entry(NamedTuple):  # a tuple: 10,000 of them are built per directory read
     """One log as the directory shows it: what the list sorts and what tells a change."""
 
     mtime: float
@@ -111,7 +112,8 @@ class JsonlReader:
 
     New lines are noticed through one watcher of the directory shared by every
     follower and list (inotify, on Linux): a followed log is looked at when it
-    changes, and every ``watch_safety`` seconds in case a change went unseen.
+    changes, and every ``watch_safety`` seconds in case a change went unseen (a
+    watched list reads the whole directory every ``list_resync`` seconds).
     Where the directory cannot be watched (or ``watch`` is false), each
     followed log is polled every ``poll_interval`` seconds (a ``stat`` call)
     and a list every ``list_interval`` seconds (a ``stat`` per log).
@@ -122,6 +124,7 @@ class JsonlReader:
     watch: bool = True
     watch_safety: float = WATCH_SAFETY
     list_interval: float = LIST_INTERVAL
+    list_resync: float = LIST_RESYNC
     _root: Path = field(init=False)
     _progress: dict[str, _Cached] = field(init=False, default_factory=dict)
     _progress_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
@@ -266,7 +269,7 @@ class JsonlReader:
             await asyncio.to_thread(self._reindex, None)
             while True:
                 if watch is not None and watch.active:
-                    timer = asyncio.get_running_loop().call_later(self.watch_safety, told, None)
+                    timer = asyncio.get_running_loop().call_later(self.list_resync, told, None)
                     try:
                         await wake.wait()
                     finally:
@@ -302,6 +305,10 @@ class JsonlReader:
                 }
                 self._index = fresh
             return changed
+        with self._progress_lock:
+            unknown = self._index is None
+        if unknown:  # closed under the watch (aclose): a part would hide the rest
+            return self._reindex(None)
         looked: dict[str, _Entry | None] = {}
         for file in files:
             if not file.endswith(SUFFIX) or file.startswith("."):

@@ -37,7 +37,7 @@ TYPE_SCAN = 2000
 """Rows a tail page filtered by type looks at, at most, per request; ``cursor`` goes on."""
 
 READ_ONLY = "-c default_transaction_read_only=on"
-LIST_INTERVAL = 0.5
+LIST_INTERVAL = 0.25
 """Seconds between looks at the summary table while a list is watched."""
 MARGIN = timedelta(seconds=5)
 """How far before the newest activity seen a look starts: a row's time is its transaction's
