@@ -170,14 +170,24 @@ class JsonlReader:
 
     def _scan(self) -> dict[str, _Entry]:
         found: dict[str, _Entry] = {}
+        cut = len(SUFFIX)
+        regular = stat.S_ISREG
         with os.scandir(self._root) as entries:
+            # The loop every list without a watch runs over the whole directory: the plain
+            # case (a short ASCII name of a regular file) is decided inline, the rest by _entry.
             for item in entries:
-                if not item.name.endswith(SUFFIX) or item.name.startswith("."):
+                file = item.name
+                if not file.endswith(SUFFIX) or file[0] == ".":
                     continue
-                name = item.name[: -len(SUFFIX)]
+                name = file[:-cut]
                 try:
                     link = item.stat(follow_symlinks=False)
                 except OSError:
+                    continue
+                if regular(link.st_mode) and name.isascii() and len(name) <= 250 and name:
+                    if "\\" not in name:  # a directory entry never holds "/" or NUL
+                        key = (link.st_ino, link.st_size, link.st_mtime_ns)
+                        found[name] = _Entry(link.st_mtime, key, item.path)
                     continue
                 entry = self._entry(name, item.path, link)
                 if entry is not None:
