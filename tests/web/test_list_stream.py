@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from dsh_tool_todo.stores.jsonl import JsonlSession
+from dsh_tool_todo.web._listhub import ListHub
 
 from .conftest import LiveServer, SseStream, plan_write, todo, write_log
 
@@ -110,3 +112,38 @@ def test_the_list_stream_takes_any_query(
     assert stream.response.status_code == 200
     assert stream.response.headers["content-type"].startswith("text/event-stream")
     assert stream.next().retry == 1000
+
+
+class CountingReader:
+    """A reader whose changes yield ``told`` sets, counting how many watches run."""
+
+    def __init__(self, told: list[frozenset[str]]) -> None:
+        self.told = told
+        self.opened = 0
+        self.closed = 0
+
+    async def changes(self) -> AsyncIterator[frozenset[str]]:
+        self.opened += 1
+        try:
+            for names in self.told:
+                await asyncio.sleep(0.05)
+                yield names
+            await asyncio.sleep(3600)
+        finally:
+            self.closed += 1
+
+
+def test_one_watch_serves_every_open_list_and_ends_with_the_last() -> None:
+    reader = CountingReader([frozenset({"agent-1"})])
+
+    async def go() -> tuple[bool, bool, int, int]:
+        hub = ListHub(reader)
+        async with hub.open("AGENT") as agents, hub.open("other") as others:
+            await asyncio.wait_for(agents.rung.wait(), 5)
+            await asyncio.sleep(0.1)
+            assert (reader.opened, reader.closed) == (1, 0)
+            rung = (agents.rung.is_set(), others.rung.is_set())
+        await asyncio.sleep(0.1)
+        return (*rung, reader.opened, reader.closed)
+
+    assert asyncio.run(go()) == (True, False, 1, 1)

@@ -52,8 +52,11 @@ class ListHub:
             yield handle
         finally:
             self._lists.discard(handle)
-            if not self._lists:
-                await self.aclose()
+            if not self._lists and self._task is not None:
+                # Not awaited: this runs as a client's stream is torn down, maybe cancelled
+                # itself; the task closes the reader's iterator on its way out.
+                self._task.cancel()
+                self._task = None
 
     async def aclose(self) -> None:
         task, self._task = self._task, None
