@@ -156,3 +156,30 @@ def test_without_a_watcher_a_follow_still_polls(tmp_path: Path) -> None:
         return seq
 
     assert run(go()) == 1
+
+
+def test_a_use_of_a_watch_whose_directory_went_never_ends_a_later_use(tmp_path: Path) -> None:
+    from dsh_tool_todo.stores.jsonl._watch import DirectoryWatch
+
+    directory = tmp_path / "logs"
+    directory.mkdir()
+    watch = DirectoryWatch(str(directory))
+
+    async def go() -> tuple[bool, bool]:
+        old = watch.start()
+        assert old is not None
+        directory.rmdir()  # the watch closes when the kernel says so
+        for _ in range(100):
+            if not watch.active:
+                break
+            await asyncio.sleep(0.02)
+        gone = not watch.active
+        directory.mkdir()
+        new = watch.start()
+        assert new is not None
+        old()  # the first user leaves late
+        still = watch.active
+        new()
+        return gone, still and not watch.active
+
+    assert run(go()) == (True, True)

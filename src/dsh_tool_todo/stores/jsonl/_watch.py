@@ -70,8 +70,8 @@ def _inotify() -> tuple[Callable[[int], int], Callable[[int, bytes, int], int]] 
 class DirectoryWatch:
     """The changes to the files of one directory, fanned out to waiters by file name.
 
-    Runs on one event loop; :meth:`start` and :meth:`stop` are counted, so the
-    descriptor is open while anyone uses it and closed after the last.
+    Runs on one event loop; uses are counted (:meth:`start` and the function it
+    returns), so the descriptor is open while anyone uses it and closed after the last.
     """
 
     def __init__(self, directory: str) -> None:
@@ -79,6 +79,7 @@ class DirectoryWatch:
         self._fd: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._users = 0
+        self._opened = 0  # descriptors opened so far: tells a user which one it counted on
         self._failed = False
         self._waiters: dict[str, set[asyncio.Event]] = {}
         self._listeners: set[Listener] = set()
@@ -87,28 +88,35 @@ class DirectoryWatch:
     def active(self) -> bool:
         return self._fd is not None
 
-    def start(self) -> bool:
-        """Count one more user; ``False`` (and nothing counted) when the OS cannot watch."""
+    def start(self) -> Callable[[], None] | None:
+        """Count one more user and return what ends its use; ``None`` (nothing counted)
+        when the OS cannot watch. Each descriptor opened counts its own users, so a user
+        of one that closed (its directory gone) never ends a later one's use."""
         loop = asyncio.get_running_loop()
         if self._fd is not None and self._loop is not loop:
             # a watch left open on a loop that is gone: its reader would never run here
             self._close()
         if self._fd is None:
             if self._failed:
-                return False
+                return None
             fd = self._open()
             if fd is None:
                 self._failed = True
-                return False
+                return None
             self._fd, self._loop = fd, loop
+            self._opened += 1
             loop.add_reader(fd, self._readable)
         self._users += 1
-        return True
+        opened = self._opened
 
-    def stop(self) -> None:
-        self._users -= 1
-        if self._users <= 0:
-            self._close()
+        def stop() -> None:
+            if opened != self._opened or self._fd is None:
+                return  # that descriptor is closed already
+            self._users -= 1
+            if self._users <= 0:
+                self._close()
+
+        return stop
 
     def _open(self) -> int | None:
         calls = _inotify()

@@ -260,7 +260,7 @@ class JsonlReader:
         ``list_interval`` seconds.
         """
         watch = self._watch()
-        watching = watch is not None and watch.start()
+        stop = None if watch is None else watch.start()
         pending: set[str] = set()
         everything = False
         wake = asyncio.Event()
@@ -273,7 +273,7 @@ class JsonlReader:
                 pending.update(names)
             wake.set()
 
-        forget = watch.listen(told) if watch is not None and watching else None
+        forget = watch.listen(told) if watch is not None and stop is not None else None
         self._index_users += 1
         try:
             await asyncio.to_thread(self._reindex, None)
@@ -297,8 +297,8 @@ class JsonlReader:
         finally:
             if forget is not None:
                 forget()
-            if watching and watch is not None:
-                watch.stop()
+            if stop is not None:
+                stop()
             self._index_users -= 1
             if self._index_users == 0:
                 self._index = None
@@ -372,10 +372,10 @@ class JsonlReader:
         if tail is None:
             raise _replaced(path)
         watch = self._watch()
-        watching = watch is not None and watch.start()
+        stop = None if watch is None else watch.start()
         changed = asyncio.Event()
         forgets = []
-        if watch is not None and watching:
+        if watch is not None and stop is not None:
             # a symlinked log changes under its target's name
             for file in {name + SUFFIX, os.path.basename(path)}:
                 forgets.append(watch.wait_on(file, changed))
@@ -385,8 +385,8 @@ class JsonlReader:
         finally:
             for forget in forgets:
                 forget()
-            if watching and watch is not None:
-                watch.stop()
+            if stop is not None:
+                stop()
 
     async def _follow(
         self, tail: _Tail, path: str, watch: DirectoryWatch | None, changed: asyncio.Event
