@@ -21,6 +21,7 @@ sys.path.insert(0, str(HERE))  # the sibling modules, also when run from elsewhe
 import bench_adapters  # noqa: E402
 import bench_calls  # noqa: E402
 import bench_durable  # noqa: E402
+import bench_fleet  # noqa: E402
 import bench_import  # noqa: E402
 import bench_instructions  # noqa: E402
 import bench_langchain  # noqa: E402
@@ -69,6 +70,7 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("langchain middleware", lambda: bench_langchain.rows(budget.per_pair)),
         ("web view", lambda: bench_web.rows(quick=budget is QUICK)),
         ("postgres store", lambda: bench_postgres.rows(quick=budget is QUICK)),
+        ("fleet list", lambda: bench_fleet.rows(quick=budget is QUICK)),
     ]
 
 

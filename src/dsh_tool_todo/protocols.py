@@ -186,6 +186,11 @@ class SessionSummary:
     name: str
     last_activity: float  # seconds since the epoch
     progress: Progress | None  # None when the log could not be read
+    # The parent session's key from the log's first ``session/link`` event (None: no link,
+    # or the log could not be read); a key the viewer cannot see is still given as is.
+    parent: str | None = None
+    last_seq: int | None = None  # the newest event's seq; None when the log could not be read
+    working_on: str | None = None  # the content of the first in_progress item, if any
 
 
 @dataclass(frozen=True)
@@ -245,6 +250,16 @@ class LogReader(Protocol):
     ) -> TailPage: ...
 
     async def snapshot(self, name: str) -> Snapshot: ...
+
+    def changes(self) -> AsyncIterator[frozenset[str]]:
+        """The names of sessions whose row in :meth:`sessions` may have changed, a set at a
+        time, as they change, forever: what a live list waits on instead of asking again.
+
+        One running iterator serves every open list of a viewer; while it runs,
+        :meth:`sessions` may answer from what it keeps. A reader that cannot
+        tell which sessions changed may yield every name it knows.
+        """
+        ...
 
     def follow(
         self, name: str, *, after: int, since: Snapshot | None = None

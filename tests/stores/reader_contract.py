@@ -283,6 +283,74 @@ class ReaderContract(abc.ABC):
         with pytest.raises(LogReplaced, match=r"\S"):  # a message that says which log
             run(follow())
 
+    # --- the list's summary and its changes -------------------------------------------
+
+    def test_a_summary_carries_the_first_links_parent_last_seq_and_item_in_progress(
+        self, run: Runner, reader: LogReader, write_raw: RawWriter, open_writer: Writer
+    ) -> None:
+        write_raw("child", {"seq": 0, "type": "session/link", "data": {"parent": "boss"}})
+        write_raw("child", {"seq": 1, "type": "session/link", "data": {"parent": "other"}})
+        working = {"todos": [*plan("A")["todos"], {"content": "B", "status": "in_progress"}]}
+        write_raw("child", {"seq": 2, "type": "todo/write", "data": working})
+        self.write(open_writer, "orphan", [("todo/write", plan("X"))])
+
+        rows = {row.name: row for row in run(reader.sessions("", 10))[0]}
+
+        assert (rows["child"].parent, rows["child"].last_seq) == ("boss", 2)
+        assert rows["child"].working_on == "B"
+        assert (rows["orphan"].parent, rows["orphan"].last_seq) == (None, 0)
+        assert rows["orphan"].working_on is None
+
+    def test_changes_name_the_sessions_appended_to_created_and_deleted(
+        self, run: Runner, reader: LogReader, open_writer: Writer, delete: Deleter
+    ) -> None:
+        self.write(open_writer, "quiet", [("todo/write", plan("Q"))])
+        self.write(open_writer, "busy", [("todo/write", plan("A"))])
+
+        async def watch() -> list[frozenset[str]]:
+            changes = reader.changes()
+            seen: list[frozenset[str]] = []
+            first = asyncio.ensure_future(anext(changes))
+            await asyncio.sleep(0.3)  # the watch is live
+            await asyncio.to_thread(self.write, open_writer, "busy", [("note", {})])
+            seen.append(await first)
+            rows = {row.name: row.last_seq for row in (await reader.sessions("", 10))[0]}
+            assert rows == {"quiet": 0, "busy": 1}
+            await asyncio.to_thread(self.write, open_writer, "new", [("turn/start", {})])
+            seen.append(await anext(changes))
+            await asyncio.to_thread(delete, "quiet")
+            seen.append(await anext(changes))
+            rows = {row.name: row.last_seq for row in (await reader.sessions("", 10))[0]}
+            assert rows == {"busy": 1, "new": 0}
+            await changes.aclose()
+            return seen
+
+        assert run(watch()) == [frozenset({"busy"}), frozenset({"new"}), frozenset({"quiet"})]
+
+    def test_a_session_deleted_and_written_again_under_changes_shows_its_new_log(
+        self, run: Runner, reader: LogReader, open_writer: Writer, delete: Deleter
+    ) -> None:
+        self.write(open_writer, "s", [("todo/write", plan("old")), ("note", {}), ("note", {})])
+
+        async def watch() -> tuple[int | None, str | None]:
+            changes = reader.changes()
+            first = asyncio.ensure_future(anext(changes))
+            await asyncio.sleep(0.3)
+            await asyncio.to_thread(delete, "s")
+            working = {"todos": [{"content": "new", "status": "in_progress"}]}
+            await asyncio.to_thread(self.write, open_writer, "s", [("todo/write", working)])
+            names = await first
+            assert names <= {"s"}
+            while True:  # the delete and the new log may be told apart or together
+                rows = (await reader.sessions("", 10))[0]
+                if rows and rows[0].last_seq == 0:
+                    break
+                await anext(changes)
+            await changes.aclose()
+            return rows[0].last_seq, rows[0].working_on
+
+        assert run(watch()) == (0, "new")
+
 
 class FileReaderContract(ReaderContract):
     """What a reader of logs kept in files promises besides: torn tails, rewrites in place."""

@@ -4,7 +4,9 @@
 It only answers ``GET`` (and ``HEAD``): nothing it serves can change a log.
 The wire format is this library's own, documented in ``docs/web.md``:
 
-- ``GET /api/sessions`` — the session list (name, last activity, progress);
+- ``GET /api/sessions`` — the session list (name, last activity, progress, parent);
+- ``GET /api/sessions/stream?q=TEXT`` — Server-Sent Events, one ``changed`` frame
+  when rows of the list filtered by ``q`` may have changed (the page then asks again);
 - ``GET /api/sessions/{name}/events?before=SEQ&limit=N`` — the history tail page,
   read from the end of the log;
 - ``GET /api/sessions/{name}/projection`` — the ``todos`` projection now;
@@ -21,6 +23,7 @@ only ever set as text by the page script.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import re
@@ -50,6 +53,7 @@ from ..protocols import Event, LogReader, Snapshot
 from ..stores import open_reader
 from ..stores.jsonl import JsonlReader
 from ..stores.owners import OwnerNameError, owner_key
+from ._listhub import ListHub
 from ._wire_stream import SEP as WIRE_SEP
 from ._wire_stream import WireStream, wire_format
 
@@ -58,6 +62,7 @@ OLD_TOKEN_COOKIE = "dsh_todo_token"  # before cookies were per port; accepted fo
 MAX_PAGE = 500  # events per tail page
 MAX_SESSIONS = 1000  # rows per session list
 MAX_REPLAY = 10_000  # events a resume may replay; a client further behind gets a snapshot
+LIST_GAP = 0.1  # seconds between two rings of one list stream: a busy fleet rings at most 10/s
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -376,11 +381,14 @@ def create_app(
         except OwnerNameError:
             return None
 
+    hub = ListHub(plans)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             yield
         finally:
+            await hub.aclose()
             await plans.aclose()
 
     def page(request: Request) -> Response:
@@ -398,6 +406,9 @@ def create_app(
                         "name": row.name,
                         "owner": owner_of(row.name),
                         "lastActivity": row.last_activity,
+                        "parent": row.parent,
+                        "lastSeq": row.last_seq,
+                        "workingOn": row.working_on,
                         "progress": None
                         if row.progress is None
                         else {
@@ -413,6 +424,20 @@ def create_app(
                 "limit": limit,
             }
         )
+
+    async def sessions_stream(request: Request) -> Response:
+        query = request.query_params.get("q", "")[:200]
+
+        async def frames() -> AsyncIterator[ServerSentEvent]:
+            yield ServerSentEvent(comment="dsh-todo session list stream", retry=retry_ms)
+            async with hub.open(query) as handle:
+                while True:
+                    await handle.rung.wait()
+                    handle.rung.clear()
+                    yield ServerSentEvent("{}", event="changed")
+                    await asyncio.sleep(LIST_GAP)
+
+        return EventSourceResponse(frames(), ping=ping, send_timeout=send_timeout)
 
     async def events(request: Request) -> Response:
         name = request.path_params["name"]
@@ -504,6 +529,7 @@ def create_app(
         Route("/", page, methods=["GET"]),
         Route("/s/{name}", page, methods=["GET"]),
         Route("/api/sessions", sessions, methods=["GET"]),
+        Route("/api/sessions/stream", sessions_stream, methods=["GET"]),
         Route("/api/sessions/{name}/events", events, methods=["GET"]),
         Route("/api/sessions/{name}/projection", projection, methods=["GET"]),
         Route("/api/sessions/{name}/stream", stream, methods=["GET"]),

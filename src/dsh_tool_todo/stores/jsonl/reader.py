@@ -10,23 +10,65 @@ the log's length.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import json
 import os
+import stat
 import threading
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ...errors import InvalidLog, LogReplaced, SessionNotFound, UsageError
-from ...projection import progress_of
+from ...projection import PLAN_EVENTS, progress_of
 from ...protocols import Progress, SessionSummary, Snapshot, TailPage
-from ._lines import Event
+from .._summary import LINK_EVENT_TYPE, working_on
+from ._lines import Event, open_log
 from ._tail import _Tail, read_snapshot, read_tail
+from ._watch import DirectoryWatch
 
 __all__ = ["JsonlReader"]
 
 SUFFIX = ".jsonl"
 POLL_INTERVAL = 0.025  # seconds between looks at a followed log (one stat call each)
 IN_LOOP_READ = 64 << 10  # new bytes read on the event loop; more are read in a worker thread
+WATCH_SAFETY = 5.0  # seconds a watched log waits, at most, before it is looked at anyway
+LIST_RESYNC = 60.0  # seconds between whole reads of a watched directory while a list is open
+LIST_INTERVAL = 0.5  # seconds between reads of an unwatchable directory while a list is open
+HEAD_READ = 64 << 10  # bytes at the head of a log where its link is looked for
+
+
+def _plain_name(name: str) -> bool:
+    if not name or name[0] == "." or "/" in name or "\\" in name or "\0" in name:
+        return False
+    # an ASCII name is addressable when short enough; others are encoded to tell
+    return len(name) <= 250 if name.isascii() else _addressable(name)
+
+
+def read_parent(path: str) -> str | None:
+    """The ``parent`` of the log's first ``session/link`` event, read from its head.
+
+    The link is recorded before the first ``todo/write`` or ``turn/start``, so
+    the search ends there (or after :data:`HEAD_READ` bytes): its cost does
+    not grow with the log. A line that is not an event ends it too; the readers
+    that show the log say what is wrong with it.
+    """
+    with open_log(path) as file:
+        head = file.read(HEAD_READ)
+    for line in head.split(b"\n")[:-1]:
+        try:
+            event = json.loads(line)
+            kind = event["type"]
+        except (ValueError, TypeError, KeyError):
+            return None
+        if kind == LINK_EVENT_TYPE:
+            data = event.get("data")
+            parent = data.get("parent") if isinstance(data, dict) else None
+            return parent if isinstance(parent, str) else None
+        if kind in PLAN_EVENTS:
+            return None
+    return None
 
 
 def _addressable(name: str) -> bool:
@@ -46,6 +88,17 @@ def _replaced(path: str) -> LogReplaced:
 class _Cached:
     key: tuple[int, int, int]  # inode, size, mtime_ns
     progress: Progress | None
+    parent: str | None = None
+    last_seq: int | None = None
+    working_on: str | None = None
+
+
+class _Entry(NamedTuple):  # a tuple: 10,000 of them are built per directory read
+    """One log as the directory shows it: what the list sorts and what tells a change."""
+
+    mtime: float
+    key: tuple[int, int, int]  # inode, size, mtime_ns
+    path: str
 
 
 @dataclass
@@ -55,15 +108,29 @@ class JsonlReader:
     This is the layout :class:`~dsh_tool_todo.stores.owners.OwnerRegistry`
     writes. Names that are not a plain file name, and files (or symlinks) that
     lead outside the directory or are not regular files, are refused as
-    unknown sessions. New lines are noticed by polling every ``poll_interval``
-    seconds (a stat call per followed log).
+    unknown sessions.
+
+    New lines are noticed through one watcher of the directory shared by every
+    follower and list (inotify, on Linux): a followed log is looked at when it
+    changes, and every ``watch_safety`` seconds in case a change went unseen (a
+    watched list reads the whole directory every ``list_resync`` seconds).
+    Where the directory cannot be watched (or ``watch`` is false), each
+    followed log is polled every ``poll_interval`` seconds (a ``stat`` call)
+    and a list every ``list_interval`` seconds (a ``stat`` per log).
     """
 
     directory: Path
     poll_interval: float = POLL_INTERVAL
+    watch: bool = True
+    watch_safety: float = WATCH_SAFETY
+    list_interval: float = LIST_INTERVAL
+    list_resync: float = LIST_RESYNC
     _root: Path = field(init=False)
     _progress: dict[str, _Cached] = field(init=False, default_factory=dict)
     _progress_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _watcher: DirectoryWatch | None = field(init=False, default=None)
+    _index: dict[str, _Entry] | None = field(init=False, default=None)
+    _index_users: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
@@ -73,12 +140,7 @@ class JsonlReader:
 
     def path_of(self, name: str) -> Path:
         """The log of session ``name``; :class:`SessionNotFound` if none, or it leads outside."""
-        if (
-            not name
-            or name.startswith(".")
-            or any(char in name for char in "/\\\0")
-            or not _addressable(name)
-        ):
+        if not _plain_name(name):
             raise SessionNotFound(name)
         try:
             real = (self._root / (name + SUFFIX)).resolve(strict=True)
@@ -88,6 +150,50 @@ class JsonlReader:
             raise SessionNotFound(name)
         return real
 
+    def _entry(self, name: str, path: str, link: os.stat_result | None) -> _Entry | None:
+        """The list's view of log ``name`` at ``path`` given its ``lstat`` (``None``: gone);
+        ``None`` when it is not a session the list shows."""
+        if link is None or not _plain_name(name):
+            return None
+        if stat.S_ISREG(link.st_mode):  # the common case: no path to resolve
+            info = link
+        elif stat.S_ISLNK(link.st_mode):
+            try:
+                real = self.path_of(name)
+                info = real.stat()
+            except (SessionNotFound, OSError):
+                return None
+            path = str(real)
+        else:
+            return None
+        return _Entry(info.st_mtime, (info.st_ino, info.st_size, info.st_mtime_ns), path)
+
+    def _scan(self) -> dict[str, _Entry]:
+        found: dict[str, _Entry] = {}
+        cut = len(SUFFIX)
+        regular = stat.S_ISREG
+        with os.scandir(self._root) as entries:
+            # The loop every list without a watch runs over the whole directory: the plain
+            # case (a short ASCII name of a regular file) is decided inline, the rest by _entry.
+            for item in entries:
+                file = item.name
+                if not file.endswith(SUFFIX) or file[0] == ".":
+                    continue
+                name = file[:-cut]
+                try:
+                    link = item.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if regular(link.st_mode) and name.isascii() and len(name) <= 250 and name:
+                    if "\\" not in name:  # a directory entry never holds "/" or NUL
+                        key = (link.st_ino, link.st_size, link.st_mtime_ns)
+                        found[name] = _Entry(link.st_mtime, key, item.path)
+                    continue
+                entry = self._entry(name, item.path, link)
+                if entry is not None:
+                    found[name] = entry
+        return found
+
     async def sessions(self, query: str, limit: int) -> tuple[list[SessionSummary], int]:
         return await asyncio.to_thread(self._locked_sessions, query, limit)
 
@@ -96,41 +202,147 @@ class JsonlReader:
             return self._sessions(query, limit)
 
     def _sessions(self, query: str, limit: int) -> tuple[list[SessionSummary], int]:
-        found: list[tuple[float, str, Path, os.stat_result]] = []
+        # While a list is watched the index is kept current by the watcher: no directory read.
+        index = self._index if self._index is not None else self._scan()
         needle = query.casefold()
-        with os.scandir(self._root) as entries:
-            for entry in entries:
-                if not entry.name.endswith(SUFFIX) or entry.name.startswith("."):
-                    continue
-                name = entry.name[: -len(SUFFIX)]
-                if needle and needle not in name.casefold():
-                    continue
-                try:
-                    path = self.path_of(name)
-                    info = path.stat()
-                except (SessionNotFound, OSError):
-                    continue
-                found.append((info.st_mtime, name, path, info))
-        found.sort(key=lambda row: (-row[0], row[1]))
-        rows = [
-            SessionSummary(name, mtime, self._cached_progress(name, path, info))
-            for mtime, name, path, info in found[:limit]
+        found = [
+            (entry.mtime, name, entry)
+            for name, entry in index.items()
+            if not needle or needle in name.casefold()
         ]
-        live = {row.name for row in rows}
-        for stale in [name for name in self._progress if name not in live]:
-            del self._progress[stale]
+        top = heapq.nsmallest(limit, found, key=lambda row: (-row[0], row[1]))
+        rows = [self._summary(name, entry) for _, name, entry in top]
+        if len(self._progress) > 2 * max(limit, len(rows)):
+            for stale in [name for name in self._progress if name not in index]:
+                del self._progress[stale]
         return rows, len(found)
 
-    def _cached_progress(self, name: str, path: Path, info: os.stat_result) -> Progress | None:
-        key = (info.st_ino, info.st_size, info.st_mtime_ns)
+    def _summary(self, name: str, entry: _Entry) -> SessionSummary:
         cached = self._progress.get(name)
-        if cached is None or cached.key != key:
+        if cached is None or cached.key != entry.key:
             try:
-                progress: Progress | None = progress_of(read_snapshot(str(path)).deciding)
+                snapshot = read_snapshot(entry.path)
+                parent = read_parent(entry.path)
             except (OSError, InvalidLog):
-                progress = None
-            cached = self._progress[name] = _Cached(key, progress)
-        return cached.progress
+                cached = _Cached(entry.key, None)
+            else:
+                cached = _Cached(
+                    entry.key,
+                    progress_of(snapshot.deciding),
+                    parent,
+                    snapshot.last_seq,
+                    working_on(snapshot.deciding),
+                )
+            self._progress[name] = cached
+        return SessionSummary(
+            name,
+            entry.mtime,
+            cached.progress,
+            parent=cached.parent,
+            last_seq=cached.last_seq,
+            working_on=cached.working_on,
+        )
+
+    def _watch(self) -> DirectoryWatch | None:
+        if not self.watch:
+            return None
+        if self._watcher is None:
+            self._watcher = DirectoryWatch(str(self._root))
+        return self._watcher
+
+    async def changes(self) -> AsyncIterator[frozenset[str]]:
+        """The names of sessions whose list row may have changed (appended to, created,
+        deleted, replaced), a set at a time, as they change; forever.
+
+        While one runs, :meth:`sessions` answers from an index of the directory
+        kept by it, so a list costs no directory read. Reads only what the
+        shared watcher names; where there is none, reads the directory every
+        ``list_interval`` seconds.
+        """
+        watch = self._watch()
+        stop = None if watch is None else watch.start()
+        pending: set[str] = set()
+        everything = False
+        wake = asyncio.Event()
+
+        def told(names: frozenset[str] | None) -> None:
+            nonlocal everything
+            if names is None:
+                everything = True
+            else:
+                pending.update(names)
+            wake.set()
+
+        forget = watch.listen(told) if watch is not None and stop is not None else None
+        self._index_users += 1
+        try:
+            await asyncio.to_thread(self._reindex, None)
+            while True:
+                if watch is not None and watch.active:
+                    timer = asyncio.get_running_loop().call_later(self.list_resync, told, None)
+                    try:
+                        await wake.wait()
+                    finally:
+                        timer.cancel()
+                else:
+                    await asyncio.sleep(self.list_interval)
+                    everything = True
+                wake.clear()
+                names: set[str] | None = None if everything else pending.copy()
+                pending.clear()
+                everything = False
+                changed = await asyncio.to_thread(self._reindex, names)
+                if changed:
+                    yield frozenset(changed)
+        finally:
+            if forget is not None:
+                forget()
+            if stop is not None:
+                stop()
+            self._index_users -= 1
+            if self._index_users == 0:
+                self._index = None
+
+    def _reindex(self, files: set[str] | None) -> set[str]:
+        """Bring the index up to date for ``files`` (file names; ``None``: the whole
+        directory) and say which sessions changed."""
+        if files is None:
+            fresh = self._scan()
+            with self._progress_lock:
+                old = self._index or {}
+                changed = {
+                    name for name in fresh.keys() | old.keys() if fresh.get(name) != old.get(name)
+                }
+                self._index = fresh
+            return changed
+        with self._progress_lock:
+            unknown = self._index is None
+        if unknown:  # closed under the watch (aclose): a part would hide the rest
+            return self._reindex(None)
+        looked: dict[str, _Entry | None] = {}
+        for file in files:
+            if not file.endswith(SUFFIX) or file.startswith("."):
+                continue
+            name = file[: -len(SUFFIX)]
+            path = os.path.join(self._root, file)
+            try:
+                link: os.stat_result | None = os.lstat(path)
+            except OSError:
+                link = None
+            looked[name] = self._entry(name, path, link)
+        with self._progress_lock:
+            index = self._index if self._index is not None else {}
+            changed = set()
+            for name, entry in looked.items():
+                if index.get(name) == entry:
+                    continue
+                changed.add(name)
+                if entry is None:
+                    index.pop(name, None)
+                else:
+                    index[name] = entry
+            self._index = index
+        return changed
 
     async def tail(
         self,
@@ -159,12 +371,41 @@ class JsonlReader:
             tail = await asyncio.to_thread(_Tail.after_seq, path, after)
         if tail is None:
             raise _replaced(path)
+        watch = self._watch()
+        stop = None if watch is None else watch.start()
+        changed = asyncio.Event()
+        forgets = []
+        if watch is not None and stop is not None:
+            # a symlinked log changes under its target's name
+            for file in {name + SUFFIX, os.path.basename(path)}:
+                forgets.append(watch.wait_on(file, changed))
+        try:
+            async for event in self._follow(tail, path, watch, changed):
+                yield event
+        finally:
+            for forget in forgets:
+                forget()
+            if stop is not None:
+                stop()
+
+    async def _follow(
+        self, tail: _Tail, path: str, watch: DirectoryWatch | None, changed: asyncio.Event
+    ) -> AsyncIterator[Event]:
+        loop = asyncio.get_running_loop()
         while True:
+            changed.clear()  # before the look: a change after it sets the event again
             new = tail.look()
             if new is None:
                 raise _replaced(path)
             if new == 0:
-                await asyncio.sleep(self.poll_interval)
+                if watch is not None and watch.active:
+                    timer = loop.call_later(self.watch_safety, changed.set)
+                    try:
+                        await changed.wait()
+                    finally:
+                        timer.cancel()
+                else:
+                    await asyncio.sleep(self.poll_interval)
                 continue
             # a few appends: cheaper than a thread hop
             events = tail.read() if new <= IN_LOOP_READ else await asyncio.to_thread(tail.read)
@@ -175,3 +416,4 @@ class JsonlReader:
 
     async def aclose(self) -> None:
         self._progress.clear()
+        self._index = None

@@ -29,7 +29,110 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE type IN ('{EVENT_TYPE}', '{TURN_START}')
     """,
 )
-SCHEMA_VERSION = len(MIGRATIONS)
+SUMMARY = "dsh_todo_sessions"
+"""One row per session, kept by triggers on the events table: what the session list reads."""
+LINK_EVENT_TYPE = "session/link"  # contract.LINK_EVENT_TYPE: the sub-agent link (issue 21)
+
+_FIRST_PARENT = (
+    f"(SELECT l.data->>'parent' FROM {TABLE} AS l WHERE l.session_id = e.session_id "
+    f"AND l.type = '{LINK_EVENT_TYPE}' AND json_typeof(l.data->'parent') = 'string' "
+    "ORDER BY l.seq LIMIT 1)"
+)
+# Whole statements, each run as it is: the trigger bodies hold semicolons of their own.
+SUMMARY_MIGRATION: tuple[str, ...] = (
+    f"""
+    CREATE TABLE IF NOT EXISTS {SUMMARY} (
+        session_id text PRIMARY KEY,
+        last_seq bigint NOT NULL,
+        last_at timestamptz NOT NULL,
+        parent text
+    )
+    """,
+    f"CREATE INDEX IF NOT EXISTS {SUMMARY}_recent ON {SUMMARY} (last_at DESC, session_id)",
+    # An append upserts its session's row; the parent is the first link's, kept once set.
+    f"""
+    CREATE OR REPLACE FUNCTION {SUMMARY}_append() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO {SUMMARY} AS s (session_id, last_seq, last_at, parent)
+        VALUES (NEW.session_id, NEW.seq, NEW.recorded_at,
+            CASE WHEN NEW.type = '{LINK_EVENT_TYPE}'
+                AND json_typeof(NEW.data->'parent') = 'string'
+            THEN NEW.data->>'parent' END)
+        ON CONFLICT (session_id) DO UPDATE SET
+            last_seq = GREATEST(s.last_seq, EXCLUDED.last_seq),
+            last_at = GREATEST(s.last_at, EXCLUDED.last_at),
+            parent = COALESCE(s.parent, EXCLUDED.parent);
+        RETURN NULL;
+    END $$
+    """,
+    # Rows deleted or changed by hand (a session deleted, a foreign UPDATE): the sessions
+    # they touched are summed up again from what is left.
+    f"""
+    CREATE OR REPLACE FUNCTION {SUMMARY}_resum(ids text[]) RETURNS void LANGUAGE sql AS $$
+        DELETE FROM {SUMMARY} WHERE session_id = ANY(ids);
+        INSERT INTO {SUMMARY} (session_id, last_seq, last_at, parent)
+        SELECT e.session_id, max(e.seq), max(e.recorded_at), {_FIRST_PARENT}
+        FROM {TABLE} AS e WHERE e.session_id = ANY(ids) GROUP BY e.session_id;
+    $$
+    """,
+    f"""
+    CREATE OR REPLACE FUNCTION {SUMMARY}_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM {SUMMARY}_resum(ARRAY(SELECT DISTINCT session_id FROM gone));
+        RETURN NULL;
+    END $$
+    """,
+    f"""
+    CREATE OR REPLACE FUNCTION {SUMMARY}_update() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM {SUMMARY}_resum(ARRAY(
+            SELECT session_id FROM gone UNION SELECT session_id FROM came));
+        RETURN NULL;
+    END $$
+    """,
+    f"""
+    CREATE OR REPLACE FUNCTION {SUMMARY}_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        TRUNCATE {SUMMARY};
+        RETURN NULL;
+    END $$
+    """,
+    f"DROP TRIGGER IF EXISTS {SUMMARY}_append ON {TABLE}",
+    f"""
+    CREATE TRIGGER {SUMMARY}_append AFTER INSERT ON {TABLE}
+    FOR EACH ROW EXECUTE FUNCTION {SUMMARY}_append()
+    """,
+    f"DROP TRIGGER IF EXISTS {SUMMARY}_delete ON {TABLE}",
+    f"""
+    CREATE TRIGGER {SUMMARY}_delete AFTER DELETE ON {TABLE}
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION {SUMMARY}_delete()
+    """,
+    f"DROP TRIGGER IF EXISTS {SUMMARY}_update ON {TABLE}",
+    f"""
+    CREATE TRIGGER {SUMMARY}_update AFTER UPDATE ON {TABLE}
+    REFERENCING OLD TABLE AS gone NEW TABLE AS came
+    FOR EACH STATEMENT EXECUTE FUNCTION {SUMMARY}_update()
+    """,
+    f"DROP TRIGGER IF EXISTS {SUMMARY}_truncate ON {TABLE}",
+    f"""
+    CREATE TRIGGER {SUMMARY}_truncate AFTER TRUNCATE ON {TABLE}
+    FOR EACH STATEMENT EXECUTE FUNCTION {SUMMARY}_truncate()
+    """,
+    # Existing sessions, once. The triggers above hold the table's SHARE ROW EXCLUSIVE
+    # lock until this transaction ends, so no append slips between the two.
+    f"""
+    INSERT INTO {SUMMARY} (session_id, last_seq, last_at, parent)
+    SELECT e.session_id, max(e.seq), max(e.recorded_at), {_FIRST_PARENT}
+    FROM {TABLE} AS e GROUP BY e.session_id
+    ON CONFLICT (session_id) DO NOTHING
+    """,
+)
+MIGRATIONS_BY_STATEMENT: tuple[tuple[str, ...], ...] = (
+    tuple(part for part in MIGRATIONS[0].split(";") if part.strip()),
+    SUMMARY_MIGRATION,
+)
+"""Each migration as the statements to run, in order (``MIGRATIONS`` holds the first as text)."""
+SCHEMA_VERSION = len(MIGRATIONS_BY_STATEMENT)
 
 BEGIN = "BEGIN"
 INSERT = (
@@ -54,6 +157,20 @@ LAST_SEQ = f"SELECT max(seq) FROM {TABLE} WHERE session_id = %s"
 LIST = (
     f"SELECT session_id, count(*), max(recorded_at) FROM {TABLE} "
     "GROUP BY session_id ORDER BY max(recorded_at) DESC, session_id"
+)
+LIST_SUMMARY = (
+    f"SELECT session_id, last_seq, last_at, parent FROM {SUMMARY} ORDER BY last_at DESC, session_id"
+)
+# The schema version, and the events table named (never scanned: a false filter), so a
+# database whose table is gone says so rather than listing a summary left behind.
+LIST_READY = (
+    f"SELECT (SELECT max(version) FROM {VERSION_TABLE}), EXISTS (SELECT 1 FROM {TABLE} WHERE false)"
+)
+# The sessions active since a time, and how many there are: what a watched list polls
+# (an index range on last_at, and an index-only count; never the events table).
+RECENT_SUMMARY = (
+    f"SELECT session_id, last_seq, last_at FROM {SUMMARY} WHERE last_at > %s "
+    f"UNION ALL SELECT NULL, count(*), NULL FROM {SUMMARY}"
 )
 DELETE = f"DELETE FROM {TABLE} WHERE session_id = %s"
 VERSION_DDL = (

@@ -56,10 +56,11 @@ def setup(conninfo_or_pool: Source) -> int:
             current = (row[0] if row else None) or 0
             if current > _sql.SCHEMA_VERSION:
                 check_version(where, current)
-            for version, ddl in enumerate(_sql.MIGRATIONS[current:], current + 1):
-                for statement in ddl.split(";"):
-                    if statement.strip():
-                        conn.execute(statement.encode())
+            for version, statements in enumerate(
+                _sql.MIGRATIONS_BY_STATEMENT[current:], current + 1
+            ):
+                for statement in statements:
+                    conn.execute(statement.encode())
                 conn.execute(_sql.RECORD_VERSION, (version,))
     except PoolTimeout as error:
         raise unavailable(where, error) from None

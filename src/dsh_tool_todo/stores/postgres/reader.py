@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Collection
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -15,10 +17,12 @@ from ...errors import InvalidLog, LogReplaced, SessionNotFound, UsageError
 from ...listeners import Event
 from ...projection import PLAN_EVENTS, checked_deciding, progress_of
 from ...protocols import Progress, SessionSummary, Snapshot, TailPage
+from .._summary import working_on
 from . import _sql
 from ._core import (
     PostgresStoreError,
     check_session_id,
+    check_version,
     decode_row,
     server_name,
     through_seq,
@@ -33,6 +37,11 @@ TYPE_SCAN = 2000
 """Rows a tail page filtered by type looks at, at most, per request; ``cursor`` goes on."""
 
 READ_ONLY = "-c default_transaction_read_only=on"
+LIST_INTERVAL = 0.25
+"""Seconds between looks at the summary table while a list is watched."""
+MARGIN = timedelta(seconds=5)
+"""How far before the newest activity seen a look starts: a row's time is its transaction's
+start, so a transaction that commits late still falls inside the next look."""
 
 _TYPED_TAIL = sql.SQL(
     "WITH w AS (SELECT seq, type, data FROM {table} WHERE session_id = %(sid)s "
@@ -55,6 +64,20 @@ _SNAPSHOT = sql.SQL(
     "WHERE session_id = %s ORDER BY seq DESC LIMIT 1) AS n ON true "
     "LEFT JOIN LATERAL ({deciding}) AS d ON true"
 ).format(table=sql.Identifier(_sql.TABLE), deciding=_sql.latest_query(PLAN_EVENTS))
+
+# The deciding event of each of several sessions, in one statement (the partial index each).
+_DECIDING_OF = sql.SQL(
+    "SELECT n.sid, d.seq, d.type, d.data FROM unnest(%s::text[]) AS n(sid) "
+    "LEFT JOIN LATERAL ({deciding}) AS d ON true"
+).format(
+    deciding=sql.SQL(
+        "SELECT seq, type, data::text AS data FROM {table} WHERE session_id = n.sid "
+        "AND type IN ({types}) ORDER BY seq DESC LIMIT 1"
+    ).format(
+        table=sql.Identifier(_sql.TABLE),
+        types=sql.SQL(", ").join(sql.Literal(t) for t in sorted(PLAN_EVENTS)),
+    )
+)
 
 _ROW_AT = sql.SQL(
     "SELECT xmin::text::bigint, type, data::text FROM {table} WHERE session_id = %s AND seq = %s"
@@ -90,13 +113,17 @@ class PostgresReader:
     addressed (not printable, too long) is left out of the list.
     """
 
-    def __init__(self, conninfo: str, *, pool_size: int = 4) -> None:
+    def __init__(
+        self, conninfo: str, *, pool_size: int = 4, list_interval: float = LIST_INTERVAL
+    ) -> None:
         self.conninfo = conninfo
+        self.list_interval = list_interval
         self.where = server_name(conninfo)
         self._options = read_only_options(conninfo)
         self._pool_size = pool_size
         self._pool: APool | None = None
-        self._progress: dict[str, tuple[tuple[int, float], Progress | None]] = {}
+        # per session: the last seq its figures were read at, its progress, its item in progress
+        self._progress: dict[str, tuple[int, Progress | None, str | None]] = {}
 
     async def _source(self) -> APool:
         if self._pool is None:
@@ -138,25 +165,90 @@ class PostgresReader:
             raise SessionNotFound(name) from None
 
     async def sessions(self, query: str, limit: int) -> tuple[list[SessionSummary], int]:
-        rows = await self._rows(_sql.LIST, ())
+        # The summary table (one row per session, kept by triggers): never the events table.
+        await self._ready()
+        rows = await self._rows(_sql.LIST_SUMMARY, ())
         needle = query.casefold()
         found = [row for row in rows if _addressable(row[0]) and needle in row[0].casefold()]
-        result = []
-        for name, events, last_activity in found[:limit]:
-            stamp = last_activity.timestamp()
-            key = (int(events), stamp)
-            cached = self._progress.get(name)
-            if cached is None or cached[0] != key:
+        top = found[:limit]
+        stale = [
+            name
+            for name, last_seq, _, _ in top
+            if (cached := self._progress.get(name)) is None or cached[0] != last_seq
+        ]
+        if stale:  # the deciding events of every changed row, in one statement
+            decided = await self._rows(_DECIDING_OF, (stale,))
+            for name, *deciding in decided:
+                summary: tuple[Progress | None, str | None]
                 try:
-                    progress: Progress | None = progress_of((await self._snapshot(name)).deciding)
-                except (InvalidLog, SessionNotFound):
-                    progress = None
-                cached = self._progress[name] = (key, progress)
-            result.append(SessionSummary(name, stamp, cached[1]))
-        listed = {row.name for row in result}
-        for gone in [name for name in self._progress if name not in listed]:
-            del self._progress[gone]
+                    event = None if deciding[0] is None else decode_row(name, *deciding)
+                    checked = None if event is None else checked_deciding(event, name)
+                    summary = (progress_of(checked), working_on(checked))
+                except InvalidLog:
+                    summary = (None, None)
+                last_seq = next(row[1] for row in top if row[0] == name)
+                self._progress[name] = (last_seq, *summary)
+        result = []
+        for name, last_seq, last_at, parent in top:
+            _, progress, doing = self._progress.get(name, (last_seq, None, None))
+            result.append(
+                SessionSummary(
+                    name,
+                    last_at.timestamp(),
+                    progress,
+                    parent=parent,
+                    last_seq=last_seq,
+                    working_on=doing,
+                )
+            )
+        if len(self._progress) > 2 * max(limit, len(result)):
+            listed = {row[0] for row in rows}
+            for gone in [name for name in self._progress if name not in listed]:
+                del self._progress[gone]
         return result, len(found)
+
+    async def changes(self) -> AsyncIterator[frozenset[str]]:
+        """Sessions whose row changed, found by polling the summary table every
+        ``list_interval`` seconds: the sessions active since the last look (an index
+        range), and a whole look when the count says one went away."""
+        await self._ready()
+        known: dict[str, int] = {row[0]: row[1] for row in await self._rows(_sql.LIST_SUMMARY, ())}
+        since = await self._now()
+        while True:
+            await asyncio.sleep(self.list_interval)
+            rows = await self._rows(_sql.RECENT_SUMMARY, (since - MARGIN,))
+            count = next(row[1] for row in rows if row[0] is None)
+            changed = set()
+            for name, last_seq, last_at in rows:
+                if name is None:
+                    continue
+                since = max(since, last_at)
+                if known.get(name) != last_seq:
+                    known[name] = last_seq
+                    changed.add(name)
+            if count != len(known):  # deleted (or recreated unseen): look at every row
+                fresh = {row[0]: row[1] for row in await self._rows(_sql.LIST_SUMMARY, ())}
+                changed.update(
+                    name
+                    for name in fresh.keys() | known.keys()
+                    if fresh.get(name) != known.get(name)
+                )
+                known = fresh
+            changed = {name for name in changed if _addressable(name)}
+            if changed:
+                yield frozenset(changed)
+
+    async def _ready(self) -> None:
+        """Raise what to run when the schema has no summary table yet (or no table at all)."""
+        version = (await self._rows(_sql.LIST_READY, ()))[0][0]
+        try:
+            check_version(self.where, version)
+        except PostgresStoreError as error:
+            raise _typed(error) from None
+
+    async def _now(self) -> datetime:
+        moment: datetime = (await self._rows("SELECT now()", ()))[0][0]
+        return moment
 
     async def tail(
         self,

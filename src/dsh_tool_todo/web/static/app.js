@@ -5,7 +5,6 @@
 const GLYPHS = { pending: "☐", in_progress: "►", completed: "☑" };
 const STATUS_WORDS = { pending: "pending", in_progress: "in progress", completed: "completed" };
 const MAX_CALLS = 50;
-const LIST_REFRESH_MS = 1500;
 const PLAN_EVENTS = "todo/write,turn/start";
 // C0 and C1 controls, DEL, bidi embeddings, overrides, isolates and marks, the BOM.
 const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g;
@@ -116,15 +115,24 @@ function sessionList() {
       list,
     ]),
   );
-  let timer = 0;
+  // The list is asked for once, then again each time the server's list stream rings (a
+  // change to a matching session) and on each (re)connect of that stream: no polling.
   let generation = 0;
+  let asking = false;
+  let again = false;
+  let shown = [];
   async function refresh() {
-    clearTimeout(timer);
+    if (asking) {
+      again = true;
+      return;
+    }
+    asking = true;
     const mine = ++generation;
     try {
       const query = new URLSearchParams({ q: filter.value, limit: "200" });
       const page = await getJSON(`/api/sessions?${query}`);
       if (mine !== generation) return;
+      shown = page.sessions;
       list.replaceChildren(...page.sessions.map(safeSessionRow));
       count.textContent =
         page.total > page.sessions.length
@@ -135,14 +143,42 @@ function sessionList() {
           el("li", { className: "empty", text: filter.value ? "No session matches." : "No sessions yet." }),
         );
       }
-      setConnection("live", "");
+      if (!source || source.readyState === EventSource.OPEN) setConnection("live", "");
     } catch (error) {
       setConnection("down", `cannot reach the server (${error.message})`);
+    } finally {
+      asking = false;
+      if (again) {
+        again = false;
+        refresh();
+      }
     }
-    timer = setTimeout(refresh, LIST_REFRESH_MS);
   }
-  filter.addEventListener("input", refresh);
+  let source = null;
+  function listen() {
+    source?.close();
+    source = new EventSource(`/api/sessions/stream?${new URLSearchParams({ q: filter.value })}`);
+    source.addEventListener("open", refresh); // whatever changed while it was away
+    source.addEventListener("changed", refresh);
+    source.addEventListener("error", () => {
+      if (source.readyState !== EventSource.OPEN) setConnection("down", "reconnecting…");
+    });
+  }
+  // "n s ago" moves on without asking the server.
+  setInterval(() => {
+    const rows = list.querySelectorAll(".session .when");
+    rows.forEach((node, index) => {
+      if (shown[index]) node.textContent = ago(shown[index].lastActivity);
+    });
+  }, 5000);
+  let typing = 0;
+  filter.addEventListener("input", () => {
+    refresh();
+    clearTimeout(typing);
+    typing = setTimeout(listen, 300);
+  });
   refresh();
+  listen();
 }
 
 // One row the page cannot draw (a name no address can carry) is shown as it is, not linked,

@@ -1,0 +1,185 @@
+"""The JSONL reader's list under a hostile directory: the shared watcher, and without one."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
+
+WITHIN = 20.0
+
+
+def line(seq: int, kind: str, data: object) -> bytes:
+    return json.dumps({"seq": seq, "type": kind, "data": data}).encode() + b"\n"
+
+
+def write(path: Path, *lines: bytes) -> None:
+    with path.open("ab") as log:
+        log.write(b"".join(lines))
+
+
+PLAN = {"todos": [{"content": "A", "status": "in_progress"}]}
+
+
+def run(coro: object) -> object:
+    return asyncio.run(asyncio.wait_for(coro, WITHIN))  # type: ignore[arg-type]
+
+
+async def until_listed(reader: JsonlReader, want: int) -> int:
+    changes = reader.changes()
+    try:
+        while (await reader.sessions("", 1))[1] != want:
+            await anext(changes)
+        return want
+    finally:
+        await changes.aclose()
+
+
+@pytest.mark.parametrize("watch", [True, False], ids=["watched", "polled"])
+def test_ten_thousand_logs_appearing_at_once_are_all_listed(tmp_path: Path, watch: bool) -> None:
+    reader = JsonlReader(tmp_path, watch=watch, list_interval=0.05)
+    body = line(0, "todo/write", PLAN)
+
+    async def go() -> int:
+        changes = reader.changes()
+        first = asyncio.ensure_future(anext(changes))
+        await asyncio.sleep(0.3)
+        for number in range(10_000):  # faster than a watcher's queue drains: it may overflow
+            (tmp_path / f"s{number:05}.jsonl").write_bytes(body)
+        await first
+        while (await reader.sessions("", 5))[1] != 10_000:
+            await anext(changes)
+        rows, _ = await reader.sessions("", 5)
+        assert all(row.working_on == "A" for row in rows)
+        await changes.aclose()
+        return 10_000
+
+    assert run(go()) == 10_000
+
+
+def test_hostile_file_names_are_listed_as_written_or_left_out(tmp_path: Path) -> None:
+    body = line(0, "todo/write", PLAN)
+    listed = [
+        "new\nline",
+        "<img src=x onerror=alert(1)>&amp;",
+        "bidi\u202eevil",
+        "spa ce",
+        "stream",
+    ]
+    for name in listed:
+        (tmp_path / f"{name}.jsonl").write_bytes(body)
+    (tmp_path / ".hidden.jsonl").write_bytes(body)
+    (tmp_path / "back\\slash.jsonl").write_bytes(body)
+    os.close(os.open(os.fsencode(tmp_path) + b"/bad\xff.jsonl", os.O_CREAT | os.O_WRONLY))
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
+    outside.write_bytes(body)
+    (tmp_path / "escape.jsonl").symlink_to(outside)
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    reader = JsonlReader(tmp_path)
+
+    async def both() -> tuple[set[str], set[str]]:
+        plain = {row.name for row in (await reader.sessions("", 100))[0]}
+        changes = reader.changes()
+        first = asyncio.ensure_future(anext(changes))
+        await asyncio.sleep(0.3)
+        write(tmp_path / "new\nline.jsonl", line(1, "note", {}))
+        assert await first == frozenset({"new\nline"})
+        watched = {row.name for row in (await reader.sessions("", 100))[0]}
+        await changes.aclose()
+        return plain, watched
+
+    plain, watched = run(both())  # type: ignore[misc]
+    assert plain == watched == set(listed)
+
+
+def test_a_torn_tail_under_a_watched_list_keeps_the_last_whole_plan(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    write(path, line(0, "todo/write", PLAN))
+    reader = JsonlReader(tmp_path)
+    torn = line(1, "todo/write", {"todos": []})[:20]
+
+    async def go() -> tuple[object, object]:
+        changes = reader.changes()
+        first = asyncio.ensure_future(anext(changes))
+        await asyncio.sleep(0.3)
+        write(path, torn)
+        await first
+        (during,) = (await reader.sessions("", 5))[0]
+        write(path, line(1, "todo/write", {"todos": []})[20:])
+        await anext(changes)
+        (after,) = (await reader.sessions("", 5))[0]
+        await changes.aclose()
+        return (during.last_seq, during.working_on), (after.last_seq, after.working_on)
+
+    assert run(go()) == ((0, "A"), (1, None))
+
+
+def test_a_follow_is_woken_by_the_watcher_not_by_polling(tmp_path: Path) -> None:
+    with JsonlSession(tmp_path / "s.jsonl") as log:
+        log.append("turn/start", {})
+    reader = JsonlReader(tmp_path, poll_interval=3600, watch_safety=3600)
+
+    async def go() -> float:
+        events = reader.follow("s", after=0)
+        waiting = asyncio.ensure_future(anext(events))
+        await asyncio.sleep(0.3)
+        began = time.monotonic()
+        with JsonlSession(tmp_path / "s.jsonl") as log:
+            log.append("todo/write", PLAN)
+        event = await waiting
+        assert event["seq"] == 1
+        await events.aclose()
+        return time.monotonic() - began
+
+    assert run(go()) < 5.0  # polling alone would take an hour
+
+
+def test_without_a_watcher_a_follow_still_polls(tmp_path: Path) -> None:
+    with JsonlSession(tmp_path / "s.jsonl") as log:
+        log.append("turn/start", {})
+    reader = JsonlReader(tmp_path, watch=False, poll_interval=0.01, watch_safety=3600)
+
+    async def go() -> int:
+        events = reader.follow("s", after=0)
+        waiting = asyncio.ensure_future(anext(events))
+        await asyncio.sleep(0.2)
+        with JsonlSession(tmp_path / "s.jsonl") as log:
+            log.append("todo/write", PLAN)
+        seq: int = (await waiting)["seq"]
+        await events.aclose()
+        return seq
+
+    assert run(go()) == 1
+
+
+def test_a_use_of_a_watch_whose_directory_went_never_ends_a_later_use(tmp_path: Path) -> None:
+    from dsh_tool_todo.stores.jsonl._watch import DirectoryWatch
+
+    directory = tmp_path / "logs"
+    directory.mkdir()
+    watch = DirectoryWatch(str(directory))
+
+    async def go() -> tuple[bool, bool]:
+        old = watch.start()
+        assert old is not None
+        directory.rmdir()  # the watch closes when the kernel says so
+        for _ in range(100):
+            if not watch.active:
+                break
+            await asyncio.sleep(0.02)
+        gone = not watch.active
+        directory.mkdir()
+        new = watch.start()
+        assert new is not None
+        old()  # the first user leaves late
+        still = watch.active
+        new()
+        return gone, still and not watch.active
+
+    assert run(go()) == (True, True)
