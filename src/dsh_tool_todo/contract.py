@@ -26,6 +26,7 @@ __all__ = [
     "ITEMS_HINT",
     "ITEM_HEAD",
     "ITEM_NOT_OBJECT",
+    "LINK_EVENT_TYPE",
     "LIST_CLAUSES",
     "MAX_ERROR_CHARS",
     "MISSING_FIELD",
@@ -70,6 +71,7 @@ __all__ = [
 TOOL_NAME = "todo_write"
 EVENT_TYPE = "todo/write"
 TURN_START = "turn/start"
+LINK_EVENT_TYPE = "session/link"  # host metadata at the head of a sub-agent's log; never shown to the model
 STATUSES = ("pending", "in_progress", "completed")
 
 _DESCRIPTION_HEAD = (
