@@ -71,7 +71,9 @@ __all__ = [
 TOOL_NAME = "todo_write"
 EVENT_TYPE = "todo/write"
 TURN_START = "turn/start"
-LINK_EVENT_TYPE = "session/link"  # host metadata at the head of a sub-agent's log; never shown to the model
+LINK_EVENT_TYPE = (
+    "session/link"  # host metadata at the head of a sub-agent's log; never shown to the model
+)
 STATUSES = ("pending", "in_progress", "completed")
 
 _DESCRIPTION_HEAD = (

@@ -186,6 +186,9 @@ class SessionSummary:
     name: str
     last_activity: float  # seconds since the epoch
     progress: Progress | None  # None when the log could not be read
+    # The parent session's key, from the session/link event at the head of the log
+    # (dsh_tool_todo.links); None for a session with no link.
+    parent: str | None = None
 
 
 @dataclass(frozen=True)

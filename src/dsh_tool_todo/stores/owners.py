@@ -380,9 +380,7 @@ class OwnerRegistry(ClosedOnExit):
             )
         return key
 
-    def link(
-        self, owner: str, parent: str, *, parent_call_id: str | None = None
-    ) -> Event | None:
+    def link(self, owner: str, parent: str, *, parent_call_id: str | None = None) -> Event | None:
         """Record that ``owner``'s session works for the session keyed ``parent``
         (see :mod:`dsh_tool_todo.links`), opening it if needed.
 

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import InvalidLog, LogReplaced, SessionNotFound, UsageError
+from ...links import link_of
 from ...projection import progress_of
 from ...protocols import Progress, SessionSummary, Snapshot, TailPage
 from ._lines import Event
-from ._tail import _Tail, read_snapshot, read_tail
+from ._tail import _Tail, read_head, read_snapshot, read_tail
 
 __all__ = ["JsonlReader"]
 
@@ -46,6 +47,7 @@ def _replaced(path: str) -> LogReplaced:
 class _Cached:
     key: tuple[int, int, int]  # inode, size, mtime_ns
     progress: Progress | None
+    parent: str | None = None
 
 
 @dataclass
@@ -112,16 +114,16 @@ class JsonlReader:
                     continue
                 found.append((info.st_mtime, name, path, info))
         found.sort(key=lambda row: (-row[0], row[1]))
-        rows = [
-            SessionSummary(name, mtime, self._cached_progress(name, path, info))
-            for mtime, name, path, info in found[:limit]
-        ]
+        rows = []
+        for mtime, name, path, info in found[:limit]:
+            cached = self._cached(name, path, info)
+            rows.append(SessionSummary(name, mtime, cached.progress, cached.parent))
         live = {row.name for row in rows}
         for stale in [name for name in self._progress if name not in live]:
             del self._progress[stale]
         return rows, len(found)
 
-    def _cached_progress(self, name: str, path: Path, info: os.stat_result) -> Progress | None:
+    def _cached(self, name: str, path: Path, info: os.stat_result) -> _Cached:
         key = (info.st_ino, info.st_size, info.st_mtime_ns)
         cached = self._progress.get(name)
         if cached is None or cached.key != key:
@@ -129,8 +131,13 @@ class JsonlReader:
                 progress: Progress | None = progress_of(read_snapshot(str(path)).deciding)
             except (OSError, InvalidLog):
                 progress = None
-            cached = self._progress[name] = _Cached(key, progress)
-        return cached.progress
+            try:
+                link = link_of(read_head(str(path)))
+            except (OSError, InvalidLog):
+                link = None
+            parent = None if link is None else link.parent
+            cached = self._progress[name] = _Cached(key, progress, parent)
+        return cached
 
     async def tail(
         self,

@@ -278,7 +278,9 @@ class AsyncPostgresSession(ResumeCache, SessionCore, ClosedOnExit):
             head = None if row is None else decode_row(self.session_id, 0, *row)
         if not decide_link(f"session {self.session_id!r}", head, self._seq, data):
             return None
-        pending = Pending({"seq": self._seq, "type": LINK_EVENT_TYPE, "data": data}, encode_data(data))
+        pending = Pending(
+            {"seq": self._seq, "type": LINK_EVENT_TYPE, "data": data}, encode_data(data)
+        )
         await self._write(pending)
         return self._recorded(pending.event)
 

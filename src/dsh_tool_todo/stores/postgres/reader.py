@@ -13,6 +13,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from ... import errors
 from ...errors import InvalidLog, LogReplaced, SessionNotFound, UsageError
 from ...listeners import Event
+from ...links import link_of
 from ...projection import PLAN_EVENTS, checked_deciding, progress_of
 from ...protocols import Progress, SessionSummary, Snapshot, TailPage
 from . import _sql
@@ -96,7 +97,7 @@ class PostgresReader:
         self._options = read_only_options(conninfo)
         self._pool_size = pool_size
         self._pool: APool | None = None
-        self._progress: dict[str, tuple[tuple[int, float], Progress | None]] = {}
+        self._progress: dict[str, tuple[tuple[int, float], Progress | None, str | None]] = {}
 
     async def _source(self) -> APool:
         if self._pool is None:
@@ -151,12 +152,23 @@ class PostgresReader:
                     progress: Progress | None = progress_of((await self._snapshot(name)).deciding)
                 except (InvalidLog, SessionNotFound):
                     progress = None
-                cached = self._progress[name] = (key, progress)
-            result.append(SessionSummary(name, stamp, cached[1]))
+                cached = self._progress[name] = (key, progress, await self._parent(name))
+            result.append(SessionSummary(name, stamp, cached[1], cached[2]))
         listed = {row.name for row in result}
         for gone in [name for name in self._progress if name not in listed]:
             del self._progress[gone]
         return result, len(found)
+
+    async def _parent(self, name: str) -> str | None:
+        """The parent the session's head event names (one primary-key probe)."""
+        rows = await self._rows(_sql.READ_ONE, (name, 0))
+        if not rows:
+            return None
+        try:
+            link = link_of(decode_row(name, 0, *rows[0]))
+        except InvalidLog:
+            return None
+        return None if link is None else link.parent
 
     async def tail(
         self,
