@@ -24,7 +24,13 @@ from .host import Host
 from .loader import discover_plugins
 from .options import PLUGIN_NAME
 from .schema import canonical_json
-from .stores import current_plan, follow_plans, init_database, print_sessions
+from .stores import (
+    current_plan,
+    follow_plans,
+    init_database,
+    print_fleet,
+    print_sessions,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -139,13 +145,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sessions = command(
         "sessions",
-        "list the sessions of a PostgreSQL database, or delete one",
-        "List the session logs kept in a PostgreSQL database, with their event counts and "
-        "last activity, most recent first; --delete removes one session's rows (extra: "
-        "postgres).",
+        "print every session as a tree of sub-agents, or delete one",
+        "Print the sessions of a directory of JSONL logs or a PostgreSQL database as a "
+        "tree: each session under the session it works for (its sub-agent link), with its "
+        "progress, last activity, item in progress and plan-health signals; a parent not "
+        "found here is shown as such. --json prints the same tree for programs. --delete "
+        "removes one session's rows from a database (extra: postgres).",
     )
-    sessions.add_argument("dsn", metavar="DSN", help="a postgresql:// URL or libpq conninfo")
-    sessions.add_argument("--delete", metavar="ID", help="delete every event of session ID")
+    sessions.add_argument(
+        "dsn", metavar="SOURCE", help="a directory of JSONL logs, or a postgresql:// URL"
+    )
+    sessions.add_argument("--json", action="store_true", help="the tree as one JSON document")
+    sessions.add_argument(
+        "--delete", metavar="ID", help="delete every event of session ID (a database only)"
+    )
     db = command(
         "db",
         "set up a PostgreSQL database for session logs",
@@ -294,7 +307,11 @@ def _schema(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _sessions(args: argparse.Namespace, out: TextIO) -> int:
-    return print_sessions(args.dsn, out, delete=args.delete)
+    if args.delete is not None:
+        if args.json:
+            raise UsageError("--delete prints what it deleted; it takes no --json")
+        return print_sessions(args.dsn, out, delete=args.delete)
+    return print_fleet(args.dsn, out, as_json=args.json)
 
 
 def _db(args: argparse.Namespace, out: TextIO) -> int:

@@ -369,9 +369,8 @@ class Host:
                 ) from None
             unsubscribe = owned.subscribe(states.feed)  # first: no event can slip past
             try:
-                if session is None:  # made here: no event yet, and no one else can append
-                    states.resume_empty()
-                elif made:  # made here with only its link: nothing for a projection to resume
+                # Made here: no event yet (or its link alone), and no one else can append.
+                if made:
                     states.resume_empty()
                 else:
                     states.resume(owned)

@@ -163,10 +163,12 @@ class ReaderContract(abc.ABC):
             "odd": None,  # a malformed link names no parent
             "late": None,  # a link counts at the head of the log only
         }
-        assert progress["child"] is not None and progress["child"].total == 1
+        assert progress["child"] is not None
+        assert progress["child"].total == 1
         snapshot = run(reader.snapshot("child"))
         assert snapshot.last_seq == 1
-        assert snapshot.deciding is not None and snapshot.deciding["seq"] == 1
+        assert snapshot.deciding is not None
+        assert snapshot.deciding["seq"] == 1
         page = run(reader.tail("child", before=None, limit=10))
         assert page.events[0] == {
             "seq": 0,

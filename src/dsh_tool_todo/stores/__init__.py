@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import UsageError
 
@@ -30,7 +30,14 @@ if TYPE_CHECKING:
     from ..projection import Plan
     from ..protocols import LogReader
 
-__all__ = ["current_plan", "follow_plans", "init_database", "open_reader", "print_sessions"]
+__all__ = [
+    "current_plan",
+    "follow_plans",
+    "init_database",
+    "open_reader",
+    "print_fleet",
+    "print_sessions",
+]
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -104,9 +111,59 @@ def follow_plans(
 def print_sessions(target: str, out: TextIO, *, delete: str | None = None) -> int:
     """Print one line per session of the database ``target`` names; with
     ``delete``, delete that session instead. Only a database has sessions."""
+    if os.path.isdir(target):
+        raise UsageError(
+            f"{target}: --delete goes with a database URL; in a directory, delete the file"
+        )
     from .postgres import admin
 
     return admin.print_sessions(target, out, delete=delete)
+
+
+def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
+    """``dsh-todo sessions SOURCE``: every session of a directory or database as a tree of
+    sub-agents (:mod:`dsh_tool_todo.fleet`), as text or as JSON."""
+    import asyncio
+    import json
+
+    from ..fleet import fleet_json, read_fleet, render_tree
+
+    if _conninfo(target):
+        from .postgres import PostgresReader
+
+        reader: LogReader = PostgresReader(target)
+    else:
+        reader = open_reader(target)
+
+    async def read() -> list[Any]:
+        try:
+            return await read_fleet(reader)
+        finally:
+            await reader.aclose()
+
+    roots = asyncio.run(read())
+    if as_json:
+        text = json.dumps({"source": _shown_source(target), "sessions": fleet_json(roots)})
+        out.write(text + "\n")
+        return 0
+    if not roots:
+        print(f"no sessions in {_shown_source(target)}", file=out)
+        return 0
+    print(render_tree(roots, encoding=getattr(out, "encoding", None)), file=out)
+    return 0
+
+
+def _conninfo(target: str) -> bool:
+    """A libpq ``key=value`` conninfo (what ``sessions`` took before it read directories)."""
+    return "=" in target and not target.startswith(POSTGRES_SCHEMES) and not os.path.isdir(target)
+
+
+def _shown_source(target: str) -> str:
+    if target.startswith(POSTGRES_SCHEMES) or _conninfo(target):
+        from .postgres._core import server_name
+
+        return server_name(target)  # never the password
+    return target
 
 
 def init_database(target: str, out: TextIO) -> int:

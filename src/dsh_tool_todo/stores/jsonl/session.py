@@ -31,9 +31,9 @@ from typing import Any
 from pydantic_core import PydanticSerializationError, to_json
 
 from ...errors import LogBusy, UsageError
+from ...links import LINK_EVENT_TYPE, decide_link, link_data
 from ...listeners import Listener, Listeners
 from .._closing import ClosedOnExit
-from ...links import LINK_EVENT_TYPE, decide_link, link_data
 from ._lines import (
     Event,
     check_regular,

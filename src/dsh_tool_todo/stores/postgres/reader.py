@@ -12,8 +12,8 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ... import errors
 from ...errors import InvalidLog, LogReplaced, SessionNotFound, UsageError
-from ...listeners import Event
 from ...links import link_of
+from ...listeners import Event
 from ...projection import PLAN_EVENTS, checked_deciding, progress_of
 from ...protocols import Progress, SessionSummary, Snapshot, TailPage
 from . import _sql
