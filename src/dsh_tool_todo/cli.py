@@ -20,6 +20,7 @@ from .acp_plan import plan_update
 from .checklist import escape_content, glyphs_encodable, render_checklist, stream_style
 from .definition import FLAVORS, definition_json
 from .errors import TodoError, UsageError
+from .health import Signal, describe
 from .host import Host
 from .loader import discover_plugins
 from .options import PLUGIN_NAME
@@ -30,6 +31,7 @@ from .stores import (
     init_database,
     print_fleet,
     print_sessions,
+    turn_signals,
 )
 
 __all__ = ["build_parser", "main"]
@@ -77,6 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
             "--ascii", action="store_true", help="print ASCII only (the checklist as [x] [>] [ ])"
         )
 
+    def health_flag(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--no-health",
+            dest="health",
+            action="store_false",
+            help="leave out the plan-health signals of the current turn under the plan",
+        )
+
     def parallel_flag(sub: argparse.ArgumentParser, effect: str) -> None:
         sub.add_argument("--parallel", action="store_true", help=effect)
 
@@ -109,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a checklist (text), the list as JSON, or an ACP plan update",
     )
     ascii_flag(show)
+    health_flag(show)
 
     watch = command(
         "watch",
@@ -129,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="if the log (or the database session) does not exist yet, wait for it to appear",
     )
     ascii_flag(watch)
+    health_flag(watch)
 
     schema = command(
         "schema",
@@ -273,7 +285,15 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
     else:
         text = _text_out(out, args.ascii)
         print(_drawer(text, args.ascii)(plan or []), file=text)
+        if args.health:
+            _print_signals(text, turn_signals(args.log, args.session))
     return 0
+
+
+def _print_signals(text: TextIO, signals: Sequence[Signal]) -> None:
+    """The plan-health signals of the turn under the plan, one line each, escaped."""
+    for signal in signals:
+        print("! " + escape_content(describe(signal), encoding=text.encoding), file=text)
 
 
 def _watch(args: argparse.Namespace, out: TextIO) -> int:
@@ -290,7 +310,10 @@ def _watch(args: argparse.Namespace, out: TextIO) -> int:
     header = escape_content(title, encoding=text.encoding)
     lead = clear
     for plan in plans:
-        print(f"{lead}{header}\n{draw(plan or [])}", file=text, flush=True)
+        print(f"{lead}{header}\n{draw(plan or [])}", file=text, flush=not args.health)
+        if args.health:
+            _print_signals(text, turn_signals(args.log, args.session))
+            text.flush()
         lead = clear or f"{REDRAW_SEPARATOR}\n"  # piped or TERM=dumb: redraws one after another
     return 0
 

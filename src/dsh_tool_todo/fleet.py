@@ -14,17 +14,17 @@ current turn (:mod:`dsh_tool_todo.health`). :func:`render_tree` is what
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from .checklist import escape_content
 from .contract import EVENT_TYPE, TURN_START
 from .errors import InvalidLog, SessionNotFound
 from .health import HealthOptions, Signal, turn_health
 from .projection import PLAN_EVENTS
-from .protocols import LogReader, Progress, SessionSummary
+from .protocols import LogReader, Progress, SessionSummary, TailPage
 
 __all__ = [
     "MAX_TURN_WRITES",
@@ -33,6 +33,7 @@ __all__ = [
     "fleet_json",
     "read_fleet",
     "render_tree",
+    "turn_events",
 ]
 
 MAX_TURN_WRITES = 1000
@@ -90,7 +91,19 @@ async def _node(reader: LogReader, row: SessionSummary, options: HealthOptions |
     return node
 
 
-async def _turn(reader: LogReader, name: str) -> list[dict[str, Any]]:
+class _Tail(Protocol):
+    async def tail(
+        self, name: str, *, before: int | None, limit: int, types: Collection[str] | None = None
+    ) -> TailPage: ...
+
+
+async def turn_events(reader: _Tail, name: str) -> list[dict[str, Any]]:
+    """The current turn's ``todo/write`` events and its ``turn/start``, oldest first: at most
+    :data:`MAX_TURN_WRITES`, read back from the end through ``reader.tail``."""
+    return await _turn(reader, name)
+
+
+async def _turn(reader: _Tail, name: str) -> list[dict[str, Any]]:
     """The current turn's plan events (from its ``turn/start``), at most MAX_TURN_WRITES."""
     found: list[dict[str, Any]] = []
     before: int | None = None

@@ -116,7 +116,7 @@ class HealthState:
 
 
 def step(state: HealthState, event: Mapping[str, Any], options: HealthOptions) -> HealthState:
-    """The state after ``event`` (anything but a ``todo/write`` or ``turn/start`` changes nothing)."""
+    """The state after ``event``; other events than ``todo/write`` and ``turn/start`` keep it."""
     kind = event.get("type")
     if kind == TURN_START:
         return HealthState()

@@ -27,6 +27,7 @@ from ..errors import UsageError
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ..health import Signal
     from ..projection import Plan
     from ..protocols import LogReader
 
@@ -37,6 +38,7 @@ __all__ = [
     "open_reader",
     "print_fleet",
     "print_sessions",
+    "turn_signals",
 ]
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -74,6 +76,46 @@ def current_plan(target: str | os.PathLike[str], session: str | None = None) -> 
     from .jsonl import current_plan as jsonl_plan
 
     return jsonl_plan(_existing(Path(text)))
+
+
+def turn_signals(target: str | os.PathLike[str], session: str | None = None) -> list[Signal]:
+    """The plan-health signals of the current turn of a JSONL log, or of ``session`` in
+    the database a URL names (:mod:`dsh_tool_todo.health`): what ``show`` and ``watch``
+    print under the plan. Reads back from the end to the turn's start, at most
+    ``fleet.MAX_TURN_WRITES`` writes."""
+    import asyncio
+
+    from ..fleet import turn_events
+    from ..health import turn_health
+
+    text = os.fspath(target)
+    if _on_database(text, session):
+        from .postgres import PostgresReader
+
+        reader = PostgresReader(text)
+
+        async def read() -> list[Any]:
+            try:
+                return await turn_events(reader, _named(session))
+            finally:
+                await reader.aclose()
+
+        return turn_health(asyncio.run(read()))
+    from .jsonl._tail import read_tail
+
+    class FileTail:
+        async def tail(
+            self, name: str, *, before: int | None, limit: int, types: Any = None
+        ) -> Any:
+            return read_tail(text, before, limit, types)
+
+    return turn_health(asyncio.run(turn_events(FileTail(), text)))
+
+
+def _named(session: str | None) -> str:
+    if session is None:
+        raise UsageError("a database URL needs --session ID (list them: dsh-todo sessions URL)")
+    return session
 
 
 def follow_plans(
@@ -128,9 +170,10 @@ def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
 
     from ..fleet import fleet_json, read_fleet, render_tree
 
-    if _conninfo(target):
-        from .postgres import PostgresReader
+    if _conninfo(target) or target.startswith(POSTGRES_SCHEMES):
+        from .postgres import PostgresReader, admin
 
+        admin.check_store(target)
         reader: LogReader = PostgresReader(target)
     else:
         reader = open_reader(target)
