@@ -39,7 +39,7 @@ def kinds(signals: list[Signal]) -> list[tuple[str, int, tuple[str, ...]]]:
     return [(signal.kind, signal.seq, signal.items) for signal in signals]
 
 
-P, I, C = "pending", "in_progress", "completed"
+P, I, C = "pending", "in_progress", "completed"  # noqa: E741 - short as the statuses read
 
 
 def test_an_unfinished_item_dropped_is_named() -> None:
@@ -183,7 +183,8 @@ def test_generated_histories_keep_the_definitions(steps: list[Any]) -> None:
             assert len(signal.items) >= 3
             assert all(statuses_before[c] == P and statuses_after[c] == C for c in signal.items)
         elif signal.kind == "all_done_at_once":
-            assert statuses_after and set(statuses_after.values()) == {C}
+            assert statuses_after
+            assert set(statuses_after.values()) == {C}
         elif signal.kind == "unchanged":
             assert before == after
         elif signal.kind == "stuck":
