@@ -11,6 +11,7 @@ __all__ = [
     "ARGUMENTS_HINT",
     "BAD_STATUS",
     "CALL_HEAD",
+    "CALL_ID_KEY",
     "CLAUSE_SEPARATOR",
     "CONTENT_DESCRIPTION",
     "CONTENT_NOT_STRING",
@@ -70,6 +71,9 @@ __all__ = [
 
 TOOL_NAME = "todo_write"
 EVENT_TYPE = "todo/write"
+CALL_ID_KEY = "callId"
+"""The optional key beside ``todos`` in a ``todo/write`` event's data: the framework's
+tool-call id. Not model-visible; readers and the ``todos`` projection ignore it."""
 TURN_START = "turn/start"
 LINK_EVENT_TYPE = (
     "session/link"  # host metadata at the head of a sub-agent's log; never shown to the model

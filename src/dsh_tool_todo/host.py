@@ -62,6 +62,9 @@ class HostAgent:
     """
 
     session: Any
+    # Not a field: the host's calls carry no tool-call id, and a class attribute keeps the
+    # tool's read of it a plain lookup.
+    call_id = None
 
     @property
     def agent(self) -> HostAgent:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._validation import validate_call
-from .contract import EVENT_TYPE, TURN_START
+from .contract import CALL_ID_KEY, EVENT_TYPE, TURN_START
 from .errors import InvalidLog, ToolCallRejected
 from .model import TodoItem
 from .protocols import Event, PluginContext, Progress
@@ -134,12 +134,25 @@ def _plan_from_end(events: Sequence[Mapping[str, Any]]) -> Plan:
     return TodosProjection.init
 
 
+_WITH_CALL_ID = frozenset(("todos", CALL_ID_KEY))
+
+
+def _call_id_ok(data: Mapping[str, Any]) -> bool:
+    call_id = data[CALL_ID_KEY]
+    return type(call_id) is str and call_id != ""
+
+
 def check_logged_write(event: Mapping[str, Any], position: object) -> None:
     data = event.get("data")
-    if not isinstance(data, Mapping) or set(data) != {"todos"}:
-        raise InvalidLog(f"event {position}: {EVENT_TYPE} data must be {{todos: [...]}}")
+    if not isinstance(data, Mapping) or not (
+        set(data) == {"todos"} or (set(data) == _WITH_CALL_ID and _call_id_ok(data))
+    ):
+        raise InvalidLog(
+            f"event {position}: {EVENT_TYPE} data must be {{todos: [...]}} "
+            f"(optionally with a non-empty string {CALL_ID_KEY})"
+        )
     try:
-        validate_call(data, allow_parallel=True)
+        validate_call(data if len(data) == 1 else {"todos": data["todos"]}, allow_parallel=True)
     except ToolCallRejected as rejected:
         raise InvalidLog(f"event {position}: {rejected}") from None
 

@@ -8,6 +8,7 @@ from typing import Any, TypeGuard
 
 from ._validation import judge, validate_call
 from .contract import (
+    CALL_ID_KEY,
     DESCRIPTION_PARALLEL,
     DESCRIPTION_SINGLE,
     EVENT_TYPE,
@@ -80,6 +81,9 @@ class TodoWriteTool:
             data, counts = judge(args, self.options.allow_parallel_in_progress)
         except ToolCallRejected as rejected:
             return rejected.model_text
+        call_id = getattr(call, "call_id", None)
+        if call_id is not None:
+            data = _with_call_id(data, call_id)
         session = agent.session
         try:
             written = session.append(EVENT_TYPE, data)
@@ -99,6 +103,9 @@ class TodoWriteTool:
             data, counts = judge(args, self.options.allow_parallel_in_progress)
         except ToolCallRejected as rejected:
             return rejected.model_text
+        call_id = getattr(call, "call_id", None)
+        if call_id is not None:
+            data = _with_call_id(data, call_id)
         session = agent.session
         try:
             written = session.append(EVENT_TYPE, data)
@@ -113,19 +120,22 @@ class TodoWriteTool:
             _refuse_generator(session, written)
         return self._texts.get(counts) or self._success_text(counts)
 
-    def call(self, args: Any, session: Session) -> str:
+    def call(self, args: Any, session: Session, *, call_id: str | None = None) -> str:
         """Run one call owned by ``session``'s agent; return exactly the text the model reads.
 
         The core API for hosts and adapters that have a session but no exec
         context: a refused call returns its error text and records nothing; a
         failure to record raises :class:`ToolFailure` (answer the model with
         :data:`~dsh_tool_todo.contract.NOT_RECORDED` and log the cause).
-        """
-        return self.run(args, _Owner(session))
 
-    async def acall(self, args: Any, session: Session) -> str:
+        ``call_id``: the framework's id of this tool call, recorded beside the
+        list (``callId``) so a store can recognise a retried call within the turn.
+        """
+        return self.run(args, _Owner(session, call_id))
+
+    async def acall(self, args: Any, session: Session, *, call_id: str | None = None) -> str:
         """:meth:`call` for asyncio hosts; the session's ``append`` may be a coroutine."""
-        return await self.arun(args, _Owner(session))
+        return await self.arun(args, _Owner(session, call_id))
 
     def _success_text(self, counts: tuple[int, int, int]) -> str:
         text = _SUCCESS_POSITIONAL % counts
@@ -135,14 +145,14 @@ class TodoWriteTool:
 
     def _record(self, args: Any, call: ToolExec | None) -> TodoResult:
         session, result = self._prepare(args, call)
-        written = _append(session, result)
+        written = _append(session, result, getattr(call, "call_id", None))
         if written is not None and type(written) is not dict:
             _check_sync_result(session, written)
         return result
 
     async def _arecord(self, args: Any, call: ToolExec | None) -> TodoResult:
         session, result = self._prepare(args, call)
-        written = _append(session, result)
+        written = _append(session, result, getattr(call, "call_id", None))
         if _awaitable(written):
             try:
                 await written
@@ -165,12 +175,17 @@ class TodoWriteTool:
 
 
 class _Owner:
-    """The exec context of a call owned by one session: it is its own agent."""
+    """The exec context of a call owned by one session: it is its own agent.
 
-    __slots__ = ("session",)
+    The one owner-bound exec context: the core API and every adapter build
+    their calls with it (``integrations._core`` re-exports it as ``Owned``).
+    """
 
-    def __init__(self, session: Session) -> None:
+    __slots__ = ("call_id", "session")
+
+    def __init__(self, session: Session, call_id: str | None = None) -> None:
         self.session = session
+        self.call_id = call_id
 
     @property
     def agent(self) -> _Owner:
@@ -207,11 +222,24 @@ def install_tool(ctx: PluginContext) -> TodoWriteTool:
     return tool
 
 
-def _append(session: Session, result: TodoResult) -> object:
+def _append(session: Session, result: TodoResult, call_id: object) -> object:
+    data: dict[str, Any] = {"todos": result["todos"]}
+    if call_id is not None:
+        data = _with_call_id(data, call_id)
     try:
-        return session.append(EVENT_TYPE, {"todos": result["todos"]})
+        return session.append(EVENT_TYPE, data)
     except Exception as error:
         raise _failure(error) from error
+
+
+def _with_call_id(data: Mapping[str, Any], call_id: object) -> dict[str, Any]:
+    """The event data with the call's id beside the list (a new dict: ``data`` may be shared)."""
+    if type(call_id) is not str or not call_id:
+        raise UsageError(
+            f"call_id must be a non-empty str (the framework's tool-call id) or None, "
+            f"not {call_id!r}: nothing was recorded"
+        )
+    return {"todos": data["todos"], CALL_ID_KEY: call_id}
 
 
 class AppendOutcomeUnknown(UsageError):

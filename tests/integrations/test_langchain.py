@@ -100,7 +100,7 @@ def test_a_call_records_the_plan_in_the_state(run: Run) -> None:
     assert result["todos"] == PLAN_A
     assert result["todo_events"] == [
         {"seq": 0, "type": "turn/start", "data": {}},
-        {"seq": 1, "type": "todo/write", "data": {"todos": PLAN_A}},
+        {"seq": 1, "type": "todo/write", "data": {"todos": PLAN_A, "callId": "call-0"}},
     ]
     assert replay(result["todo_events"]) == result["todos"]
     (answer,) = tool_messages(result)
@@ -378,3 +378,31 @@ def test_without_a_system_prompt_no_model_call_is_wrapped() -> None:
     prompted = TodoWriteMiddleware(allow_parallel_in_progress=False, system_prompt="Plan.")
     assert isinstance(prompted, TodoWriteMiddleware)
     assert prompted.name == plain.name == "TodoWriteMiddleware"
+
+
+def test_a_call_id_seen_again_within_the_turn_records_once(run: Run) -> None:
+    # The state is this adapter's log: the store rule for a retried call is kept here.
+    script = [
+        tool_calls(write(PLAN_A)),
+        tool_calls(write(PLAN_A)),  # call-0 again: a retried step
+        tool_calls(write(PLAN_B), write(PLAN_B)),  # call-0 again, then a new call-1
+        AIMessage("ok"),
+        tool_calls(write(PLAN_A)),  # call-0 in the next turn: providers reuse ids
+        AIMessage("ok"),
+    ]
+    _, agent = agent_with(script, checkpointer=InMemorySaver())
+    first = run(agent, "fix it", THREAD)
+    assert [m.content for m in tool_messages(first)] == [
+        "Updated todo list: 1 pending, 1 in progress, 0 completed."
+    ] * 3 + ["Updated todo list: 0 pending, 1 in progress, 1 completed."]
+    assert [event["data"] for event in first["todo_events"][1:]] == [
+        {"todos": PLAN_A, "callId": "call-0"},
+        {"todos": PLAN_B, "callId": "call-1"},
+    ]
+    assert first["todos"] == PLAN_B
+    second = run(agent, "again", THREAD)
+    assert [event["data"] for event in second["todo_events"][3:]] == [
+        {},
+        {"todos": PLAN_A, "callId": "call-0"},
+    ]
+    assert second["todos"] == PLAN_A

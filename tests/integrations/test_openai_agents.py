@@ -77,7 +77,8 @@ def test_a_run_records_the_plan_and_the_model_reads_our_texts_as_is() -> None:
     (offered,) = model.calls[0].tools
     assert offered.params_json_schema == parameters()
     events = owners.session("me").events  # type: ignore[attr-defined]
-    assert [event["data"] for event in events] == [PLAN]
+    # the SDK's call id is recorded beside the list
+    assert [event["data"] for event in events] == [{**PLAN, "callId": "good"}]
 
 
 def test_tool_calls_of_one_response_are_serialised_in_call_order() -> None:
@@ -90,7 +91,10 @@ def test_tool_calls_of_one_response_are_serialised_in_call_order() -> None:
         "Updated todo list: 1 pending, 0 in progress, 0 completed."
     }
     events = owners.session("me").events  # type: ignore[attr-defined]
-    assert [event["data"] for event in events] == plans  # the last call's list wins
+    # the last call's list wins; each event carries its own call's id
+    assert [event["data"] for event in events] == [
+        {**plan, "callId": f"c{n}"} for n, plan in enumerate(plans)
+    ]
 
 
 def test_the_run_context_picks_the_owner() -> None:
@@ -100,8 +104,12 @@ def test_the_run_context_picks_the_owner() -> None:
     )
     run(tool, [function_call("todo_write", PLAN, call_id="a")], context={"user": "ada"})
     run(tool, [function_call("todo_write", DONE, call_id="b")], context={"user": "bob"})
-    assert owners.session("ada").latest(["todo/write"])["data"] == PLAN  # type: ignore[index]
-    assert owners.session("bob").latest(["todo/write"])["data"] == DONE  # type: ignore[index]
+    ada = owners.session("ada").latest(["todo/write"])
+    bob = owners.session("bob").latest(["todo/write"])
+    assert ada is not None
+    assert ada["data"] == {**PLAN, "callId": "a"}
+    assert bob is not None
+    assert bob["data"] == {**DONE, "callId": "b"}
 
 
 def test_a_failure_to_record_reads_not_recorded_and_logs_the_cause(
@@ -167,7 +175,8 @@ def test_a_repeated_key_takes_its_last_value_in_the_core_and_in_the_docs() -> No
     text = asyncio.run(tool.on_invoke_tool(context, raw))
     assert text == "Updated todo list: 0 pending, 1 in progress, 0 completed."
     assert owners.session("me").latest(["todo/write"])["data"] == {  # type: ignore[index]
-        "todos": [{"content": "B", "status": "in_progress"}]
+        "todos": [{"content": "B", "status": "in_progress"}],
+        "callId": "1",
     }
     page = (Path(__file__).resolve().parents[2] / "docs/integrations/openai-agents.md").read_text(
         encoding="utf-8"

@@ -77,4 +77,6 @@ def test_the_openai_agents_lines(readme: str) -> None:
     agent = namespace["agent"].clone(model=model)
     config = RunConfig(tracing_disabled=True)
     asyncio.run(Runner.run(agent, "Fix it", context={"user": "ada"}, run_config=config))
-    assert owners.session("ada").latest(["todo/write"])["data"] == {"todos": PLAN}  # type: ignore[index]
+    written = owners.session("ada").latest(["todo/write"])
+    assert written is not None
+    assert written["data"] == {"todos": PLAN, "callId": "c1"}

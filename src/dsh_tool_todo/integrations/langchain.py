@@ -13,7 +13,8 @@ arguments after LangChain parsed them against a schema, and two calls in one
 model turn would write the same state key twice in one step, which LangGraph
 refuses. Here ``wrap_tool_call`` sees the arguments exactly as the model sent
 them, and the state keys carry reducers, so several calls in one turn are
-recorded in call order and the last one is the plan.
+recorded in call order and the last one is the plan. Each event carries the
+model's tool-call id (``callId``), as every adapter records it.
 
 Recording cannot fail apart from answering: the event and the tool's answer
 are one state update, so whatever the checkpointer saves holds both or neither,
@@ -25,11 +26,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
-from ..contract import EVENT_TYPE, TOOL_NAME, TURN_START
+from ..contract import CALL_ID_KEY, EVENT_TYPE, TOOL_NAME, TURN_START
 from ..errors import UsageError
 from ..model import TodoItem
 from ..protocols import Event
 from ..tool import todo_write_tool
+from ._core import run_owned
 from ._extras import missing_extra
 
 try:
@@ -192,7 +194,7 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         """Answer ``todo_write`` calls; every other tool call passes through untouched."""
         if request.tool_call["name"] != TOOL_NAME:
             return handler(request)
-        return self._answer(request.tool_call)
+        return self._answer(request)
 
     async def awrap_tool_call(
         self,
@@ -201,21 +203,26 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
     ) -> ToolMessage | Command[Any]:
         if request.tool_call["name"] != TOOL_NAME:
             return await handler(request)
-        return self._answer(request.tool_call)
+        return self._answer(request)
 
-    def _answer(self, call: Mapping[str, Any]) -> ToolMessage | Command[Any]:
+    def _answer(self, request: ToolCallRequest) -> ToolMessage | Command[Any]:
+        call = request.tool_call
         call_id = call["id"]
+        if call_id:
+            earlier = _written_this_turn(request.state, call_id)
+            if earlier is not None:  # a retried call: answered as the first, recorded once
+                return _message(self._tool.call(earlier, _Capture()), call_id, "success")
         capture = _Capture()  # its append cannot fail, so neither can the call
-        text = self._tool.call(call["args"], capture)
+        outcome = run_owned(self._tool, call["args"], capture, call_id=call_id or None)
         if capture.data is None:  # refused: nothing recorded, the text says why
-            return _message(text, call_id, "error")
+            return _message(outcome.text, call_id, "error")
         todos: list[TodoItem] = capture.data["todos"]
         return Command(
             update={
-                "todo_events": [{"type": EVENT_TYPE, "data": {"todos": todos}}],
+                "todo_events": [{"type": EVENT_TYPE, "data": dict(capture.data)}],
                 # The state's plan is a copy: a reader cannot rewrite the recorded event.
                 "todos": [{"content": i["content"], "status": i["status"]} for i in todos],
-                "messages": [_message(text, call_id, "success")],
+                "messages": [_message(outcome.text, call_id, "success")],
             }
         )
 
@@ -254,6 +261,22 @@ class _PromptedTodoWriteMiddleware(TodoWriteMiddleware):
                 {"type": "text", "text": f"\n\n{prompt}"},
             ]
         return request.override(system_message=SystemMessage(content=blocks))
+
+
+def _written_this_turn(state: Any, call_id: str) -> dict[str, Any] | None:
+    """The list recorded by call ``call_id`` since the last ``turn/start``, if any.
+
+    The graph state is this adapter's log, so the store rule is kept here: a
+    call id seen again within the turn (a retried step) records nothing new.
+    """
+    events = state.get("todo_events") if isinstance(state, Mapping) else None
+    for event in reversed(events or ()):
+        if event["type"] == TURN_START:
+            return None
+        data = event["data"]
+        if event["type"] == EVENT_TYPE and data.get(CALL_ID_KEY) == call_id:
+            return {"todos": data["todos"]}
+    return None
 
 
 def _message(text: str, call_id: str | None, status: str) -> ToolMessage:

@@ -19,7 +19,9 @@ Python signature and drop arguments it does not know. What the client gets:
   stdout is the wire).
 
 One server process serves one agent: its calls are serialised, in arrival
-order. MCP has no turns, so nothing appends ``turn/start``: the plan lives
+order. No tool-call id is recorded: MCP's JSON-RPC request ids are per
+connection and restart at 0, so they cannot tell a retried call from a new one.
+MCP has no turns, so nothing appends ``turn/start``: the plan lives
 until the client starts a new server or the model replaces it. See
 ``docs/integrations/mcp.md``.
 """
@@ -27,7 +29,6 @@ until the client starts a new server or the model replaces it. See
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import sys
 import time
@@ -36,11 +37,11 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 from .. import __version__
-from ..contract import NOT_RECORDED, TOOL_NAME
-from ..errors import LogBusy, ToolCallRejected, ToolFailure
-from ..listeners import LOGGER_NAME
+from ..contract import TOOL_NAME
+from ..errors import LogBusy
 from ..stores.owners import OwnerRegistry
-from ..tool import render_result, todo_write_tool
+from ..tool import todo_write_tool
+from ._core import arun_for_owner
 from ._extras import missing_extra
 
 try:
@@ -67,19 +68,6 @@ _DECORATORS = hasattr(Server, "call_tool")
 _PROTOCOL_ERROR: Any = getattr(_exceptions, "MCPError", None) or _exceptions.McpError
 
 
-class _OwnedCall:
-    """The exec context of a call owned by one session (the session is its own agent)."""
-
-    __slots__ = ("session",)
-
-    def __init__(self, session: Any) -> None:
-        self.session = session
-
-    @property
-    def agent(self) -> _OwnedCall:
-        return self
-
-
 def build_server(
     *,
     allow_parallel_in_progress: bool,
@@ -102,23 +90,16 @@ def build_server(
             readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
         ),
     )
-    log = logging.getLogger(LOGGER_NAME)
 
     async def call(name: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
         if name != TOOL_NAME:
             # A protocol error, not a tool result: the model never chose this name from our list.
             raise _unknown_tool(name)
-        async with registry.alocked(owner) as session:
-            try:
-                text = render_result(await tool.aexecute(arguments or {}, _OwnedCall(session)))
-                failed = False
-            except ToolCallRejected as rejected:
-                text, failed = rejected.model_text, True
-            except ToolFailure as failure:
-                log.error("todo_write for owner %r was not recorded: %s", owner, failure)
-                text, failed = NOT_RECORDED, True
+        # No call id: JSON-RPC request ids are per connection and restart at 0, so the same
+        # id names different calls across reconnects, and a retry may come with a new one.
+        outcome = await arun_for_owner(tool, arguments or {}, registry, owner)
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)], isError=failed
+            content=[types.TextContent(type="text", text=outcome.text)], isError=outcome.is_error
         )
 
     if _DECORATORS:

@@ -22,20 +22,19 @@ What the model gets (extra ``openai-agents``):
 
 The SDK runs the tool calls of one model response concurrently; calls for one
 owner are serialised here, in call order, so two ``todo_write`` calls in one
-response end on the later list. See ``docs/integrations/openai-agents.md``.
+response end on the later list. Each call's ``ToolContext.tool_call_id`` is
+recorded with it (``callId``), so a store recognises a retried call within the
+turn. See ``docs/integrations/openai-agents.md``.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..contract import NO_OWNER, NOT_RECORDED
-from ..errors import ToolFailure
-from ..listeners import LOGGER_NAME
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
+from ._core import NoOwnerWarning, atext_for_owner, refused_no_owner
 from ._extras import missing_extra
 
 try:
@@ -77,25 +76,16 @@ def todo_write_function_tool(
     tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
     registry = OwnerRegistry() if owners is None else owners
     owner_of: OwnerOf = (lambda ctx: owner) if isinstance(owner, str) else owner
-    log = logging.getLogger(LOGGER_NAME)
-    warned: list[bool] = []  # per tool: the developer is told once, the model every time
+    no_owner = NoOwnerWarning("owner= returned None: return the run's owner key from it")
 
     async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
         key = owner_of(ctx)
         if key is None:
-            if not warned:
-                warned.append(True)
-                log.warning(
-                    "todo_write found no owner for this call, so it is refused with %r: "
-                    "owner= returned None: return the run's owner key from it",
-                    NO_OWNER,
-                )
-            return NO_OWNER
-        try:
-            return await registry.acall(key, tool, arguments)
-        except ToolFailure as failure:
-            log.error("todo_write for owner %r was not recorded: %s", key, failure)
-            return NOT_RECORDED
+            return refused_no_owner(no_owner).text
+        # The model reads refusals as plain results here: the text path is enough.
+        return await atext_for_owner(
+            tool, arguments, registry, key, call_id=ctx.tool_call_id or None
+        )
 
     return FunctionTool(
         name=tool.name,

@@ -15,16 +15,23 @@ the ``RunContext``, e.g. one that looks the session up in an owner registry.
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from ..contract import NO_OWNER, NOT_RECORDED, TOOL_NAME
-from ..errors import ToolCallRejected, ToolFailure, UsageError
-from ..model import TodoResult
+from ..contract import TOOL_NAME
+from ..errors import UsageError
 from ..protocols import Session
 from ..stores.owners import OwnerRegistry
-from ..tool import TodoWriteTool, render_result, todo_write_tool
+from ..tool import TodoWriteTool, todo_write_tool
+from ._core import (
+    FAILED,
+    RECORDED,
+    NoOwnerWarning,
+    Outcome,
+    arun_for_owner,
+    arun_owned,
+    refused_no_owner,
+)
 from ._extras import missing_extra
 
 try:
@@ -38,8 +45,6 @@ except ImportError as _error:  # pragma: no cover - exercised with the extra mis
     ) from _error
 
 __all__ = ["ErrorChannel", "OwnerOf", "SessionOf", "todo_write_toolset"]
-
-logger = logging.getLogger("dsh_tool_todo")
 
 ErrorChannel = Literal["failed", "retry", "text"]
 """How a refused call reaches the model (see :func:`todo_write_toolset`)."""
@@ -97,6 +102,9 @@ def todo_write_toolset(
     the short not-recorded text through ``ToolFailed`` (as plain text with
     ``"text"``), never as a retry, and its cause is logged (logger
     ``dsh_tool_todo``).
+
+    Each call's ``RunContext.tool_call_id`` is recorded with it (``callId``),
+    so a store recognises a call a durable engine retries within the turn.
     """
     if errors not in _CHANNELS:
         raise UsageError(f"errors must be one of {', '.join(_CHANNELS)}, not {errors!r}")
@@ -125,7 +133,7 @@ def todo_write_toolset(
 
 
 class _Call:
-    """The tool's function: run the core call for the owner, map the outcome to a channel."""
+    """The tool's function: find the call's owner, run the core, map the outcome to a channel."""
 
     remedy = (
         "pass the run's session log as deps (agent.run(..., deps=session)), "
@@ -135,40 +143,25 @@ class _Call:
     def __init__(self, tool: TodoWriteTool, errors: ErrorChannel) -> None:
         self.tool = tool
         self.errors = errors
-        self.warned = False  # per toolset: the developer is told once, the model every time
-
-    def no_owner(self) -> None:
-        """A call found no owner: the model gets the specification's text; the developer is
-        told once."""
-        if not self.warned:
-            self.warned = True
-            logger.warning(
-                "todo_write found no owner for this run, so every call is refused with %r: %s",
-                NO_OWNER,
-                self.remedy,
-            )
+        self.no_owner = NoOwnerWarning(self.remedy)
 
     async def __call__(self, ctx: RunContext[Any], **args: Any) -> str:
-        try:
-            result = await self.execute(ctx, args)
-        except ToolCallRejected as rejected:  # nothing was recorded; the text says why
-            return self._refused(rejected.model_text)
-        except ToolFailure:
-            logger.exception("todo_write: the call could not be recorded")
+        outcome = await self.outcome(ctx, args)
+        if outcome.kind == RECORDED:
+            return outcome.text
+        if outcome.kind == FAILED:  # never a retry: the model's call was valid
             if self.errors == "text":
-                return NOT_RECORDED
-            raise ToolFailed(NOT_RECORDED) from None
-        return render_result(result)
-
-    async def execute(self, ctx: RunContext[Any], args: dict[str, Any]) -> TodoResult:
-        raise NotImplementedError
-
-    def _refused(self, text: str) -> str:
+                return outcome.text
+            raise ToolFailed(outcome.text)
+        # refused: nothing was recorded; the text says why
         if self.errors == "failed":
-            raise ToolFailed(text)
+            raise ToolFailed(outcome.text)
         if self.errors == "retry":
-            raise ModelRetry(text)
-        return text
+            raise ModelRetry(outcome.text)
+        return outcome.text
+
+    async def outcome(self, ctx: RunContext[Any], args: dict[str, Any]) -> Outcome:
+        raise NotImplementedError
 
 
 class _SessionCall(_Call):
@@ -176,13 +169,12 @@ class _SessionCall(_Call):
         super().__init__(tool, errors)
         self.find = find
 
-    async def execute(self, ctx: RunContext[Any], args: dict[str, Any]) -> TodoResult:
+    async def outcome(self, ctx: RunContext[Any], args: dict[str, Any]) -> Outcome:
         found = self.find(ctx)
         session = await found if inspect.isawaitable(found) else found
         if session is None:
-            self.no_owner()
-            return await self.tool.aexecute(args, None)  # refused: no owner
-        return await self.tool.aexecute(args, _Owned(session))
+            return refused_no_owner(self.no_owner)
+        return await arun_owned(self.tool, args, session, call_id=ctx.tool_call_id or None)
 
 
 class _RegistryCall(_Call):
@@ -193,32 +185,19 @@ class _RegistryCall(_Call):
         self.owners = owners
         self.key = key
         if key is not _key_from_deps:
-            self.remedy = "owner= returned None: return the run's owner key from it"
+            self.no_owner.remedy = "owner= returned None: return the run's owner key from it"
         else:
-            self.remedy = (
+            self.no_owner.remedy = (
                 "pass the owner key as deps (agent.run(..., deps=user_id)), or pass owner="
             )
 
-    async def execute(self, ctx: RunContext[Any], args: dict[str, Any]) -> TodoResult:
+    async def outcome(self, ctx: RunContext[Any], args: dict[str, Any]) -> Outcome:
         key = self.key(ctx)
         if key is None:
-            self.no_owner()
-            return await self.tool.aexecute(args, None)  # refused: no owner
-        async with self.owners.alocked(key) as session:
-            return await self.tool.aexecute(args, _Owned(session))
-
-
-class _Owned:
-    """The exec context of a call owned by one session (the session is its own agent)."""
-
-    __slots__ = ("session",)
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    @property
-    def agent(self) -> _Owned:
-        return self
+            return refused_no_owner(self.no_owner)
+        return await arun_for_owner(
+            self.tool, args, self.owners, key, call_id=ctx.tool_call_id or None
+        )
 
 
 def _key_from_deps(ctx: RunContext[Any]) -> str | None:

@@ -441,20 +441,25 @@ class OwnerRegistry(ClosedOnExit):
         finally:
             self._unhold(entry)
 
-    def call(self, owner: str, tool: TodoWriteTool, args: Any) -> str:
+    def call(
+        self, owner: str, tool: TodoWriteTool, args: Any, *, call_id: str | None = None
+    ) -> str:
         """One ``todo_write`` call owned by ``owner``: the text the model reads.
 
         Raises :class:`~dsh_tool_todo.errors.ToolFailure` when the call could not
         be recorded (answer the model with ``contract.NOT_RECORDED``).
+        ``call_id``: the framework's id of the call, recorded with it.
         """
         with self.locked(owner) as session:
-            return tool.call(args, session)
+            return tool.call(args, session, call_id=call_id)
 
-    async def acall(self, owner: str, tool: TodoWriteTool, args: Any) -> str:
+    async def acall(
+        self, owner: str, tool: TodoWriteTool, args: Any, *, call_id: str | None = None
+    ) -> str:
         """:meth:`call` for asyncio callers."""
         entry = await self._ahold(owner)  # what alocked does, without its generator per call
         try:
-            return await tool.acall(args, entry.session)
+            return await tool.acall(args, entry.session, call_id=call_id)
         finally:
             self._unhold(entry)
 

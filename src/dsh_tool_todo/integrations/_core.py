@@ -1,0 +1,172 @@
+"""The one adapter core: what every framework adapter does around a ``todo_write`` call.
+
+An adapter is the framework's registration and nothing else; everything between
+the framework's call and the text the model reads is here, once:
+
+- the owner-bound exec context (:class:`Owned`, the core's own ``tool._Owner``),
+  carrying the framework's tool-call id when it gives one;
+- per-owner serialisation: a call for an owner of an
+  :class:`~dsh_tool_todo.stores.owners.OwnerRegistry` holds that owner's lock;
+- the outcome: recorded (the success text), refused (the refusal's text,
+  nothing recorded) or not recorded (:data:`~dsh_tool_todo.contract.NOT_RECORDED`,
+  the cause logged on the ``dsh_tool_todo`` logger);
+- the no-owner warning, logged once per tool so a developer learns why the
+  plan stays empty while the model reads the specification's text every time.
+
+The adapter maps an :class:`Outcome` onto its framework's channels (an error
+flag, an exception, a plain result). See ``docs/integrations/README.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final, Literal
+
+from ..contract import NO_OWNER, NOT_RECORDED
+from ..errors import ToolCallRejected, ToolFailure
+from ..listeners import LOGGER_NAME
+from ..protocols import Session
+from ..stores.owners import OwnerRegistry
+from ..tool import TodoWriteTool, _Owner, render_result
+
+__all__ = [
+    "FAILED",
+    "RECORDED",
+    "REFUSED",
+    "NoOwnerWarning",
+    "Outcome",
+    "Owned",
+    "arun_for_owner",
+    "arun_owned",
+    "atext_for_owner",
+    "refused_no_owner",
+    "run_owned",
+]
+
+Owned = _Owner
+"""The exec context of a call owned by one session, with the call's id (or ``None``)."""
+
+Kind = Literal["recorded", "refused", "failed"]
+RECORDED: Final = "recorded"
+REFUSED: Final = "refused"  # nothing recorded; the text says why
+FAILED: Final = "failed"  # valid, but the append failed: NOT_RECORDED, cause logged
+
+
+class Outcome:
+    """One call's answer: the text the model reads and which kind of answer it is."""
+
+    __slots__ = ("kind", "text")
+
+    def __init__(self, kind: Kind, text: str) -> None:
+        self.kind: Kind = kind
+        self.text = text
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the framework's error channel carries it (refused or not recorded)."""
+        return self.kind != RECORDED
+
+    def __repr__(self) -> str:
+        return f"Outcome({self.kind!r}, {self.text!r})"
+
+
+def _log() -> logging.Logger:
+    return logging.getLogger(LOGGER_NAME)
+
+
+def _not_recorded(failure: ToolFailure, owner: object) -> Outcome:
+    where = "" if owner is None else f" for owner {owner!r}"
+    _log().error("todo_write%s was not recorded: %s", where, failure)
+    return Outcome(FAILED, NOT_RECORDED)
+
+
+def run_owned(
+    tool: TodoWriteTool,
+    args: Any,
+    session: Session,
+    *,
+    call_id: str | None = None,
+    owner: object = None,
+) -> Outcome:
+    """One call owned by ``session`` (sync sessions): the outcome, never ``ToolFailure``."""
+    try:
+        result = tool._record(args, Owned(session, call_id))
+    except ToolCallRejected as rejected:
+        return Outcome(REFUSED, rejected.model_text)
+    except ToolFailure as failure:
+        return _not_recorded(failure, owner)
+    return Outcome(RECORDED, render_result(result))
+
+
+async def arun_owned(
+    tool: TodoWriteTool,
+    args: Any,
+    session: Session,
+    *,
+    call_id: str | None = None,
+    owner: object = None,
+) -> Outcome:
+    """:func:`run_owned` for asyncio adapters; ``append`` may be a coroutine."""
+    try:
+        # the recorded list is only rendered here, never handed out: no copy needed
+        result = await tool._arecord(args, Owned(session, call_id))
+    except ToolCallRejected as rejected:
+        return Outcome(REFUSED, rejected.model_text)
+    except ToolFailure as failure:
+        return _not_recorded(failure, owner)
+    return Outcome(RECORDED, render_result(result))
+
+
+async def arun_for_owner(
+    tool: TodoWriteTool,
+    args: Any,
+    owners: OwnerRegistry,
+    owner: str,
+    *,
+    call_id: str | None = None,
+) -> Outcome:
+    """One call for ``owner`` of ``owners``, holding the owner's lock: calls of one owner
+    run one at a time, in arrival order, across tasks, threads and concurrent runs."""
+    async with owners.alocked(owner) as session:
+        return await arun_owned(tool, args, session, call_id=call_id, owner=owner)
+
+
+async def atext_for_owner(
+    tool: TodoWriteTool,
+    args: Any,
+    owners: OwnerRegistry,
+    owner: str,
+    *,
+    call_id: str | None = None,
+) -> str:
+    """Only the text, for frameworks whose model reads refusals as plain results: the
+    tool's fast path, with a failure to record answered as ``NOT_RECORDED``."""
+    try:
+        return await owners.acall(owner, tool, args, call_id=call_id)
+    except ToolFailure as failure:
+        return _not_recorded(failure, owner).text
+
+
+class NoOwnerWarning:
+    """Per tool: the developer is told once why calls are refused, the model every time."""
+
+    __slots__ = ("remedy", "warned")
+
+    def __init__(self, remedy: str) -> None:
+        self.remedy = remedy
+        self.warned = False
+
+    def __call__(self) -> None:
+        if not self.warned:
+            self.warned = True
+            _log().warning(
+                "todo_write found no owner for this call, so it is refused with %r: %s",
+                NO_OWNER,
+                self.remedy,
+            )
+
+
+def refused_no_owner(warning: NoOwnerWarning) -> Outcome:
+    """A call that found no owner: warn (once) and refuse with the specification's text."""
+    warning()
+    return Outcome(REFUSED, NO_OWNER)

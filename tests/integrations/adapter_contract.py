@@ -1,0 +1,206 @@
+"""The checks every framework adapter passes: the test template for a new adapter.
+
+An adapter's test writes a small driver (:class:`Driver`: what the framework
+offers the model, and one model turn through the framework's real loop, owned
+by a given session) and runs :data:`CHECKS` on it, as
+``tests/integrations/test_adapter_contract.py`` does for the adapters shipped.
+Each check asserts what the model reads and what the session recorded:
+
+- the model is offered exactly our name, description and parameters;
+- a refused call reaches the model through the framework's error channel with
+  the tool's own text, and records nothing;
+- a valid call whose append fails reads ``NOT_RECORDED``, its cause logged on
+  the ``dsh_tool_todo`` logger;
+- the calls of one owner are recorded one at a time, in call order, even when
+  the framework runs them concurrently;
+- the framework's tool-call id is recorded beside the list (``callId``), or
+  none where the framework has no stable id (MCP);
+- a call retried with the same id within the turn records once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from dsh_tool_todo import contract, todo_write_tool
+from dsh_tool_todo.schema import parameters
+from dsh_tool_todo.stores.memory import MemorySession
+
+__all__ = [
+    "CHECKS",
+    "DedupingSession",
+    "Driver",
+    "FailingSession",
+    "RecordingSession",
+    "Reply",
+    "SlowSession",
+]
+
+PLAN_A = {"todos": [{"content": "Read the code", "status": "in_progress"}]}
+PLAN_B = {"todos": [{"content": "Read the code", "status": "completed"}]}
+BAD = {**PLAN_A, "merge": True}
+CAUSE = "No space left on device"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the model read back for one call."""
+
+    text: str
+    error: bool | None  # the framework's error flag; None: it has none, the text is all
+
+
+class Driver(Protocol):
+    """What a check needs from an adapter under test."""
+
+    call_ids: bool
+    """Whether the adapter records the framework's tool-call id."""
+
+    def offered(self, *, parallel: bool) -> tuple[str, str, Mapping[str, Any]]:
+        """The name, description and parameters the framework offers the model."""
+
+    def turn(self, calls: Sequence[tuple[str, Any]], session: Any) -> list[Reply]:
+        """One model turn making ``calls`` (tool-call id, arguments) through the framework's
+        own loop, every call owned by ``session``; what the model read, in call order."""
+
+
+class RecordingSession:
+    """A session recording the data of each append (a plain, sync ``append``)."""
+
+    def __init__(self) -> None:
+        self.data: list[dict[str, Any]] = []
+
+    def append(self, type: str, data: Mapping[str, Any], /) -> dict[str, Any]:
+        self.data.append(dict(data))
+        return {"seq": len(self.data) - 1, "type": type, "data": data}
+
+    # the rest of a store session, as an OwnerRegistry's open_session must return one
+    def subscribe(self, listener: Callable[[Any], None], /) -> Callable[[], None]:
+        return lambda: None
+
+    def latest(self, types: Sequence[str], /) -> dict[str, Any] | None:
+        if not self.data:
+            return None
+        return {"seq": len(self.data) - 1, "type": "todo/write", "data": self.data[-1]}
+
+    def close(self) -> None:
+        pass
+
+
+class FailingSession(RecordingSession):
+    def append(self, type: str, data: Mapping[str, Any], /) -> dict[str, Any]:
+        raise OSError(28, CAUSE)
+
+
+class SlowSession(RecordingSession):
+    """An async ``append`` that yields mid-write and notes any overlapping append."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active = 0
+        self.overlapped = False
+
+    async def append(self, type: str, data: Mapping[str, Any], /) -> dict[str, Any]:  # type: ignore[override]
+        self.active += 1
+        self.overlapped |= self.active > 1
+        await asyncio.sleep(0.01)
+        self.active -= 1
+        return super().append(type, data)
+
+
+class DedupingSession(RecordingSession):
+    """The store rule of SHARED-INTERFACES.md, for adapters tested apart from the stores:
+    a ``callId`` seen again since the last ``turn/start`` records nothing new."""
+
+    def append(self, type: str, data: Mapping[str, Any], /) -> dict[str, Any]:
+        call_id = data.get(contract.CALL_ID_KEY)
+        for seq, earlier in enumerate(self.data):
+            if call_id is not None and earlier.get(contract.CALL_ID_KEY) == call_id:
+                return {"seq": seq, "type": type, "data": earlier}
+        return super().append(type, data)
+
+
+def check_offered_exactly_ours(driver: Driver) -> None:
+    for parallel, description in (
+        (False, contract.DESCRIPTION_SINGLE),
+        (True, contract.DESCRIPTION_PARALLEL),
+    ):
+        name, offered_description, offered_parameters = driver.offered(parallel=parallel)
+        assert (name, offered_description) == (contract.TOOL_NAME, description)
+        assert dict(offered_parameters) == parameters()
+
+
+def check_refusal_through_the_error_channel(driver: Driver) -> None:
+    expected = todo_write_tool(allow_parallel_in_progress=False).call(BAD, MemorySession())
+    assert expected.startswith("Error:")  # what the model reads is the tool's refusal
+    session = RecordingSession()
+    (reply,) = driver.turn([("c-bad", BAD)], session)
+    assert reply.text == expected
+    assert reply.error in (True, None)
+    assert session.data == []
+
+
+def check_not_recorded_with_the_cause_logged(driver: Driver) -> None:
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    logger = logging.getLogger("dsh_tool_todo")
+    logger.addHandler(handler)
+    try:
+        (reply,) = driver.turn([("c-1", PLAN_A)], FailingSession())
+    finally:
+        logger.removeHandler(handler)
+    assert reply.text == contract.NOT_RECORDED
+    assert reply.error in (True, None)
+    (record,) = [r for r in records if r.levelno == logging.ERROR]
+    assert record.name == "dsh_tool_todo"
+    assert "was not recorded" in record.getMessage()
+    assert CAUSE in record.getMessage()
+
+
+def check_calls_of_one_owner_serialised(driver: Driver) -> None:
+    plans = [{"todos": [{"content": f"Step {n}", "status": "pending"}]} for n in range(5)]
+    session = SlowSession()
+    replies = driver.turn([(f"c{n}", plan) for n, plan in enumerate(plans)], session)
+    assert [reply.text for reply in replies] == [
+        "Updated todo list: 1 pending, 0 in progress, 0 completed."
+    ] * len(plans)
+    assert not session.overlapped
+    assert [data["todos"] for data in session.data] == [plan["todos"] for plan in plans]
+
+
+def check_call_id_recorded(driver: Driver) -> None:
+    session = RecordingSession()
+    driver.turn([("call-7", PLAN_A)], session)
+    if driver.call_ids:
+        assert session.data == [{**PLAN_A, contract.CALL_ID_KEY: "call-7"}]
+    else:  # the data is exactly the specification's {todos}
+        assert session.data == [PLAN_A]
+
+
+def check_repeated_call_id_records_once(driver: Driver) -> None:
+    if not driver.call_ids:  # pragma: no cover - a driver set up wrongly
+        raise AssertionError("this framework gives no stable call id: do not run this check")
+    session = DedupingSession()
+    first = driver.turn([("call-1", PLAN_A)], session)
+    retried = driver.turn([("call-1", PLAN_A)], session)  # a durable engine re-running the step
+    driver.turn([("call-2", PLAN_B)], session)  # a new call, recorded
+    assert retried == first
+    assert session.data == [
+        {**PLAN_A, contract.CALL_ID_KEY: "call-1"},
+        {**PLAN_B, contract.CALL_ID_KEY: "call-2"},
+    ]
+
+
+CHECKS: dict[str, Callable[[Driver], None]] = {
+    "offered": check_offered_exactly_ours,
+    "refusal": check_refusal_through_the_error_channel,
+    "not_recorded": check_not_recorded_with_the_cause_logged,
+    "serialised": check_calls_of_one_owner_serialised,
+    "call_id": check_call_id_recorded,
+    "repeated_call_id": check_repeated_call_id_records_once,
+}
