@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from dsh_tool_todo.fleet import FleetNode, build_tree, render_tree
 from dsh_tool_todo.stores.jsonl import JsonlSession
 from tests.test_cli import assert_usage_error, dsh_todo
@@ -127,3 +130,28 @@ def test_show_prints_the_turns_signals_under_the_plan(tmp_path: Path) -> None:
     assert json.loads(dsh_todo("show", str(log), "--format", "json").stdout) == [
         {"content": "A", "status": "in_progress"}
     ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcdefg"), st.none() | st.sampled_from("abcdefgxyz"))))
+def test_every_session_appears_once_and_never_under_itself(
+    links: list[tuple[str, str | None]],
+) -> None:
+    sessions = dict(links)  # one parent per key, as a store lists each session once
+    roots = build_tree([FleetNode(key, parent=parent) for key, parent in sessions.items()])
+    seen: list[str] = []
+
+    def walk(node: FleetNode, above: tuple[str, ...]) -> None:
+        assert node.key not in above
+        if node.visible:
+            seen.append(node.key)
+        else:
+            assert node.key not in sessions  # only a parent no session is
+        for child in node.children:
+            assert child.parent == node.key
+            walk(child, (*above, node.key))
+
+    for root in roots:
+        assert root.parent is None or root.cycle or not root.visible
+        walk(root, ())
+    assert sorted(seen) == sorted(sessions)
