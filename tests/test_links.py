@@ -144,3 +144,14 @@ def test_link_of_reads_only_well_formed_links() -> None:
     assert link_of({"type": "session/link", "data": []}) is None
     assert link_of({"type": "turn/start", "data": {"parent": "p"}}) is None
     assert link_of(None) is None
+
+
+def test_new_agent_refuses_a_parent_for_a_session_that_links_asynchronously() -> None:
+    class AsyncLinked(MemorySession):
+        async def link(self, parent: str, *, parent_call_id: str | None = None) -> object:  # type: ignore[override]
+            return MemorySession.link(self, parent, parent_call_id=parent_call_id)
+
+    session = AsyncLinked()
+    with pytest.raises(UsageError, match=r"links asynchronously: `await session\.link"):
+        new_host().new_agent(session, parent="lead")  # no un-awaited coroutine is left
+    assert session.events == []

@@ -17,6 +17,7 @@ lock per session, projections driven as events are appended.
 from __future__ import annotations
 
 import copy
+import inspect
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -345,7 +346,14 @@ class Host:
                         f"a {type(session).__name__} cannot record a parent (it has no link "
                         "method): use a store session of this library, or link it yourself"
                     )
-                link(key, parent_call_id=parent_call_id)
+                linked = link(key, parent_call_id=parent_call_id)
+                if inspect.isawaitable(linked):  # an asyncio session: its link is I/O to await
+                    getattr(linked, "close", lambda: None)()
+                    raise UsageError(
+                        f"a {type(session).__name__} links asynchronously: "
+                        "`await session.link(parent, parent_call_id=...)` (or open it with "
+                        "parent=), then call new_agent(session) without parent="
+                    )
                 made = False
             return self._new_agent(session, made=made)
         return self._new_agent(session, made=session is None)
