@@ -155,3 +155,36 @@ def test_every_session_appears_once_and_never_under_itself(
         assert root.parent is None or root.cycle or not root.visible
         walk(root, ())
     assert sorted(seen) == sorted(sessions)
+
+
+def test_watch_draws_the_turns_signals_under_the_plan(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.test_cli import ENV
+
+    log = tmp_path / "live.jsonl"
+    with JsonlSession(log) as session:
+        write(session, [("A", "in_progress"), ("B", "pending")], [("A", "in_progress")])
+    command = [sys.executable, "-m", "dsh_tool_todo", "watch", str(log), "--ascii"]
+    with subprocess.Popen(
+        [*command, "--interval", "0.05"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=ENV,
+    ) as watcher:
+        assert watcher.stdout is not None
+        try:
+            seen: list[str] = []
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not any(s.startswith("!") for s in seen):
+                seen.append(watcher.stdout.readline().strip())
+            assert '! dropped (1) at seq 1 - dropped unfinished: "B"' in seen
+            watcher.send_signal(signal.SIGINT)
+            assert watcher.wait(timeout=30) == 0
+        finally:
+            watcher.kill()
