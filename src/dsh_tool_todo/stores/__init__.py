@@ -164,19 +164,28 @@ def print_sessions(target: str, out: TextIO, *, delete: str | None = None) -> in
 
 def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
     """``dsh-todo sessions SOURCE``: every session of a directory or database as a tree of
-    sub-agents (:mod:`dsh_tool_todo.fleet`), as text or as JSON."""
+    sub-agents (:mod:`dsh_tool_todo.fleet`), as text or as JSON.
+
+    A database session whose id no URL can carry (a control byte, say) is left out of the
+    reader's list; an operator still sees it here, after the tree (``unlisted`` in JSON),
+    escaped, so that ``--delete`` can remove it.
+    """
     import asyncio
     import json
 
-    from ..fleet import fleet_json, read_fleet, render_tree
+    from ..checklist import escape_content
+    from ..fleet import FleetNode, fleet_json, read_fleet, render_tree
 
+    unlisted: list[str] = []
     if _conninfo(target) or target.startswith(POSTGRES_SCHEMES):
         from .postgres import PostgresReader, admin
 
         admin.check_store(target)
         reader: LogReader = PostgresReader(target)
+        every = admin.session_ids(target)
     else:
         reader = open_reader(target)
+        every = []
 
     async def read() -> list[Any]:
         try:
@@ -184,15 +193,32 @@ def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
         finally:
             await reader.aclose()
 
-    roots = asyncio.run(read())
+    roots: list[FleetNode] = asyncio.run(read())
+    listed: set[str] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if node.visible:
+            listed.add(node.key)
+        stack.extend(node.children)
+    unlisted = [name for name in every if name not in listed]
     if as_json:
-        text = json.dumps({"source": _shown_source(target), "sessions": fleet_json(roots)})
-        out.write(text + "\n")
+        document = {
+            "source": _shown_source(target),
+            "sessions": fleet_json(roots),
+            "unlisted": unlisted,
+        }
+        out.write(json.dumps(document) + "\n")
         return 0
-    if not roots:
+    if not roots and not unlisted:
         print(f"no sessions in {_shown_source(target)}", file=out)
         return 0
-    print(render_tree(roots, encoding=getattr(out, "encoding", None)), file=out)
+    encoding = getattr(out, "encoding", None)
+    if roots:
+        print(render_tree(roots, encoding=encoding), file=out)
+    for name in unlisted:
+        shown = escape_content(name, encoding=encoding)
+        print(f"{shown}\t(an id no URL can carry: not in the tree; --delete removes it)", file=out)
     return 0
 
 

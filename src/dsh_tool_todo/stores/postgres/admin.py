@@ -180,6 +180,11 @@ def print_sessions(url: str, out: TextIO, *, delete: str | None = None) -> int:
     return 0
 
 
+def session_ids(url: str) -> list[str]:
+    """Every session id with rows, most recently active first (what ``sessions`` lists)."""
+    return [info.session_id for info in list_sessions(url)]
+
+
 def check_store(url: str) -> None:
     """Fail at once, in one line, when ``url`` cannot be read (before a reader's pool, which
     would retry for its whole timeout): unreachable, refused, or not set up."""
