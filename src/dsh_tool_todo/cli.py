@@ -20,11 +20,19 @@ from .acp_plan import plan_update
 from .checklist import escape_content, glyphs_encodable, render_checklist, stream_style
 from .definition import FLAVORS, definition_json
 from .errors import TodoError, UsageError
+from .health import Signal, describe
 from .host import Host
 from .loader import discover_plugins
 from .options import PLUGIN_NAME
 from .schema import canonical_json
-from .stores import current_plan, follow_plans, init_database, print_sessions
+from .stores import (
+    current_plan,
+    follow_plans,
+    init_database,
+    print_fleet,
+    print_sessions,
+    turn_signals,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -71,6 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
             "--ascii", action="store_true", help="print ASCII only (the checklist as [x] [>] [ ])"
         )
 
+    def health_flag(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--no-health",
+            dest="health",
+            action="store_false",
+            help="leave out the plan-health signals of the current turn under the plan",
+        )
+
     def parallel_flag(sub: argparse.ArgumentParser, effect: str) -> None:
         sub.add_argument("--parallel", action="store_true", help=effect)
 
@@ -103,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a checklist (text), the list as JSON, or an ACP plan update",
     )
     ascii_flag(show)
+    health_flag(show)
 
     watch = command(
         "watch",
@@ -123,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="if the log (or the database session) does not exist yet, wait for it to appear",
     )
     ascii_flag(watch)
+    health_flag(watch)
 
     schema = command(
         "schema",
@@ -139,13 +157,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sessions = command(
         "sessions",
-        "list the sessions of a PostgreSQL database, or delete one",
-        "List the session logs kept in a PostgreSQL database, with their event counts and "
-        "last activity, most recent first; --delete removes one session's rows (extra: "
-        "postgres).",
+        "print every session as a tree of sub-agents, or delete one",
+        "Print the sessions of a directory of JSONL logs or a PostgreSQL database as a "
+        "tree: each session under the session it works for (its sub-agent link), with its "
+        "progress, last activity, item in progress and plan-health signals; a parent not "
+        "found here is shown as such. --json prints the same tree for programs. --delete "
+        "removes one session's rows from a database (extra: postgres).",
     )
-    sessions.add_argument("dsn", metavar="DSN", help="a postgresql:// URL or libpq conninfo")
-    sessions.add_argument("--delete", metavar="ID", help="delete every event of session ID")
+    sessions.add_argument(
+        "dsn", metavar="SOURCE", help="a directory of JSONL logs, or a postgresql:// URL"
+    )
+    sessions.add_argument("--json", action="store_true", help="the tree as one JSON document")
+    sessions.add_argument(
+        "--delete", metavar="ID", help="delete every event of session ID (a database only)"
+    )
     db = command(
         "db",
         "set up a PostgreSQL database for session logs",
@@ -261,7 +286,15 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
     else:
         text = _text_out(out, args.ascii)
         print(_drawer(text, args.ascii)(plan or []), file=text)
+        if args.health:
+            _print_signals(text, turn_signals(args.log, args.session))
     return 0
+
+
+def _print_signals(text: TextIO, signals: Sequence[Signal]) -> None:
+    """The plan-health signals of the turn under the plan, one line each, escaped."""
+    for signal in signals:
+        print("! " + escape_content(describe(signal), encoding=text.encoding), file=text)
 
 
 def _watch(args: argparse.Namespace, out: TextIO) -> int:
@@ -278,7 +311,10 @@ def _watch(args: argparse.Namespace, out: TextIO) -> int:
     header = escape_content(title, encoding=text.encoding)
     lead = clear
     for plan in plans:
-        print(f"{lead}{header}\n{draw(plan or [])}", file=text, flush=True)
+        print(f"{lead}{header}\n{draw(plan or [])}", file=text, flush=not args.health)
+        if args.health:
+            _print_signals(text, turn_signals(args.log, args.session))
+            text.flush()
         lead = clear or f"{REDRAW_SEPARATOR}\n"  # piped or TERM=dumb: redraws one after another
     return 0
 
@@ -295,7 +331,11 @@ def _schema(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _sessions(args: argparse.Namespace, out: TextIO) -> int:
-    return print_sessions(args.dsn, out, delete=args.delete)
+    if args.delete is not None:
+        if args.json:
+            raise UsageError("--delete prints what it deleted; it takes no --json")
+        return print_sessions(args.dsn, out, delete=args.delete)
+    return print_fleet(args.dsn, out, as_json=args.json)
 
 
 def _db(args: argparse.Namespace, out: TextIO) -> int:

@@ -27,6 +27,7 @@ __all__ = [
     "ITEMS_HINT",
     "ITEM_HEAD",
     "ITEM_NOT_OBJECT",
+    "LINK_EVENT_TYPE",
     "LIST_CLAUSES",
     "MAX_ERROR_CHARS",
     "MISSING_FIELD",
@@ -74,6 +75,9 @@ CALL_ID_KEY = "callId"
 """The optional key beside ``todos`` in a ``todo/write`` event's data: the framework's
 tool-call id. Not model-visible; readers and the ``todos`` projection ignore it."""
 TURN_START = "turn/start"
+LINK_EVENT_TYPE = (
+    "session/link"  # host metadata at the head of a sub-agent's log; never shown to the model
+)
 STATUSES = ("pending", "in_progress", "completed")
 
 _DESCRIPTION_HEAD = (

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 __all__ = [
     "InvalidLog",
+    "LinkConflict",
     "LogBusy",
     "LogReplaced",
     "MissingExtra",
@@ -49,6 +50,10 @@ class UsageError(TodoError, TypeError):
 
 class LogBusy(UsageError):
     """A second writer was refused: another session holds the log (one writer per log)."""
+
+
+class LinkConflict(UsageError):
+    """A session was opened under a parent its log does not record (a link is written once)."""
 
 
 class InvalidLog(TodoError, ValueError):

@@ -17,6 +17,7 @@ lock per session, projections driven as events are appended.
 from __future__ import annotations
 
 import copy
+import inspect
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -309,8 +310,22 @@ class Host:
         units = self.context.session_projections
         self._units = _Units(units if units is not None else {})
 
-    def new_agent(self, session: ObservableSession | None = None) -> HostAgent:
+    def new_agent(
+        self,
+        session: ObservableSession | None = None,
+        *,
+        parent: str | HostAgent | None = None,
+        parent_call_id: str | None = None,
+    ) -> HostAgent:
         """An agent owning ``session`` (a fresh :class:`MemorySession` by default).
+
+        ``parent`` names the agent this one works for, a sub-agent's link
+        (:mod:`dsh_tool_todo.links`): the parent's session key, or its
+        :class:`HostAgent` (whose session has a ``key``), with
+        ``parent_call_id`` the parent's tool call that started this agent. The
+        link is recorded at the head of a new log, or checked against the one a
+        reopened log holds (:class:`~dsh_tool_todo.errors.LinkConflict`), before
+        the host subscribes.
 
         The host subscribes its projections to the session once: a second agent
         on the same session shares them. A session with ``latest`` (every store
@@ -319,6 +334,31 @@ class Host:
         a last ``todo/write`` that breaks the invariant raises
         :class:`~dsh_tool_todo.errors.InvalidLog` and leaves no subscription.
         """
+        if parent is not None or parent_call_id is not None:
+            key = _parent_key(parent, parent_call_id)
+            if session is None:
+                session = MemorySession(parent=key, parent_call_id=parent_call_id)
+                made = True
+            else:
+                link = getattr(session, "link", None)
+                if link is None:
+                    raise UsageError(
+                        f"a {type(session).__name__} cannot record a parent (it has no link "
+                        "method): use a store session of this library, or link it yourself"
+                    )
+                linked = link(key, parent_call_id=parent_call_id)
+                if inspect.isawaitable(linked):  # an asyncio session: its link is I/O to await
+                    getattr(linked, "close", lambda: None)()
+                    raise UsageError(
+                        f"a {type(session).__name__} links asynchronously: "
+                        "`await session.link(parent, parent_call_id=...)` (or open it with "
+                        "parent=), then call new_agent(session) without parent="
+                    )
+                made = False
+            return self._new_agent(session, made=made)
+        return self._new_agent(session, made=session is None)
+
+    def _new_agent(self, session: ObservableSession | None, *, made: bool) -> HostAgent:
         owned = MemorySession() if session is None else session
         units = self.context.session_projections
         if units is None:
@@ -340,7 +380,8 @@ class Host:
                 ) from None
             unsubscribe = owned.subscribe(states.feed)  # first: no event can slip past
             try:
-                if session is None:  # made here: no event yet, and no one else can append
+                # Made here: no event yet (or its link alone), and no one else can append.
+                if made:
                     states.resume_empty()
                 else:
                     states.resume(owned)
@@ -409,6 +450,21 @@ class Host:
     def _unknown_tool(self, name: str) -> UsageError:
         known = ", ".join(sorted(self.tools)) or "none"
         return UsageError(f"no tool named {name!r} (registered: {known})")
+
+
+def _parent_key(parent: str | HostAgent | None, parent_call_id: str | None) -> str:
+    if parent is None:
+        raise UsageError("parent_call_id names a call of the parent: pass parent= too")
+    if isinstance(parent, HostAgent):
+        key = getattr(parent.session, "key", None)
+        if not isinstance(key, str) or not key:
+            raise UsageError(
+                "the parent agent's session has no key to name it by: give its sessions "
+                "keys (MemorySession(key=...), a JSONL or PostgreSQL session), or pass "
+                "parent= the key as a string"
+            )
+        return key
+    return parent
 
 
 def _copy_view(view: Any) -> Any:

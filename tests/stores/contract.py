@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import pytest
 
 import dsh_tool_todo
-from dsh_tool_todo.errors import InvalidLog, TodoError, UsageError
+from dsh_tool_todo.errors import InvalidLog, LinkConflict, TodoError, UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.protocols import StoreSession
 
@@ -166,6 +166,60 @@ class SessionContract(abc.ABC):
             assert latest is not None
             assert latest["data"]["todos"] == PLAN
 
+    # --- sub-agent links (issue 21 §1) ------------------------------------------------
+
+    def test_a_link_is_the_head_of_a_new_log_and_the_projection_ignores_it(
+        self, open_session: Opener
+    ) -> None:
+        host = new_host()
+        with open_session() as session:
+            link = session.link("parent one", parent_call_id="call_1")  # type: ignore[attr-defined]
+            agent = host.new_agent(session=session)
+            assert host.projection(session, "todos") is None
+            todo_call(host, agent, PLAN)
+            assert session.latest(["session/link"]) == link
+            assert session.latest(RESUME)["seq"] == 1  # type: ignore[index]
+            assert host.projection(session, "todos") == PLAN
+        assert link == {
+            "seq": 0,
+            "type": "session/link",
+            "data": {"parent": "parent one", "parentCallId": "call_1"},
+        }
+
+    def test_linking_again_to_the_same_parent_records_nothing(self, open_session: Opener) -> None:
+        with open_session() as session:
+            session.link("p")  # type: ignore[attr-defined]
+            session.append("turn/start", {})
+            assert session.link("p", parent_call_id="another call") is None  # type: ignore[attr-defined]
+            assert session.append("note", {})["seq"] == 2
+
+    def test_another_parent_or_a_log_without_a_link_is_refused_and_nothing_written(
+        self, open_session: Opener
+    ) -> None:
+        with open_session() as session:
+            session.link("p")  # type: ignore[attr-defined]
+            with pytest.raises(LinkConflict, match="started for parent 'p', not 'q'"):
+                session.link("q")  # type: ignore[attr-defined]
+            assert session.append("note", {})["seq"] == 1
+
+    def test_a_bad_parent_is_refused_before_anything_is_written(self, open_session: Opener) -> None:
+        with open_session() as session:
+            with pytest.raises(UsageError, match="non-empty string"):
+                session.link("")  # type: ignore[attr-defined]
+            with pytest.raises(UsageError, match="parent_call_id must be"):
+                session.link("p", parent_call_id=7)  # type: ignore[attr-defined]
+            assert session.append("turn/start", {})["seq"] == 0
+
+    def test_a_log_that_holds_events_and_no_link_cannot_be_linked(
+        self, open_session: Opener
+    ) -> None:
+        with open_session() as session:
+            session.append("turn/start", {})
+            with pytest.raises(LinkConflict, match="holds 1 event and no link"):
+                session.link("p")  # type: ignore[attr-defined]
+            assert session.append("note", {})["seq"] == 1
+            assert session.latest(["session/link"]) is None
+
 
 class DurableContract(SessionContract):
     """What a store whose log outlives its session objects adds: resume, one writer, readers."""
@@ -191,6 +245,18 @@ class DurableContract(SessionContract):
     @abc.abstractmethod
     def where(self, seq: int) -> str:
         """The regex by which a reader's error names the record holding ``seq``."""
+
+    def test_a_reopened_log_keeps_its_link_and_refuses_another_parent(
+        self, open_session: Opener, read_log: Callable[[], list[Event]]
+    ) -> None:
+        with open_session() as session:
+            session.link("p", parent_call_id="c1")  # type: ignore[attr-defined]
+            session.append("turn/start", {})
+        with open_session() as session:
+            assert session.link("p") is None  # type: ignore[attr-defined]
+            with pytest.raises(LinkConflict, match="not 'q'"):
+                session.link("q")  # type: ignore[attr-defined]
+        assert [event["type"] for event in read_log()] == ["session/link", "turn/start"]
 
     def test_reopening_continues_the_seq(self, open_session: Opener) -> None:
         with open_session() as session:

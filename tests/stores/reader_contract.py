@@ -137,6 +137,45 @@ class ReaderContract(abc.ABC):
         assert progress["beta"].cleared is True
         assert [row.name for row in found] == ["alpha"]
 
+    def test_sessions_name_each_parent_from_the_head_link(
+        self, run: Runner, reader: LogReader, open_writer: Writer, write_raw: RawWriter
+    ) -> None:
+        hostile = "pa\x1b[31m\nrent\u202e\U0001f642"
+        with open_writer("root") as root:
+            root.append("todo/write", plan("Delegate"))
+        with open_writer("child") as child:
+            child.link("root", parent_call_id="call_1")  # type: ignore[attr-defined]
+            child.append("todo/write", plan("Search"))
+        with open_writer("orphan") as orphan:
+            orphan.link(hostile)  # type: ignore[attr-defined]
+        write_raw("odd", {"seq": 0, "type": "session/link", "data": {"parent": 5}})
+        write_raw("late", {"seq": 0, "type": "turn/start", "data": {}})
+        write_raw("late", {"seq": 1, "type": "session/link", "data": {"parent": "root"}})
+
+        rows, _ = run(reader.sessions("", 10))
+        parents = {row.name: row.parent for row in rows}
+        progress = {row.name: row.progress for row in rows}
+
+        assert parents == {
+            "root": None,
+            "child": "root",
+            "orphan": hostile,  # a parent the store does not hold is named, not refused
+            "odd": None,  # a malformed link names no parent
+            "late": None,  # a link counts at the head of the log only
+        }
+        assert progress["child"] is not None
+        assert progress["child"].total == 1
+        snapshot = run(reader.snapshot("child"))
+        assert snapshot.last_seq == 1
+        assert snapshot.deciding is not None
+        assert snapshot.deciding["seq"] == 1
+        page = run(reader.tail("child", before=None, limit=10))
+        assert page.events[0] == {
+            "seq": 0,
+            "type": "session/link",
+            "data": {"parent": "root", "parentCallId": "call_1"},
+        }
+
     def test_snapshot_is_the_newest_seq_and_the_deciding_event(
         self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:

@@ -17,7 +17,7 @@ import pytest
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from dsh_tool_todo.errors import InvalidLog, UsageError
+from dsh_tool_todo.errors import InvalidLog, LinkConflict, UsageError
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import (
     AsyncPostgresSession,
@@ -480,3 +480,45 @@ def test_the_async_sessions_sync_latest_knows_each_resume_type(pg_dsn: str) -> N
         await postgres.close_async_shared_pools()
 
     asyncio.run(main())
+
+
+def test_an_async_session_records_its_link_when_it_opens_and_checks_it_on_reopen(
+    pg_dsn: str,
+) -> None:
+    async def scenario() -> None:
+        child = AsyncPostgresSession(pg_dsn, "child", parent="lead", parent_call_id="c1")
+        assert child.key == "child"
+        async with child:
+            await child.append("todo/write", {"todos": []})
+        async with AsyncPostgresSession(pg_dsn, "child", parent="lead") as again:
+            assert await again.link("lead") is None
+            assert again.next_seq == 2
+        with pytest.raises(LinkConflict, match="started for parent 'lead', not 'other'"):
+            await AsyncPostgresSession(pg_dsn, "child", parent="other").open()
+        async with AsyncPostgresSession(pg_dsn, "plain") as plain:
+            assert (await plain.link("lead"))["seq"] == 0  # type: ignore[index]
+            with pytest.raises(LinkConflict, match="not 'x'"):
+                await plain.link("x")
+        with pytest.raises(UsageError, match="pass parent= too"):
+            AsyncPostgresSession(pg_dsn, "c", parent_call_id="c1")
+        await postgres.close_async_shared_pools()
+
+    asyncio.run(scenario())
+    events = postgres.read_tail(pg_dsn, "child")
+    assert [event["type"] for event in events] == ["session/link", "todo/write"]
+    assert events[0]["data"] == {"parent": "lead", "parentCallId": "c1"}
+
+
+def test_two_writers_starting_one_session_under_two_parents_record_one_link(
+    pg_dsn: str,
+) -> None:
+    async def scenario() -> None:
+        first = await AsyncPostgresSession(pg_dsn, "race").open()
+        second = await AsyncPostgresSession(pg_dsn, "race").open()  # both read an empty log
+        await first.link("lead")
+        with pytest.raises(WriterConflict, match="seq 0"):
+            await second.link("rival")
+        await postgres.close_async_shared_pools()
+
+    asyncio.run(scenario())
+    assert [event["data"] for event in postgres.read_tail(pg_dsn, "race")] == [{"parent": "lead"}]

@@ -89,16 +89,27 @@ def test_a_database_without_the_table_says_to_run_db_init(empty_pg_dsn: str) -> 
     assert_usage_error(run, r"run `dsh-todo db init DSN`")
 
 
-def test_sessions_lists_counts_and_deletes(db: str, pg_dsn: str) -> None:
+def test_sessions_prints_the_tree_and_deletes(db: str, pg_dsn: str) -> None:
     with PostgresSession(pg_dsn, "other") as other:
         other.append("turn/start", {})
         other.append("turn/start", {})
+    with PostgresSession(pg_dsn, "helper", parent=SESSION, parent_call_id="call_1") as child:
+        child.append("todo/write", {"todos": PLAN})
     lines = dsh_todo("sessions", db).stdout.splitlines()
     assert [line.split("\t")[:2] for line in lines] == [
-        ["other", "2 events"],
-        [SESSION, "1 event"],
+        ["other", "no plan"],
+        [SESSION, "1/2 done"],
+        ["  helper", "1/2 done"],
     ]
     assert lines[0].split("\t")[2].startswith("last 20")
+    (root,) = [
+        node
+        for node in json.loads(dsh_todo("sessions", db, "--json").stdout)["sessions"]
+        if node["key"] == SESSION
+    ]
+    assert [(child["key"], child["parent"]) for child in root["children"]] == [("helper", SESSION)]
+    assert root["inProgress"] == ["Add the --json flag"]
+    dsh_todo("sessions", db, "--delete", "helper")
     assert dsh_todo("sessions", db, "--delete", "other").stdout == (
         "deleted session 'other': 2 events\n"
     )

@@ -29,13 +29,16 @@ turn. See ``docs/integrations/openai-agents.md``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import UsageError
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
 from ._core import NoOwnerWarning, atext_for_owner, refused_no_owner
 from ._extras import missing_extra
+from ._links import OwnerLinks, delegating
 
 try:
     # Submodules by name (never a bare `import agents`: too generic a name, a
@@ -47,7 +50,7 @@ except ImportError as _error:
         "dsh_tool_todo.integrations.openai_agents", "openai-agents", _error, module="agents"
     ) from _error
 
-__all__ = ["OwnerOf", "todo_write_function_tool"]
+__all__ = ["OwnerOf", "linked_agent_tool", "todo_write_function_tool"]
 
 OwnerOf = Callable[[ToolContext[Any]], str | None]
 """Picks a call's owner key from its tool context (``ctx.context`` is the run's context);
@@ -76,12 +79,14 @@ def todo_write_function_tool(
     tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
     registry = OwnerRegistry() if owners is None else owners
     owner_of: OwnerOf = (lambda ctx: owner) if isinstance(owner, str) else owner
+    links = OwnerLinks(registry)
     no_owner = NoOwnerWarning("owner= returned None: return the run's owner key from it")
 
     async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
         key = owner_of(ctx)
         if key is None:
             return refused_no_owner(no_owner).text
+        key = await links.owner_of(key, _agent_name(ctx))  # a sub-agent's own, linked session
         # The model reads refusals as plain results here: the text path is enough.
         return await atext_for_owner(
             tool, arguments, registry, key, call_id=ctx.tool_call_id or None
@@ -94,3 +99,40 @@ def todo_write_function_tool(
         on_invoke_tool=invoke,
         strict_json_schema=True,
     )
+
+
+def linked_agent_tool(agent_tool: FunctionTool) -> FunctionTool:
+    """``agent_tool`` (what ``agent.as_tool(...)`` makes) with its sub-agent's plans linked.
+
+    While the parent agent's call of the returned tool runs, every ``todo_write``
+    call of the sub-agent (made with this adapter's tool) is recorded in a session
+    of its own, keyed ``<owner>/<sub-agent name>`` in the same registry, and that
+    session is linked to the parent's with the parent's tool-call id
+    (:mod:`dsh_tool_todo.links`); ``dsh-todo sessions`` then shows the tree. Without
+    it, the sub-agent would write into its parent's plan. Nesting goes any depth::
+
+        researcher = Agent(name="researcher", tools=[todo])
+        lead = Agent(name="lead", tools=[todo, linked_agent_tool(researcher.as_tool(
+            tool_name="research", tool_description="Research a question"))])
+
+    The tool itself is unchanged (name, description, schema): only its invocation
+    is wrapped, and the model sees nothing new.
+    """
+    if not isinstance(agent_tool, FunctionTool):
+        raise UsageError(
+            f"linked_agent_tool takes the FunctionTool agent.as_tool() returns, not "
+            f"{type(agent_tool).__name__}"
+        )
+    invoke_agent = agent_tool.on_invoke_tool
+
+    async def invoke(ctx: ToolContext[Any], arguments: str) -> Any:
+        with delegating(_agent_name(ctx), getattr(ctx, "tool_call_id", None)):
+            return await invoke_agent(ctx, arguments)
+
+    return dataclasses.replace(agent_tool, on_invoke_tool=invoke)
+
+
+def _agent_name(ctx: ToolContext[Any]) -> str | None:
+    agent = getattr(ctx, "agent", None)
+    name = getattr(agent, "name", None)
+    return name if isinstance(name, str) and name else None

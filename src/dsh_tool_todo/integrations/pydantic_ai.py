@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..contract import TOOL_NAME
@@ -33,18 +34,19 @@ from ._core import (
     refused_no_owner,
 )
 from ._extras import missing_extra
+from ._links import OwnerLinks, delegating
 
 try:
     from pydantic_ai import RunContext
     from pydantic_ai.exceptions import ModelRetry, ToolFailed
     from pydantic_ai.tools import Tool
-    from pydantic_ai.toolsets import FunctionToolset
+    from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, WrapperToolset
 except ImportError as _error:  # pragma: no cover - exercised with the extra missing
     raise missing_extra(
         "dsh_tool_todo.integrations.pydantic_ai", "pydantic-ai", _error, module="pydantic_ai"
     ) from _error
 
-__all__ = ["ErrorChannel", "OwnerOf", "SessionOf", "todo_write_toolset"]
+__all__ = ["ErrorChannel", "OwnerOf", "SessionOf", "linked_toolset", "todo_write_toolset"]
 
 ErrorChannel = Literal["failed", "retry", "text"]
 """How a refused call reaches the model (see :func:`todo_write_toolset`)."""
@@ -183,6 +185,7 @@ class _RegistryCall(_Call):
     ) -> None:
         super().__init__(tool, errors)
         self.owners = owners
+        self.links = OwnerLinks(owners)
         self.key = key
         if key is not _key_from_deps:
             self.no_owner.remedy = "owner= returned None: return the run's owner key from it"
@@ -195,9 +198,51 @@ class _RegistryCall(_Call):
         key = self.key(ctx)
         if key is None:
             return refused_no_owner(self.no_owner)
+        key = await self.links.owner_of(key, _agent_name(ctx))  # a sub-agent's own session
         return await arun_for_owner(
             self.tool, args, self.owners, key, call_id=ctx.tool_call_id or None
         )
+
+
+def linked_toolset(toolset: AbstractToolset[Any]) -> WrapperToolset[Any]:
+    """``toolset`` (the tools that run other agents) with each sub-agent's plans linked.
+
+    While a call of one of its tools runs, every ``todo_write`` call of an agent
+    it runs (through a toolset of this adapter built with ``owners=``) is
+    recorded in a session of its own, keyed ``<owner>/<agent name>`` in the same
+    registry, and linked to the calling agent's session with the call's id
+    (:mod:`dsh_tool_todo.links`); ``dsh-todo sessions`` shows the tree. Without
+    it, a sub-agent run with the same deps would write into its parent's plan::
+
+        async def research(ctx: RunContext[str], question: str) -> str:
+            result = await researcher.run(question, deps=ctx.deps, usage=ctx.usage)
+            return result.output
+
+        lead = Agent(model, name="lead", deps_type=str, toolsets=[
+            todo, linked_toolset(FunctionToolset([research]))])
+
+    The tools are offered unchanged: the model sees nothing new.
+    """
+    if not isinstance(toolset, AbstractToolset):
+        raise UsageError(
+            f"linked_toolset takes a pydantic-ai toolset (e.g. FunctionToolset([tool])), "
+            f"not {type(toolset).__name__}"
+        )
+    return _LinkedToolset(toolset)
+
+
+@dataclass
+class _LinkedToolset(WrapperToolset[Any]):
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: Any
+    ) -> Any:
+        with delegating(_agent_name(ctx), ctx.tool_call_id):
+            return await super().call_tool(name, tool_args, ctx, tool)
+
+
+def _agent_name(ctx: RunContext[Any]) -> str | None:
+    name = getattr(ctx.agent, "name", None)
+    return name if isinstance(name, str) and name else None
 
 
 def _key_from_deps(ctx: RunContext[Any]) -> str | None:

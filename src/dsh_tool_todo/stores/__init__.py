@@ -20,17 +20,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import UsageError
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ..health import Signal
     from ..projection import Plan
     from ..protocols import LogReader
 
-__all__ = ["current_plan", "follow_plans", "init_database", "open_reader", "print_sessions"]
+__all__ = [
+    "current_plan",
+    "follow_plans",
+    "init_database",
+    "open_reader",
+    "print_fleet",
+    "print_sessions",
+    "turn_signals",
+]
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
@@ -69,6 +78,46 @@ def current_plan(target: str | os.PathLike[str], session: str | None = None) -> 
     return jsonl_plan(_existing(Path(text)))
 
 
+def turn_signals(target: str | os.PathLike[str], session: str | None = None) -> list[Signal]:
+    """The plan-health signals of the current turn of a JSONL log, or of ``session`` in
+    the database a URL names (:mod:`dsh_tool_todo.health`): what ``show`` and ``watch``
+    print under the plan. Reads back from the end to the turn's start, at most
+    ``fleet.MAX_TURN_WRITES`` writes."""
+    import asyncio
+
+    from ..fleet import turn_events
+    from ..health import turn_health
+
+    text = os.fspath(target)
+    if _on_database(text, session):
+        from .postgres import PostgresReader
+
+        reader = PostgresReader(text)
+
+        async def read() -> list[Any]:
+            try:
+                return await turn_events(reader, _named(session))
+            finally:
+                await reader.aclose()
+
+        return turn_health(asyncio.run(read()))
+    from .jsonl._tail import read_tail
+
+    class FileTail:
+        async def tail(
+            self, name: str, *, before: int | None, limit: int, types: Any = None
+        ) -> Any:
+            return read_tail(text, before, limit, types)
+
+    return turn_health(asyncio.run(turn_events(FileTail(), text)))
+
+
+def _named(session: str | None) -> str:
+    if session is None:
+        raise UsageError("a database URL needs --session ID (list them: dsh-todo sessions URL)")
+    return session
+
+
 def follow_plans(
     target: str | os.PathLike[str],
     session: str | None = None,
@@ -104,9 +153,86 @@ def follow_plans(
 def print_sessions(target: str, out: TextIO, *, delete: str | None = None) -> int:
     """Print one line per session of the database ``target`` names; with
     ``delete``, delete that session instead. Only a database has sessions."""
+    if os.path.isdir(target):
+        raise UsageError(
+            f"{target}: --delete goes with a database URL; in a directory, delete the file"
+        )
     from .postgres import admin
 
     return admin.print_sessions(target, out, delete=delete)
+
+
+def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
+    """``dsh-todo sessions SOURCE``: every session of a directory or database as a tree of
+    sub-agents (:mod:`dsh_tool_todo.fleet`), as text or as JSON.
+
+    A database session whose id no URL can carry (a control byte, say) is left out of the
+    reader's list; an operator still sees it here, after the tree (``unlisted`` in JSON),
+    escaped, so that ``--delete`` can remove it.
+    """
+    import asyncio
+    import json
+
+    from ..checklist import escape_content
+    from ..fleet import FleetNode, fleet_json, read_fleet, render_tree
+
+    unlisted: list[str] = []
+    if _conninfo(target) or target.startswith(POSTGRES_SCHEMES):
+        from .postgres import PostgresReader, admin
+
+        admin.check_store(target)
+        reader: LogReader = PostgresReader(target)
+        every = admin.session_ids(target)
+    else:
+        reader = open_reader(target)
+        every = []
+
+    async def read() -> list[Any]:
+        try:
+            return await read_fleet(reader)
+        finally:
+            await reader.aclose()
+
+    roots: list[FleetNode] = asyncio.run(read())
+    listed: set[str] = set()
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        if node.visible:
+            listed.add(node.key)
+        stack.extend(node.children)
+    unlisted = [name for name in every if name not in listed]
+    if as_json:
+        document = {
+            "source": _shown_source(target),
+            "sessions": fleet_json(roots),
+            "unlisted": unlisted,
+        }
+        out.write(json.dumps(document) + "\n")
+        return 0
+    if not roots and not unlisted:
+        print(f"no sessions in {_shown_source(target)}", file=out)
+        return 0
+    encoding = getattr(out, "encoding", None)
+    if roots:
+        print(render_tree(roots, encoding=encoding), file=out)
+    for name in unlisted:
+        shown = escape_content(name, encoding=encoding)
+        print(f"{shown}\t(an id no URL can carry: not in the tree; --delete removes it)", file=out)
+    return 0
+
+
+def _conninfo(target: str) -> bool:
+    """A libpq ``key=value`` conninfo (what ``sessions`` took before it read directories)."""
+    return "=" in target and not target.startswith(POSTGRES_SCHEMES) and not os.path.isdir(target)
+
+
+def _shown_source(target: str) -> str:
+    if target.startswith(POSTGRES_SCHEMES) or _conninfo(target):
+        from .postgres._core import server_name
+
+        return server_name(target)  # never the password
+    return target
 
 
 def init_database(target: str, out: TextIO) -> int:

@@ -7,10 +7,7 @@ from typing import Any
 
 from ..contract import EVENT_TYPE
 
-__all__ = ["LINK_EVENT_TYPE", "working_on"]
-
-LINK_EVENT_TYPE = "session/link"
-"""The sub-agent link event (``contract.LINK_EVENT_TYPE`` once links are recorded)."""
+__all__ = ["working_on"]
 
 
 def working_on(deciding: Mapping[str, Any] | None) -> str | None:

@@ -27,12 +27,45 @@ class MemorySession(ClosedOnExit):
     :meth:`~dsh_tool_todo.host.Host.projection` hands out copies).
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        key: str | None = None,
+        parent: str | None = None,
+        parent_call_id: str | None = None,
+    ) -> None:
+        self.key = key
+        """The name a viewer knows this session by (``None``: none); a child's ``parent``."""
         self.events: list[Event] = []
         self._seq = 0
         self._closed = False
         self._listeners = Listeners()
         self._lock = threading.Lock()
+        if parent is not None:
+            self.link(parent, parent_call_id=parent_call_id)
+        elif parent_call_id is not None:
+            raise UsageError("parent_call_id names a call of the parent: pass parent= too")
+
+    def link(self, parent: str, *, parent_call_id: str | None = None) -> Event | None:
+        """Record that this session works for ``parent`` (see :mod:`dsh_tool_todo.links`).
+
+        Returns the link event, or ``None`` when the log records this parent already;
+        raises :class:`~dsh_tool_todo.errors.LinkConflict` for another parent.
+        """
+        from ..links import LINK_EVENT_TYPE, decide_link, link_data
+
+        data = link_data(parent, parent_call_id)
+        with self._lock:  # decided and recorded at once: no append can come between
+            if self._closed:
+                raise UsageError("the in-memory session log is closed")
+            head = self.events[0] if self.events else None
+            if not decide_link("in-memory session", head, self._seq, data):
+                return None
+            event: Event = {"seq": self._seq, "type": LINK_EVENT_TYPE, "data": data}
+            self.events.append(event)
+            self._seq += 1
+            self._listeners.notify(event)
+        return event
 
     @property
     def closed(self) -> bool:

@@ -38,6 +38,7 @@ than shortened, since a shortened name could not be decoded back.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 import os
 import threading
@@ -47,12 +48,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..contract import TURN_START
 from ..errors import UsageError
 from ..listeners import LOGGER_NAME
-from ..protocols import StoreSession
+from ..protocols import Event, StoreSession
 from ._closing import ClosedOnExit
 
 if TYPE_CHECKING:
@@ -365,6 +366,43 @@ class OwnerRegistry(ClosedOnExit):
             raise UsageError("this registry keeps its sessions in memory: no path")
         return self.directory / owner_file_name(owner)
 
+    def key(self, owner: str) -> str:
+        """The name a viewer knows ``owner``'s session by, what a child's ``parent`` holds:
+        the log's file name without ``.jsonl`` with a directory, the session's own ``key``
+        with ``open_session`` (it is opened to ask), the owner key in memory."""
+        if self._open_session is None:
+            return owner_file_name(owner)[: -len(SUFFIX)] if self.directory else owner
+        key = getattr(self.session(owner), "key", None)
+        if not isinstance(key, str) or not key:
+            raise UsageError(
+                f"owner {owner!r}: its session has no key to name it by (open_session "
+                "returned a session without a .key)"
+            )
+        return key
+
+    def link(self, owner: str, parent: str, *, parent_call_id: str | None = None) -> Event | None:
+        """Record that ``owner``'s session works for the session keyed ``parent``
+        (see :mod:`dsh_tool_todo.links`), opening it if needed.
+
+        Call it before the owner's first call: the link is recorded at the head of
+        a new log; a log that records this parent already is left as it is (the
+        owner's sub-agent was started again), and one started for another parent,
+        or holding events and no link, is refused with
+        :class:`~dsh_tool_todo.errors.LinkConflict`, nothing written.
+        """
+        with self.locked(owner) as session:
+            return cast("Event | None", _link(owner, session, parent, parent_call_id))
+
+    async def alink(
+        self, owner: str, parent: str, *, parent_call_id: str | None = None
+    ) -> Event | None:
+        """:meth:`link` for asyncio callers."""
+        async with self.alocked(owner) as session:
+            found = _link(owner, session, parent, parent_call_id)
+            if inspect.isawaitable(found):
+                return cast("Event | None", await found)
+            return cast("Event | None", found)
+
     def session(self, owner: str) -> StoreSession:
         """``owner``'s session, opened if needed. Valid until evicted; calls go through
         :meth:`call`/:meth:`locked` to be serialised with the others."""
@@ -611,7 +649,7 @@ class OwnerRegistry(ClosedOnExit):
         if self.directory is None:
             from .memory import MemorySession
 
-            return MemorySession()
+            return MemorySession(key=owner)
         from .jsonl import JsonlSession
 
         path = self.path(owner)  # encodes the key first: a bad key creates no directory
@@ -645,6 +683,16 @@ class OwnerRegistry(ClosedOnExit):
         # closed (a durable log admits one writer).
         del self._entries[entry.key]
         _close_session(entry.key, entry.session)
+
+
+def _link(owner: str, session: object, parent: str, parent_call_id: str | None) -> Any:
+    link = getattr(session, "link", None)
+    if link is None:
+        raise UsageError(
+            f"owner {owner!r}: its {type(session).__name__} cannot record a parent (no link "
+            "method): open_session must return a store session of this library"
+        )
+    return link(parent, parent_call_id=parent_call_id)
 
 
 def _close_session(key: str, session: StoreSession) -> None:

@@ -320,3 +320,20 @@ def read_tail(path: str, before: int | None, limit: int, types: Collection[str] 
             if types is not None and start - offset >= TAIL_SCAN and offset > 0:
                 return TailPage(picked[::-1], more=True, cursor=seq)
     return TailPage(picked[::-1], more=False)
+
+
+HEAD_READ = 4096  # a link line is far shorter; a longer first line is no link
+
+
+def read_head(path: str) -> Event | None:
+    """The log's first event when it is a whole line of at most :data:`HEAD_READ` bytes.
+
+    What a reader takes a session's link from (``links.link_of``): one short read
+    at the start of the file, whatever its length.
+    """
+    with open_log(path) as file:
+        first = file.read(HEAD_READ)
+    end = first.find(b"\n")
+    if end < 0:
+        return None
+    return _lines.parse_event(first[: end + 1])

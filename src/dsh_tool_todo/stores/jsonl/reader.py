@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from ...contract import LINK_EVENT_TYPE
 from ...errors import InvalidLog, LogReplaced, SessionNotFound, UsageError
 from ...projection import PLAN_EVENTS, progress_of
 from ...protocols import Progress, SessionSummary, Snapshot, TailPage
-from .._summary import LINK_EVENT_TYPE, working_on
+from .._summary import working_on
 from ._lines import Event, open_log
 from ._tail import _Tail, read_snapshot, read_tail
 from ._watch import DirectoryWatch

@@ -31,9 +31,18 @@ from typing import Any
 from pydantic_core import PydanticSerializationError, to_json
 
 from ...errors import LogBusy, UsageError
+from ...links import LINK_EVENT_TYPE, decide_link, link_data
 from ...listeners import Listener, Listeners
 from .._closing import ClosedOnExit
-from ._lines import Event, check_regular, events_backwards, not_a_file, warn_torn, whole_end
+from ._lines import (
+    Event,
+    check_regular,
+    events_backwards,
+    events_forward,
+    not_a_file,
+    warn_torn,
+    whole_end,
+)
 
 try:
     import fcntl
@@ -41,6 +50,8 @@ except ImportError:  # no flock (Windows): such a platform cannot keep the one-w
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["JsonlSession"]
+
+SUFFIX = ".jsonl"
 
 # pydantic's encoder writes UTF-8 about four times faster than the standard
 # library's; only text it cannot encode (lone surrogates a model wrote) takes
@@ -75,7 +86,17 @@ class JsonlSession(ClosedOnExit):
 
     _fd = -1  # so that a session whose opening failed is collected quietly
 
-    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        fsync: bool = False,
+        parent: str | None = None,
+        parent_call_id: str | None = None,
+    ) -> None:
+        if parent is None and parent_call_id is not None:
+            raise UsageError("parent_call_id names a call of the parent: pass parent= too")
+        data = None if parent is None else link_data(parent, parent_call_id)  # before any I/O
         self.path = os.fspath(path)
         self.fsync = fsync
         self._listeners = Listeners()
@@ -88,6 +109,44 @@ class JsonlSession(ClosedOnExit):
             os.close(fd)
             raise
         self._fd = fd
+        if data is not None:
+            try:
+                self._link(data)
+            except BaseException:
+                self.close()
+                raise
+
+    @property
+    def key(self) -> str:
+        """The name a viewer knows this log by: its file name without ``.jsonl``
+        (what ``dsh-todo serve DIR`` lists); a child's ``parent``."""
+        name = os.path.basename(self.path)
+        return name[: -len(SUFFIX)] if name.endswith(SUFFIX) and len(name) > len(SUFFIX) else name
+
+    def link(self, parent: str, *, parent_call_id: str | None = None) -> Event | None:
+        """Record that this log works for ``parent`` (see :mod:`dsh_tool_todo.links`).
+
+        Returns the link event, or ``None`` when the log records this parent
+        already; raises :class:`~dsh_tool_todo.errors.LinkConflict`, writing
+        nothing, for a log started for another parent or holding events and no link.
+        """
+        return self._link(link_data(parent, parent_call_id))
+
+    def _link(self, data: dict[str, str]) -> Event | None:
+        # Link a session before handing it out: an append from another thread between the
+        # decision and the link's append would put the link past the head.
+        with self._lock:
+            fd = self._fd
+            if fd < 0:
+                raise UsageError(f"{self.path}: the session log is closed")
+            head = None
+            if self._next[0] > 0:
+                with open(fd, "rb", closefd=False) as file:
+                    first = next(events_forward(file, self.path, 0, self._next[1]), None)
+                head = None if first is None else first[1]
+            if not decide_link(self.path, head, self._next[0], data):
+                return None
+        return self.append(LINK_EVENT_TYPE, data)
 
     @property
     def closed(self) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Collection
 
 from psycopg import sql
 
-from ...contract import EVENT_TYPE, TURN_START
+from ...contract import EVENT_TYPE, LINK_EVENT_TYPE, TURN_START
 
 TABLE = "dsh_todo_events"
 VERSION_TABLE = "dsh_todo_schema"
@@ -31,7 +31,6 @@ MIGRATIONS: tuple[str, ...] = (
 )
 SUMMARY = "dsh_todo_sessions"
 """One row per session, kept by triggers on the events table: what the session list reads."""
-LINK_EVENT_TYPE = "session/link"  # contract.LINK_EVENT_TYPE: the sub-agent link (issue 21)
 
 _FIRST_PARENT = (
     f"(SELECT l.data->>'parent' FROM {TABLE} AS l WHERE l.session_id = e.session_id "

@@ -181,6 +181,22 @@ def print_sessions(url: str, out: TextIO, *, delete: str | None = None) -> int:
     return 0
 
 
+def session_ids(url: str) -> list[str]:
+    """Every session id with rows, most recently active first (what ``sessions`` lists)."""
+    return [info.session_id for info in list_sessions(url)]
+
+
+def check_store(url: str) -> None:
+    """Fail at once, in one line, when ``url`` cannot be read (before a reader's pool, which
+    would retry for its whole timeout): unreachable, refused, or not set up."""
+    where = server_name(conninfo_of(url))
+    try:
+        with connect(url) as conn:
+            conn.execute(_sql.LAST_SEQ, ("",))
+    except (psycopg.Error, PoolTimeout) as error:
+        raise wrap(where, error) from None
+
+
 def init_database(url: str, out: TextIO) -> int:
     """``db init``: create or upgrade the schema; says the version."""
     version = setup(url)

@@ -35,6 +35,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import UsageError
+from ...links import LINK_EVENT_TYPE, decide_link, link_data
 from ...listeners import Event
 from .._closing import ClosedOnExit
 from . import _sql
@@ -192,7 +193,18 @@ class PostgresSession(SessionCore, ClosedOnExit):
     synchronously to resume answers without I/O (see ``_core.ResumeCache``).
     """
 
-    def __init__(self, conninfo_or_pool: str | ConnectionPool[Any], session_id: str) -> None:
+    def __init__(
+        self,
+        conninfo_or_pool: str | ConnectionPool[Any],
+        session_id: str,
+        *,
+        parent: str | None = None,
+        parent_call_id: str | None = None,
+    ) -> None:
+        if parent is None and parent_call_id is not None:
+            raise UsageError("parent_call_id names a call of the parent: pass parent= too")
+        # Checked before any I/O; recorded when the session opens (see dsh_tool_todo.links).
+        self._wanted_link = None if parent is None else link_data(parent, parent_call_id)
         if not isinstance(conninfo_or_pool, str | ConnectionPool):
             raise UsageError(
                 "PostgresSession takes a conninfo string or a "
@@ -205,18 +217,73 @@ class PostgresSession(SessionCore, ClosedOnExit):
         self.open()
 
     def open(self) -> PostgresSession:
-        """Read the next seq (and the resume events); returns the session. Safe to call again."""
+        """Read the next seq (and the resume events); returns the session. Safe to call again.
+
+        A session made with ``parent=`` records its link here, in a new log, or checks
+        the one its log holds (:class:`~dsh_tool_todo.errors.LinkConflict`).
+        """
         with self._lock:  # concurrent first appends open it once
             if not self._opened_once:
-                self._open()
+                self._open_linked()
         return self
+
+    @property
+    def key(self) -> str:
+        """The name a viewer knows this session by (its id); a child's ``parent``."""
+        return self.session_id
+
+    def link(self, parent: str, *, parent_call_id: str | None = None) -> Event | None:
+        """Record that this session works for ``parent`` (see :mod:`dsh_tool_todo.links`).
+
+        Returns the link event, or ``None`` when the log records this parent
+        already; raises :class:`~dsh_tool_todo.errors.LinkConflict`, writing
+        nothing, for a log started for another parent or holding events and no link.
+        """
+        data = link_data(parent, parent_call_id)
+        with self._lock:
+            if not self._opened_once:
+                self._open()
+            return self._link(data)
+
+    def _open_linked(self) -> None:
+        self._open()
+        if self._wanted_link is not None:
+            try:
+                self._link(self._wanted_link)
+            except BaseException:
+                self.close()
+                raise
+
+    def _link(self, data: dict[str, str]) -> Event | None:
+        # Under self._lock, opened: decided and appended under one hold.
+        self._check_writable()
+        if self._pending is not None:
+            self._settle_pending()
+        head = None
+        if self._seq > 0:
+            where = f"session {self.session_id!r} on {self.where}"
+            try:
+                with (self._pool()).connection() as conn:
+                    cursor = conn.execute(_sql.READ_ONE, (self.session_id, 0))
+                    row = cursor.fetchone()
+                    finish(conn)
+            except (psycopg.Error, PoolTimeout) as error:
+                raise wrap(where, error) from None
+            head = None if row is None else decode_row(self.session_id, 0, *row)
+        if not decide_link(f"session {self.session_id!r}", head, self._seq, data):
+            return None
+        pending = Pending(
+            {"seq": self._seq, "type": LINK_EVENT_TYPE, "data": data}, encode_data(data)
+        )
+        self._write(pending)
+        return self._recorded(pending.event)
 
     def append(self, type: str, data: Mapping[str, Any], /) -> Event:
         """Record one event and return it with its seq; listeners run before this returns."""
         text = encode_data(data)
         with self._lock:
             if not self._opened_once:
-                self._open()
+                self._open_linked()
             self._check_writable()
             if self._pending is not None:
                 self._settle_pending()

@@ -1,0 +1,235 @@
+"""The fleet: every session of a store as a tree of sub-agents, with progress and health.
+
+:func:`read_fleet` reads it through any :class:`~dsh_tool_todo.protocols.LogReader`
+(``stores.open_reader``): each session is placed under the session its link
+names (:mod:`dsh_tool_todo.links`); a parent the reader cannot see (another
+directory, another database, deleted) becomes a node of its own marked not
+visible, with its children under it, never an error. A session in a link
+cycle (a hostile log can name any parent) is shown as a root. Each node
+carries its progress, the item in progress, and the health signals of its
+current turn (:mod:`dsh_tool_todo.health`). :func:`render_tree` is what
+``dsh-todo sessions SOURCE`` prints, every name and content escaped;
+:func:`fleet_json` is its ``--json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from .checklist import escape_content
+from .contract import EVENT_TYPE, TURN_START
+from .errors import InvalidLog, SessionNotFound
+from .health import HealthOptions, Signal, turn_health
+from .projection import PLAN_EVENTS
+from .protocols import LogReader, Progress, SessionSummary, TailPage
+
+__all__ = [
+    "MAX_TURN_WRITES",
+    "FleetNode",
+    "build_tree",
+    "fleet_json",
+    "read_fleet",
+    "render_tree",
+    "turn_events",
+]
+
+MAX_TURN_WRITES = 1000
+"""How many of a turn's latest writes the signals are computed from (a bound on one read)."""
+PAGE = 200
+
+
+@dataclass
+class FleetNode:
+    """One session (or a parent no one here can see) and the sessions linked under it."""
+
+    key: str
+    visible: bool = True
+    parent: str | None = None
+    last_activity: float | None = None
+    progress: Progress | None = None
+    in_progress: tuple[str, ...] = ()
+    signals: tuple[Signal, ...] = ()
+    readable: bool = True
+    cycle: bool = False
+    children: list[FleetNode] = field(default_factory=list)
+
+
+async def read_fleet(
+    reader: LogReader, *, options: HealthOptions | None = None, limit: int = 1_000_000
+) -> list[FleetNode]:
+    """The roots of the store's tree, newest activity first (children likewise)."""
+    rows, _ = await reader.sessions("", limit)
+    nodes = []
+    for row in rows:
+        nodes.append(await _node(reader, row, options))
+    return build_tree(nodes)
+
+
+async def _node(reader: LogReader, row: SessionSummary, options: HealthOptions | None) -> FleetNode:
+    node = FleetNode(
+        row.name,
+        parent=row.parent,
+        last_activity=row.last_activity,
+        progress=row.progress,
+        readable=row.progress is not None,
+    )
+    try:
+        writes = await _turn(reader, row.name)
+    except (InvalidLog, SessionNotFound):  # broken, or deleted since it was listed
+        node.readable = False
+        return node
+    if writes and writes[-1]["type"] == EVENT_TYPE:
+        node.in_progress = tuple(
+            str(item.get("content"))
+            for item in writes[-1]["data"]["todos"]
+            if item.get("status") == "in_progress"
+        )
+    node.signals = tuple(turn_health(writes, options))
+    return node
+
+
+class _Tail(Protocol):
+    async def tail(
+        self, name: str, *, before: int | None, limit: int, types: Collection[str] | None = None
+    ) -> TailPage: ...
+
+
+async def turn_events(reader: _Tail, name: str) -> list[dict[str, Any]]:
+    """The current turn's ``todo/write`` events and its ``turn/start``, oldest first: at most
+    :data:`MAX_TURN_WRITES`, read back from the end through ``reader.tail``."""
+    return await _turn(reader, name)
+
+
+async def _turn(reader: _Tail, name: str) -> list[dict[str, Any]]:
+    """The current turn's plan events (from its ``turn/start``), at most MAX_TURN_WRITES."""
+    found: list[dict[str, Any]] = []
+    before: int | None = None
+    while len(found) < MAX_TURN_WRITES:
+        page = await reader.tail(name, before=before, limit=PAGE, types=PLAN_EVENTS)
+        for position in range(len(page.events) - 1, -1, -1):
+            event = page.events[position]
+            found.append(event)
+            if event["type"] == TURN_START:
+                return found[::-1]
+        if not page.more or page.cursor is None:
+            break
+        before = page.cursor
+    return found[::-1]
+
+
+def build_tree(nodes: Sequence[FleetNode]) -> list[FleetNode]:
+    """Place each node under its parent, in the given order; unseen parents become nodes."""
+    by_key = {node.key: node for node in nodes}
+    roots: list[FleetNode] = []
+    unseen: dict[str, FleetNode] = {}
+    for node in nodes:
+        node.children = []
+    for node in nodes:
+        if node.parent is None:
+            roots.append(node)
+        elif node.parent in by_key:
+            if _cycles(node, by_key):
+                node.cycle = True
+                roots.append(node)
+            else:
+                by_key[node.parent].children.append(node)
+        else:
+            holder = unseen.get(node.parent)
+            if holder is None:
+                holder = unseen[node.parent] = FleetNode(node.parent, visible=False)
+                roots.append(holder)
+            holder.children.append(node)
+    return roots
+
+
+def _cycles(node: FleetNode, by_key: Mapping[str, FleetNode]) -> bool:
+    """Whether following parents from ``node`` comes back to it: each session of a cycle
+    becomes a root, so one that only hangs off a cycle still goes under its parent."""
+    seen = {node.key}
+    parent = node.parent
+    while parent is not None and parent in by_key:
+        if parent == node.key:
+            return True
+        if parent in seen:
+            return False  # a cycle further up, not through this node
+        seen.add(parent)
+        parent = by_key[parent].parent
+    return False
+
+
+def render_tree(roots: Sequence[FleetNode], *, encoding: str | None = None) -> str:
+    """The tree as text: one line per node, indented two spaces per level, fields by tab."""
+    lines: list[str] = []
+
+    def shown(text: str) -> str:
+        return escape_content(text, encoding=encoding)
+
+    def walk(node: FleetNode, depth: int) -> None:
+        indent = "  " * depth
+        if not node.visible:
+            lines.append(f"{indent}{shown(node.key)}\t(parent not visible here)")
+        else:
+            fields = [f"{indent}{shown(node.key)}", _progress_text(node)]
+            if node.last_activity is not None:
+                fields.append("last " + _when(node.last_activity))
+            if node.in_progress:
+                fields.append("now: " + ", ".join(f'"{shown(c)}"' for c in node.in_progress))
+            if node.signals:
+                fields.append("! " + ", ".join(_signal_text(s) for s in node.signals))
+            if node.cycle:
+                fields.append(f"(its link to {shown(node.parent or '')} makes a cycle)")
+            lines.append("\t".join(fields))
+        for child in node.children:
+            walk(child, depth + 1)
+
+    for root in roots:
+        walk(root, 0)
+    return "\n".join(lines)
+
+
+def _progress_text(node: FleetNode) -> str:
+    progress = node.progress
+    if not node.readable or progress is None:
+        return "unreadable"
+    if progress.cleared:
+        return "no plan"
+    return f"{progress.completed}/{progress.total} done"
+
+
+def _signal_text(signal: Signal) -> str:
+    return f"{signal.kind}@{signal.seq}"
+
+
+def _when(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="seconds")
+
+
+def fleet_json(roots: Sequence[FleetNode]) -> list[dict[str, Any]]:
+    """The tree as JSON values (``--json``): names and contents as they are, unescaped."""
+
+    def node_json(node: FleetNode) -> dict[str, Any]:
+        progress = node.progress
+        return {
+            "key": node.key,
+            "visible": node.visible,
+            "parent": node.parent,
+            "lastActivity": node.last_activity,
+            "readable": node.readable if node.visible else None,
+            "progress": None
+            if progress is None
+            else {
+                "completed": progress.completed,
+                "total": progress.total,
+                "inProgress": progress.in_progress,
+                "cleared": progress.cleared,
+            },
+            "inProgress": list(node.in_progress),
+            "signals": [signal.as_json() for signal in node.signals],
+            "cycle": node.cycle,
+            "children": [node_json(child) for child in node.children],
+        }
+
+    return [node_json(root) for root in roots]

@@ -1,0 +1,219 @@
+"""Sub-agent trees end to end: each framework's own sub-agent mechanism, through our adapters.
+
+The OpenAI Agents SDK's agents-as-tools (its ScriptedModel) and pydantic-ai delegation (a
+tool that runs another agent, FunctionModel): the sub-agent's plan lands in a session of its
+own, linked to the parent's with the parent's tool-call id, and a reader shows the tree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import Agent as OpenAIAgent
+from agents import RunConfig, Runner
+from agents.testing import ScriptedModel, assistant_message, function_call
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.toolsets import FunctionToolset
+
+from dsh_tool_todo.errors import UsageError
+from dsh_tool_todo.fleet import FleetNode, read_fleet
+from dsh_tool_todo.integrations.openai_agents import linked_agent_tool, todo_write_function_tool
+from dsh_tool_todo.integrations.pydantic_ai import linked_toolset, todo_write_toolset
+from dsh_tool_todo.stores import open_reader
+from dsh_tool_todo.stores.jsonl import read_events
+from dsh_tool_todo.stores.owners import OwnerRegistry
+
+
+def plan(content: str) -> dict[str, Any]:
+    return {"todos": [{"content": content, "status": "in_progress"}]}
+
+
+def tree(directory: Path) -> list[tuple[int, str, str | None, tuple[str, ...]]]:
+    async def read() -> list[FleetNode]:
+        reader = open_reader(directory)
+        try:
+            return await read_fleet(reader)
+        finally:
+            await reader.aclose()
+
+    rows: list[tuple[int, str, str | None, tuple[str, ...]]] = []
+
+    def walk(nodes: list[FleetNode], depth: int) -> None:
+        for node in sorted(nodes, key=lambda n: n.key):
+            rows.append((depth, node.key, node.parent, node.in_progress))
+            walk(node.children, depth + 1)
+
+    walk(asyncio.run(read()), 0)
+    return rows
+
+
+def head(log: Path) -> dict[str, Any]:
+    return read_events(log)[0]
+
+
+# --- OpenAI Agents SDK: agent.as_tool() ------------------------------------------------
+
+
+def test_openai_agents_as_tools_give_each_sub_agent_a_linked_plan(tmp_path: Path) -> None:
+    with OwnerRegistry(tmp_path) as owners:
+        todo = todo_write_function_tool(
+            allow_parallel_in_progress=False, owner="ada", owners=owners
+        )
+        checker = OpenAIAgent(
+            name="checker",
+            model=ScriptedModel(
+                [
+                    [function_call("todo_write", plan("Check a source"), call_id="k1")],
+                    [assistant_message("checked")],
+                ]
+            ),
+            tools=[todo],
+        )
+        researcher = OpenAIAgent(
+            name="researcher",
+            model=ScriptedModel(
+                [
+                    [function_call("todo_write", plan("Search"), call_id="r1")],
+                    [function_call("check", {"input": "it"}, call_id="r2")],
+                    [assistant_message("found")],
+                ]
+            ),
+            tools=[
+                todo,
+                linked_agent_tool(checker.as_tool(tool_name="check", tool_description="Check")),
+            ],
+        )
+        research = researcher.as_tool(tool_name="research", tool_description="Research")
+        lead = OpenAIAgent(
+            name="lead",
+            model=ScriptedModel(
+                [
+                    [function_call("todo_write", plan("Delegate"), call_id="l1")],
+                    [function_call("research", {"input": "q"}, call_id="l2")],
+                    [assistant_message("done")],
+                ]
+            ),
+            tools=[todo, linked_agent_tool(research)],
+        )
+        config = RunConfig(tracing_disabled=True)
+        result = asyncio.run(Runner.run(lead, "go", run_config=config))
+    assert result.final_output == "done"
+    assert tree(tmp_path) == [
+        (0, "ada", None, ("Delegate",)),  # the parent's plan is its own, not clobbered
+        (1, "ada%2fresearcher", "ada", ("Search",)),
+        (2, "ada%2fresearcher%2fchecker", "ada%2fresearcher", ("Check a source",)),
+    ]
+    assert head(tmp_path / "ada%2fresearcher.jsonl")["data"] == {
+        "parent": "ada",
+        "parentCallId": "l2",
+    }
+    assert head(tmp_path / "ada%2fresearcher%2fchecker.jsonl")["data"] == {
+        "parent": "ada%2fresearcher",
+        "parentCallId": "r2",
+    }
+    # the wrapped tool is offered exactly as the SDK made it
+    wrapped = linked_agent_tool(research)
+    assert (wrapped.name, wrapped.description, wrapped.params_json_schema) == (
+        research.name,
+        research.description,
+        research.params_json_schema,
+    )
+
+
+def test_linked_agent_tool_refuses_what_is_not_a_function_tool() -> None:
+    with pytest.raises(UsageError, match=r"takes the FunctionTool agent\.as_tool"):
+        linked_agent_tool(object())  # type: ignore[arg-type]
+
+
+# --- pydantic-ai: a tool that runs another agent ----------------------------------------
+
+
+def scripted(*responses: ModelResponse) -> FunctionModel:
+    queue = list(responses)
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return queue.pop(0)
+
+    return FunctionModel(respond)
+
+
+def test_pydantic_ai_delegation_gives_the_sub_agent_a_linked_plan(tmp_path: Path) -> None:
+    owners = OwnerRegistry(tmp_path)
+    todo = todo_write_toolset(allow_parallel_in_progress=False, owners=owners)
+    researcher = Agent(
+        scripted(
+            ModelResponse(parts=[ToolCallPart("todo_write", plan("Search"), tool_call_id="r1")]),
+            ModelResponse(parts=[TextPart("found")]),
+        ),
+        name="researcher",
+        deps_type=str,
+        toolsets=[todo],
+    )
+
+    async def research(ctx: RunContext[str], question: str) -> str:
+        result = await researcher.run(question, deps=ctx.deps, usage=ctx.usage)
+        return result.output
+
+    lead = Agent(
+        scripted(
+            ModelResponse(parts=[ToolCallPart("todo_write", plan("Delegate"), tool_call_id="l1")]),
+            ModelResponse(parts=[ToolCallPart("research", {"question": "q"}, tool_call_id="l2")]),
+            ModelResponse(parts=[TextPart("done")]),
+        ),
+        name="lead",
+        deps_type=str,
+        toolsets=[todo, linked_toolset(FunctionToolset([research]))],
+    )
+    result = asyncio.run(lead.run("go", deps="bob\n"))
+    owners.close()
+    assert result.output == "done"
+    assert tree(tmp_path) == [
+        (0, "bob%0a", None, ("Delegate",)),
+        (1, "bob%0a%2fresearcher", "bob%0a", ("Search",)),
+    ]
+    assert head(tmp_path / "bob%0a%2fresearcher.jsonl")["data"] == {
+        "parent": "bob%0a",
+        "parentCallId": "l2",
+    }
+
+
+def test_without_the_wrapper_a_sub_agent_shares_its_parents_plan(tmp_path: Path) -> None:
+    """What linked_toolset changes: the same deps and no wrapper write one session."""
+    owners = OwnerRegistry(tmp_path)
+    todo = todo_write_toolset(allow_parallel_in_progress=False, owners=owners)
+    helper = Agent(
+        scripted(
+            ModelResponse(parts=[ToolCallPart("todo_write", plan("Sub"), tool_call_id="h1")]),
+            ModelResponse(parts=[TextPart("ok")]),
+        ),
+        name="helper",
+        deps_type=str,
+        toolsets=[todo],
+    )
+
+    async def delegate(ctx: RunContext[str]) -> str:
+        return (await helper.run("x", deps=ctx.deps, usage=ctx.usage)).output
+
+    lead = Agent(
+        scripted(
+            ModelResponse(parts=[ToolCallPart("todo_write", plan("Top"), tool_call_id="l1")]),
+            ModelResponse(parts=[ToolCallPart("delegate", {}, tool_call_id="l2")]),
+            ModelResponse(parts=[TextPart("done")]),
+        ),
+        name="lead",
+        deps_type=str,
+        toolsets=[todo, FunctionToolset([delegate])],
+    )
+    asyncio.run(lead.run("go", deps="eve"))
+    owners.close()
+    assert tree(tmp_path) == [(0, "eve", None, ("Sub",))]
+
+
+def test_linked_toolset_refuses_what_is_not_a_toolset() -> None:
+    with pytest.raises(UsageError, match="takes a pydantic-ai toolset"):
+        linked_toolset([])  # type: ignore[arg-type]

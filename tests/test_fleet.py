@@ -1,0 +1,190 @@
+"""The fleet tree: links placed, unseen parents and cycles shown, and `dsh-todo sessions DIR`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_tool_todo.fleet import FleetNode, build_tree, render_tree
+from dsh_tool_todo.stores.jsonl import JsonlSession
+from tests.test_cli import assert_usage_error, dsh_todo
+
+
+def keys(roots: list[FleetNode], depth: int = 0) -> list[tuple[int, str, bool]]:
+    found = []
+    for node in roots:
+        found.append((depth, node.key, node.visible))
+        found += keys(node.children, depth + 1)
+    return found
+
+
+def test_children_go_under_parents_and_unseen_parents_become_nodes() -> None:
+    nodes = [
+        FleetNode("grandchild", parent="child"),
+        FleetNode("root"),
+        FleetNode("child", parent="root"),
+        FleetNode("orphan", parent="elsewhere"),
+        FleetNode("orphan 2", parent="elsewhere"),
+    ]
+    assert keys(build_tree(nodes)) == [
+        (0, "root", True),
+        (1, "child", True),
+        (2, "grandchild", True),
+        (0, "elsewhere", False),
+        (1, "orphan", True),
+        (1, "orphan 2", True),
+    ]
+
+
+def test_a_link_cycle_shows_its_sessions_as_roots_and_keeps_what_hangs_off_it() -> None:
+    nodes = [
+        FleetNode("a", parent="b"),
+        FleetNode("b", parent="a"),
+        FleetNode("self", parent="self"),
+        FleetNode("leaf", parent="a"),
+    ]
+    roots = build_tree(nodes)
+    assert keys(roots) == [(0, "a", True), (1, "leaf", True), (0, "b", True), (0, "self", True)]
+    assert [node.cycle for node in roots] == [True, True, True]
+
+
+def test_render_escapes_every_name_and_content() -> None:
+    root = FleetNode("r\x1b]0;owned\x07", in_progress=("do \x1b[2J it",))
+    root.children = [FleetNode("c", parent="r")]
+    hidden = FleetNode("gone\u202e", visible=False)
+    text = render_tree([root, hidden])
+    assert "\x1b" not in text
+    assert "\u202e" not in text
+    assert text.splitlines() == [
+        'r\\x1b]0;owned\\x07\tunreadable\tnow: "do \\x1b[2J it"',
+        "  c\tunreadable",
+        "gone\\u202e\t(parent not visible here)",
+    ]
+
+
+def write(session: JsonlSession, *plans: list[tuple[str, str]]) -> None:
+    for plan in plans:
+        todos = [{"content": content, "status": status} for content, status in plan]
+        session.append("todo/write", {"todos": todos})
+
+
+def test_sessions_prints_a_directory_as_a_tree(tmp_path: Path) -> None:
+    with JsonlSession(tmp_path / "lead.jsonl") as lead:
+        write(lead, [("Split the work", "in_progress"), ("Merge", "pending")])
+    with JsonlSession(tmp_path / "worker\n1.jsonl", parent="lead", parent_call_id="c1") as w:
+        write(
+            w,
+            [("A", "in_progress"), ("B", "pending"), ("C", "pending")],
+            [("A", "completed"), ("B", "completed"), ("C", "completed")],
+        )
+    with JsonlSession(tmp_path / "stray.jsonl", parent="boss in another dir") as stray:
+        write(stray, [("X", "in_progress")])
+
+    lines = dsh_todo("sessions", str(tmp_path)).stdout.splitlines()
+    rows = [line.split("\t") for line in lines]
+    assert [(row[0], row[1]) for row in rows] == [
+        ("boss in another dir", "(parent not visible here)"),
+        ("  stray", "0/1 done"),
+        ("lead", "0/2 done"),
+        ("  worker\\n1", "3/3 done"),
+    ]
+    assert rows[2][3] == 'now: "Split the work"'
+    assert rows[3][3] == "! all_done_at_once@2"
+
+    tree = json.loads(dsh_todo("sessions", str(tmp_path), "--json").stdout)
+    assert tree["source"] == str(tmp_path)
+    hidden, lead_node = tree["sessions"]
+    assert (hidden["key"], hidden["visible"], hidden["children"][0]["key"]) == (
+        "boss in another dir",
+        False,
+        "stray",
+    )
+    (worker,) = lead_node["children"]
+    assert worker["key"] == "worker\n1"  # JSON carries the name as it is
+    assert worker["parent"] == "lead"
+    assert worker["signals"] == [
+        {"kind": "all_done_at_once", "seq": 2, "items": ["A", "B", "C"], "count": 3}
+    ]
+    assert worker["progress"] == {"completed": 3, "total": 3, "inProgress": 0, "cleared": False}
+
+
+def test_sessions_of_an_empty_or_missing_directory(tmp_path: Path) -> None:
+    assert dsh_todo("sessions", str(tmp_path)).stdout == f"no sessions in {tmp_path}\n"
+    assert json.loads(dsh_todo("sessions", str(tmp_path), "--json").stdout)["sessions"] == []
+    run = dsh_todo("sessions", str(tmp_path / "nope"), check=False)
+    assert_usage_error(run, "not a directory of session logs")
+    run = dsh_todo("sessions", str(tmp_path), "--delete", "x", check=False)
+    assert_usage_error(run, "--delete goes with a database URL")
+
+
+def test_show_prints_the_turns_signals_under_the_plan(tmp_path: Path) -> None:
+    log = tmp_path / "s.jsonl"
+    with JsonlSession(log) as session:
+        write(session, [("A", "in_progress"), ("B\x1b[31m", "pending")], [("A", "in_progress")])
+    out = dsh_todo("show", str(log)).stdout
+    assert out.splitlines()[-1] == '! dropped (1) at seq 1 - dropped unfinished: "B\\x1b[31m"'
+    assert "dropped" not in dsh_todo("show", str(log), "--no-health").stdout
+    assert json.loads(dsh_todo("show", str(log), "--format", "json").stdout) == [
+        {"content": "A", "status": "in_progress"}
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcdefg"), st.none() | st.sampled_from("abcdefgxyz"))))
+def test_every_session_appears_once_and_never_under_itself(
+    links: list[tuple[str, str | None]],
+) -> None:
+    sessions = dict(links)  # one parent per key, as a store lists each session once
+    roots = build_tree([FleetNode(key, parent=parent) for key, parent in sessions.items()])
+    seen: list[str] = []
+
+    def walk(node: FleetNode, above: tuple[str, ...]) -> None:
+        assert node.key not in above
+        if node.visible:
+            seen.append(node.key)
+        else:
+            assert node.key not in sessions  # only a parent no session is
+        for child in node.children:
+            assert child.parent == node.key
+            walk(child, (*above, node.key))
+
+    for root in roots:
+        assert root.parent is None or root.cycle or not root.visible
+        walk(root, ())
+    assert sorted(seen) == sorted(sessions)
+
+
+def test_watch_draws_the_turns_signals_under_the_plan(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.test_cli import ENV
+
+    log = tmp_path / "live.jsonl"
+    with JsonlSession(log) as session:
+        write(session, [("A", "in_progress"), ("B", "pending")], [("A", "in_progress")])
+    command = [sys.executable, "-m", "dsh_tool_todo", "watch", str(log), "--ascii"]
+    with subprocess.Popen(
+        [*command, "--interval", "0.05"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        env=ENV,
+    ) as watcher:
+        assert watcher.stdout is not None
+        try:
+            seen: list[str] = []
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not any(s.startswith("!") for s in seen):
+                seen.append(watcher.stdout.readline().strip())
+            assert '! dropped (1) at seq 1 - dropped unfinished: "B"' in seen
+            watcher.send_signal(signal.SIGINT)
+            assert watcher.wait(timeout=30) == 0
+        finally:
+            watcher.kill()
