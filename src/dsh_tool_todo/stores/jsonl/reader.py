@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-import json
 import os
 import stat
 import threading
@@ -20,13 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from ...contract import LINK_EVENT_TYPE
 from ...errors import InvalidLog, LogReplaced, SessionNotFound, UsageError
-from ...projection import PLAN_EVENTS, progress_of
+from ...links import link_of
+from ...projection import progress_of
 from ...protocols import Progress, SessionSummary, Snapshot, TailPage
 from .._summary import working_on
-from ._lines import Event, open_log
-from ._tail import _Tail, read_snapshot, read_tail
+from ._lines import Event
+from ._tail import _Tail, read_head, read_snapshot, read_tail
 from ._watch import DirectoryWatch
 
 __all__ = ["JsonlReader"]
@@ -48,28 +47,18 @@ def _plain_name(name: str) -> bool:
 
 
 def read_parent(path: str) -> str | None:
-    """The ``parent`` of the log's first ``session/link`` event, read from its head.
+    """The ``parent`` the log's head event names (``links.link_of``), or ``None``.
 
-    The link is recorded before the first ``todo/write`` or ``turn/start``, so
-    the search ends there (or after :data:`HEAD_READ` bytes): its cost does
-    not grow with the log. A line that is not an event ends it too; the readers
-    that show the log say what is wrong with it.
+    A link counts only as the log's first event (where every store records it), so
+    one short read at the start of the file tells, whatever the log's length. A head
+    that is not a whole event names no parent; the readers that show the log say
+    what is wrong with it.
     """
-    with open_log(path) as file:
-        head = file.read(HEAD_READ)
-    for line in head.split(b"\n")[:-1]:
-        try:
-            event = json.loads(line)
-            kind = event["type"]
-        except (ValueError, TypeError, KeyError):
-            return None
-        if kind == LINK_EVENT_TYPE:
-            data = event.get("data")
-            parent = data.get("parent") if isinstance(data, dict) else None
-            return parent if isinstance(parent, str) else None
-        if kind in PLAN_EVENTS:
-            return None
-    return None
+    try:
+        link = link_of(read_head(path))
+    except InvalidLog:
+        return None
+    return None if link is None else link.parent
 
 
 def _addressable(name: str) -> bool:

@@ -34,8 +34,8 @@ SUMMARY = "dsh_todo_sessions"
 
 _FIRST_PARENT = (
     f"(SELECT l.data->>'parent' FROM {TABLE} AS l WHERE l.session_id = e.session_id "
-    f"AND l.type = '{LINK_EVENT_TYPE}' AND json_typeof(l.data->'parent') = 'string' "
-    "ORDER BY l.seq LIMIT 1)"
+    f"AND l.seq = 0 AND l.type = '{LINK_EVENT_TYPE}' "
+    "AND json_typeof(l.data->'parent') = 'string' AND l.data->>'parent' <> '')"
 )
 # Whole statements, each run as it is: the trigger bodies hold semicolons of their own.
 SUMMARY_MIGRATION: tuple[str, ...] = (
@@ -48,14 +48,14 @@ SUMMARY_MIGRATION: tuple[str, ...] = (
     )
     """,
     f"CREATE INDEX IF NOT EXISTS {SUMMARY}_recent ON {SUMMARY} (last_at DESC, session_id)",
-    # An append upserts its session's row; the parent is the first link's, kept once set.
+    # An append upserts its session's row; the parent is the head link's (seq 0: links.link_of).
     f"""
     CREATE OR REPLACE FUNCTION {SUMMARY}_append() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
         INSERT INTO {SUMMARY} AS s (session_id, last_seq, last_at, parent)
         VALUES (NEW.session_id, NEW.seq, NEW.recorded_at,
-            CASE WHEN NEW.type = '{LINK_EVENT_TYPE}'
-                AND json_typeof(NEW.data->'parent') = 'string'
+            CASE WHEN NEW.seq = 0 AND NEW.type = '{LINK_EVENT_TYPE}'
+                AND json_typeof(NEW.data->'parent') = 'string' AND NEW.data->>'parent' <> ''
             THEN NEW.data->>'parent' END)
         ON CONFLICT (session_id) DO UPDATE SET
             last_seq = GREATEST(s.last_seq, EXCLUDED.last_seq),
