@@ -8,10 +8,11 @@ A line ``# unasync: CODE`` becomes ``CODE`` in the sync file; a line ending in
 
 Why an append is written as it is:
 
-- An append is one transaction: ``BEGIN``, one statement that inserts the
-  row and calls ``pg_notify`` with ``"<seq>:<session id>"``, ``COMMIT``.
-  (Measured under load, an explicit transaction commits notifying rows at
-  about twice the rate of the same statement in autocommit.)
+- An append is one transaction: ``BEGIN``, the insert, ``COMMIT``. It sends
+  no notification: a notifying commit takes a cluster-wide lock until its WAL
+  is flushed. Once committed, the seq is posted to the process's notifier
+  (``_notify.py``), which sends ``"<seq>:<session id>"`` coalesced, from a
+  connection of its own.
 - A connection that breaks before ``COMMIT`` was sent recorded nothing: the
   append is sent once more, on a fresh connection, at the same seq.
 - One that breaks after leaves the outcome unknown: the session reads the row
@@ -57,7 +58,7 @@ from ._core import (
     tail_bounds,
     wrap,
 )
-from ._pools import APool, ASource, async_shared_pool
+from ._pools import APool, ASource, async_shared_pool, notifier_for
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -251,6 +252,7 @@ class AsyncPostgresSession(ResumeCache, SessionCore, ClosedOnExit):
                 self._pool_now = self._source
             else:
                 self._pool_now = await async_shared_pool(self._source)
+            self._notifier = notifier_for(self._pool_now)
         return self._pool_now
 
     async def _open(self) -> None:

@@ -9,10 +9,11 @@ A line ``# unasync: CODE`` becomes ``CODE`` in the sync file; a line ending in
 
 Why an append is written as it is:
 
-- An append is one transaction: ``BEGIN``, one statement that inserts the
-  row and calls ``pg_notify`` with ``"<seq>:<session id>"``, ``COMMIT``.
-  (Measured under load, an explicit transaction commits notifying rows at
-  about twice the rate of the same statement in autocommit.)
+- An append is one transaction: ``BEGIN``, the insert, ``COMMIT``. It sends
+  no notification: a notifying commit takes a cluster-wide lock until its WAL
+  is flushed. Once committed, the seq is posted to the process's notifier
+  (``_notify.py``), which sends ``"<seq>:<session id>"`` coalesced, from a
+  connection of its own.
 - A connection that breaks before ``COMMIT`` was sent recorded nothing: the
   append is sent once more, on a fresh connection, at the same seq.
 - One that breaks after leaves the outcome unknown: the session reads the row
@@ -56,7 +57,7 @@ from ._core import (
     tail_bounds,
     wrap,
 )
-from ._pools import Pool, Source, shared_pool
+from ._pools import Pool, Source, notifier_for, shared_pool
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -245,6 +246,7 @@ class PostgresSession(SessionCore, ClosedOnExit):
                 self._pool_now = self._source
             else:
                 self._pool_now = shared_pool(self._source)
+            self._notifier = notifier_for(self._pool_now)
         return self._pool_now
 
     def _open(self) -> None:
