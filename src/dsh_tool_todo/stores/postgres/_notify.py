@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,6 +42,15 @@ _LOG = logging.getLogger("dsh_tool_todo")
 
 IDLE_SECONDS = 10.0
 """A notifier with nothing to send for this long ends its thread and closes its connection."""
+GAP_SECONDS = 0.01
+"""The least time between two NOTIFY transactions of a notifier.
+
+Alone, an append is announced at once; under load, what piles up in the gap
+goes in one transaction, so a process sends at most 100 a second, whatever
+its append rate (each costs the server a transaction and a pass of every
+listener over the notification queue). It adds at most this to a follower's
+latency.
+"""
 
 
 class Notifier:
@@ -52,12 +62,20 @@ class Notifier:
     until everything posted so far has been sent (or given up on).
     """
 
-    def __init__(self, conninfo: str, kwargs: Mapping[str, Any], *, idle: float = IDLE_SECONDS):
+    def __init__(
+        self,
+        conninfo: str,
+        kwargs: Mapping[str, Any],
+        *,
+        idle: float = IDLE_SECONDS,
+        gap: float = GAP_SECONDS,
+    ) -> None:
         self.conninfo = conninfo
         self.where = server_name(conninfo)
         self.kwargs: dict[str, Any] = {"connect_timeout": 10, **kwargs, "autocommit": True}
         self.kwargs.pop("row_factory", None)
         self.idle = idle
+        self.gap = gap
         self.sent = 0  # NOTIFY transactions committed (for tests and benchmarks)
         self._cond = threading.Condition()
         self._pending: dict[str, int] = {}  # session -> newest seq to announce
@@ -94,11 +112,13 @@ class Notifier:
             thread.join(timeout)
 
     def _run(self) -> None:
+        sent_at = 0.0
         try:
             while True:
+                wait = sent_at + self.gap - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)  # what is posted meanwhile joins the next transaction
                 with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()  # a flush() may be waiting
                     if not self._pending and self.idle > 0:
                         self._cond.wait(self.idle)
                     if not self._pending:
@@ -107,6 +127,10 @@ class Notifier:
                     batch, self._pending = self._pending, {}
                     self._busy = True
                 self._send(batch)
+                sent_at = time.monotonic()
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()  # a flush() may be waiting
         except BaseException:  # never expected; the next post starts a fresh thread
             _LOG.exception("the notifier for %s stopped", self.where)
             with self._cond:

@@ -31,7 +31,6 @@ MIGRATIONS: tuple[str, ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
-BEGIN = "BEGIN"
 INSERT = (
     f"INSERT INTO {TABLE} (session_id, seq, type, data) "
     "VALUES (%(sid)s, %(seq)s, %(type)s, %(data)s)"

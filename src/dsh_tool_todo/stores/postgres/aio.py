@@ -8,13 +8,16 @@ A line ``# unasync: CODE`` becomes ``CODE`` in the sync file; a line ending in
 
 Why an append is written as it is:
 
-- An append is one transaction: ``BEGIN``, the insert, ``COMMIT``. It sends
-  no notification: a notifying commit takes a cluster-wide lock until its WAL
-  is flushed. Once committed, the seq is posted to the process's notifier
-  (``_notify.py``), which sends ``"<seq>:<session id>"`` coalesced, from a
-  connection of its own.
+- An append is one transaction holding the insert alone: on an autocommit
+  connection (the shared pools') one statement, one round trip; on one that
+  is not, the insert then ``COMMIT``. It sends no notification: a notifying
+  commit takes a cluster-wide lock until its WAL is flushed. Once committed,
+  the seq is posted to the process's notifier (``_notify.py``), which sends
+  ``"<seq>:<session id>"`` coalesced, from a connection of its own.
 - A connection that breaks before ``COMMIT`` was sent recorded nothing: the
-  append is sent once more, on a fresh connection, at the same seq.
+  append is sent once more, on a fresh connection, at the same seq. (The
+  one-statement insert commits itself, so once it is sent there is no such
+  "before".)
 - One that breaks after leaves the outcome unknown: the session reads the row
   back on a fresh connection before it answers. Found and equal: recorded.
   Found and different: another writer's (:class:`WriterConflict`). Absent: sent
@@ -284,10 +287,15 @@ class AsyncPostgresSession(ResumeCache, SessionCore, ClosedOnExit):
         committing = False
         try:
             async with pool.connection() as conn:
+                params = self._params(pending.event, pending.text)
+                if conn.autocommit:
+                    # One statement, its own transaction: one round trip. Once it is sent,
+                    # the row may be committed, so a break is an unknown outcome.
+                    committing = True
+                    await conn.execute(_sql.INSERT, params)
+                    return
                 try:
-                    if conn.autocommit:
-                        await conn.execute(_sql.BEGIN)
-                    await conn.execute(_sql.INSERT, self._params(pending.event, pending.text))
+                    await conn.execute(_sql.INSERT, params)
                 except BaseException:
                     await arollback_quietly(conn)
                     raise

@@ -9,13 +9,16 @@ A line ``# unasync: CODE`` becomes ``CODE`` in the sync file; a line ending in
 
 Why an append is written as it is:
 
-- An append is one transaction: ``BEGIN``, the insert, ``COMMIT``. It sends
-  no notification: a notifying commit takes a cluster-wide lock until its WAL
-  is flushed. Once committed, the seq is posted to the process's notifier
-  (``_notify.py``), which sends ``"<seq>:<session id>"`` coalesced, from a
-  connection of its own.
+- An append is one transaction holding the insert alone: on an autocommit
+  connection (the shared pools') one statement, one round trip; on one that
+  is not, the insert then ``COMMIT``. It sends no notification: a notifying
+  commit takes a cluster-wide lock until its WAL is flushed. Once committed,
+  the seq is posted to the process's notifier (``_notify.py``), which sends
+  ``"<seq>:<session id>"`` coalesced, from a connection of its own.
 - A connection that breaks before ``COMMIT`` was sent recorded nothing: the
-  append is sent once more, on a fresh connection, at the same seq.
+  append is sent once more, on a fresh connection, at the same seq. (The
+  one-statement insert commits itself, so once it is sent there is no such
+  "before".)
 - One that breaks after leaves the outcome unknown: the session reads the row
   back on a fresh connection before it answers. Found and equal: recorded.
   Found and different: another writer's (:class:`WriterConflict`). Absent: sent
@@ -278,10 +281,15 @@ class PostgresSession(SessionCore, ClosedOnExit):
         committing = False
         try:
             with pool.connection() as conn:
+                params = self._params(pending.event, pending.text)
+                if conn.autocommit:
+                    # One statement, its own transaction: one round trip. Once it is sent,
+                    # the row may be committed, so a break is an unknown outcome.
+                    committing = True
+                    conn.execute(_sql.INSERT, params)
+                    return
                 try:
-                    if conn.autocommit:
-                        conn.execute(_sql.BEGIN)
-                    conn.execute(_sql.INSERT, self._params(pending.event, pending.text))
+                    conn.execute(_sql.INSERT, params)
                 except BaseException:
                     rollback_quietly(conn)
                     raise
