@@ -197,9 +197,14 @@ def test_a_notifier_that_cannot_reach_the_server_says_so_and_followers_catch_up(
     with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
         notifier.post(SESSION, 3)
         assert notifier.flush(10.0)
+        started = time.monotonic()
+        notifier.post(SESSION, 4)  # the same refusal: not said again, and not asked at once
+        assert notifier.flush(10.0)
+        waited = time.monotonic() - started
     notifier.close()
-    assert "could not notify 1 session(s) on" in caplog.text
+    assert caplog.text.count("could not notify 1 session(s) on") == 1
     assert "catch up at their next poll" in caplog.text
+    assert waited >= _notify.RETRY_SECONDS * 0.9
 
 
 def test_a_storm_of_foreign_notifications_naming_the_session_invents_and_skips_nothing(

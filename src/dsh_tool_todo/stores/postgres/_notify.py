@@ -36,7 +36,7 @@ import psycopg
 from . import _sql
 from ._core import notice, reason, server_name
 
-__all__ = ["IDLE_SECONDS", "Notifier"]
+__all__ = ["GAP_SECONDS", "IDLE_SECONDS", "RETRY_SECONDS", "Notifier"]
 
 _LOG = logging.getLogger("dsh_tool_todo")
 
@@ -51,6 +51,9 @@ its append rate (each costs the server a transaction and a pass of every
 listener over the notification queue). It adds at most this to a follower's
 latency.
 """
+RETRY_SECONDS = 1.0
+"""After a send failed (its notifications dropped: the followers' poll finds
+those events), the notifier waits this long before it connects again."""
 
 
 class Notifier:
@@ -82,6 +85,7 @@ class Notifier:
         self._busy = False
         self._thread: threading.Thread | None = None
         self._conn: psycopg.Connection[Any] | None = None
+        self._failing = False
 
     def post(self, session_id: str, seq: int) -> None:
         """Announce that ``seq`` of ``session_id`` is committed (sent soon, by the thread)."""
@@ -126,8 +130,9 @@ class Notifier:
                         return
                     batch, self._pending = self._pending, {}
                     self._busy = True
-                self._send(batch)
                 sent_at = time.monotonic()
+                if not self._send(batch):
+                    sent_at += RETRY_SECONDS  # a server that refused: not asked again at once
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()  # a flush() may be waiting
@@ -143,7 +148,7 @@ class Notifier:
             if conn is not None:
                 conn.close()
 
-    def _send(self, batch: Mapping[str, int]) -> None:
+    def _send(self, batch: Mapping[str, int]) -> bool:
         payloads = [notice(session_id, seq) for session_id, seq in batch.items()]
         for attempt in (1, 2):  # an idle connection the server ended: once more, on a new one
             try:
@@ -151,12 +156,14 @@ class Notifier:
                     self._conn = psycopg.Connection.connect(self.conninfo, **self.kwargs)
                 self._conn.execute(_sql.NOTIFY, (payloads,))
                 self.sent += 1
-                return
+                self._failing = False
+                return True
             except psycopg.Error as error:
                 if self._conn is not None:
                     self._conn.close()
                     self._conn = None
-                if attempt == 2:
+                if attempt == 2 and not self._failing:  # said once, until it works again
+                    self._failing = True
                     # Nothing is lost: the rows are committed, and followers poll for them.
                     _LOG.warning(
                         "could not notify %d session(s) on %s (%s); their followers catch up "
@@ -165,3 +172,4 @@ class Notifier:
                         self.where,
                         reason(error),
                     )
+        return False
