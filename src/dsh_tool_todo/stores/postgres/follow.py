@@ -25,6 +25,10 @@ __all__ = ["PostgresFollower"]
 
 _LOG = logging.getLogger("dsh_tool_todo")
 
+BUSY_POLL = 0.05
+"""Seconds between the polls of the sessions that moved in the last ``ACTIVE_FOR`` seconds."""
+ACTIVE_FOR = 1.0
+
 
 class Hub:
     """One ``LISTEN`` connection per process, event loop and conninfo, shared by every follower.
@@ -55,6 +59,7 @@ class Hub:
         self.poll = poll
         self.wakers: dict[str, set[asyncio.Event]] = {}
         self.heard: dict[str, int] = {}  # the newest seq a notification or a poll named
+        self.active: dict[str, float] = {}  # loop time a session was last heard to move
         self.users = 0
         self._read: psycopg.AsyncConnection[Any] | None = None
         self._read_lock = asyncio.Lock()
@@ -93,6 +98,7 @@ class Hub:
             if not wakers:
                 del self.wakers[session_id]
                 self.heard.pop(session_id, None)
+                self.active.pop(session_id, None)
 
     async def read_from(self, session_id: str, first: int, limit: int) -> list[Any]:
         """Up to ``limit`` rows of the session from seq ``first`` on, in order."""
@@ -146,13 +152,30 @@ class Hub:
             await asyncio.sleep(self.delay)
 
     async def _poll(self) -> None:
-        """Wake the followers of every session whose newest seq is not the one last heard of."""
+        """Wake the followers of every session whose newest seq is not the one last heard of.
+
+        Every session followed, every ``poll`` seconds; the sessions active in the
+        last second, every ``BUSY_POLL`` seconds: under load a notification can
+        trail its commit (the writer's notifier waits for its process's GIL and
+        its turn), and the busy sessions' few probes bound that wait.
+        """
+        loop = asyncio.get_running_loop()
+        tick = min(BUSY_POLL, self.poll)
+        last_full = loop.time()
         while True:
-            await asyncio.sleep(self.poll)
-            if not self.wakers:
+            await asyncio.sleep(tick)
+            now = loop.time()
+            if now - last_full >= self.poll:
+                last_full = now
+                sessions = list(self.wakers)
+            else:
+                for session_id in [s for s, at in self.active.items() if now - at > ACTIVE_FOR]:
+                    del self.active[session_id]
+                sessions = [s for s in self.active if s in self.wakers]
+            if not sessions:
                 continue
             try:
-                rows = await self._query(_sql.NEWEST, (list(self.wakers),))
+                rows = await self._query(_sql.NEWEST, (sessions,))
             except psycopg.Error:
                 continue  # the server is away: the LISTEN reconnects and wakes everyone
             except Exception:
@@ -162,6 +185,7 @@ class Hub:
                 seq = -1 if newest is None else int(newest)
                 if self.heard.get(session_id) != seq and session_id in self.wakers:
                     self.heard[session_id] = seq
+                    self.active[session_id] = now
                     for waker in self.wakers[session_id]:
                         waker.set()
 
@@ -172,6 +196,7 @@ class Hub:
                 session_id, seq = parsed
                 wakers = self.wakers.get(session_id)
                 if wakers:
+                    self.active[session_id] = asyncio.get_running_loop().time()
                     if seq > self.heard.get(session_id, -1):
                         self.heard[session_id] = seq
                     for waker in wakers:
