@@ -306,3 +306,26 @@ def test_a_foreign_notification_with_a_huge_seq_does_not_hide_a_later_unannounce
 def test_a_bad_poll_interval_is_refused(interval: object) -> None:
     with pytest.raises(UsageError, match=r"poll_interval must be seconds in \(0, 3600\]"):
         PostgresFollower("postgresql://x", SESSION, poll_interval=interval)  # type: ignore[arg-type]
+
+
+def test_a_closed_notifier_still_sends_and_keeps_its_thread_for_the_next_posts(
+    pg_dsn: str,
+) -> None:
+    notifier = _notify.Notifier(pg_dsn, {})
+    with listen(pg_dsn) as listener:
+        try:
+            notifier.post(SESSION, 0)
+            notifier.close()  # as close_shared_pools() does, under a session that lives on
+            assert heard(listener, 1.0) == [f"0:{SESSION}"]
+            notifier.post(SESSION, 1)
+            assert notifier.flush(5.0)
+            time.sleep(0.2)  # a thread that ends when idle would have ended by now
+            thread = notifier._thread
+            notifier.post(SESSION, 2)
+            assert notifier.flush(5.0)
+            assert heard(listener, 1.0) == [f"1:{SESSION}", f"2:{SESSION}"]
+            assert thread is not None  # not one thread per post
+            assert thread.is_alive()
+            assert notifier._thread is thread
+        finally:
+            notifier.close()

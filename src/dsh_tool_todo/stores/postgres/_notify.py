@@ -86,6 +86,7 @@ class Notifier:
         self._thread: threading.Thread | None = None
         self._conn: psycopg.Connection[Any] | None = None
         self._failing = False
+        self._stopping = False
 
     def post(self, session_id: str, seq: int) -> None:
         """Announce that ``seq`` of ``session_id`` is committed (sent soon, by the thread)."""
@@ -110,10 +111,12 @@ class Notifier:
         self.flush(timeout)
         with self._cond:
             thread = self._thread
-            self.idle = 0.0  # the thread ends as soon as it finds nothing to send
+            self._stopping = True  # the thread ends as soon as it finds nothing to send
             self._cond.notify_all()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
+        with self._cond:
+            self._stopping = False  # a session still holding it starts a thread again
 
     def _run(self) -> None:
         sent_at = 0.0
@@ -123,7 +126,7 @@ class Notifier:
                 if wait > 0:
                     time.sleep(wait)  # what is posted meanwhile joins the next transaction
                 with self._cond:
-                    if not self._pending and self.idle > 0:
+                    if not self._pending and not self._stopping:
                         self._cond.wait(self.idle)
                     if not self._pending:
                         self._thread = None
