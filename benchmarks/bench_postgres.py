@@ -32,7 +32,10 @@ from report import Row, fmt_ns, fmt_rate, skipped
 from timing import paired
 
 ADMIN_DSN = os.environ.get("DSH_TODO_BENCH_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
-LOAD_TARGET = 2.0  # p99 of a call through the host vs p99 of the bare insert + notify
+LOAD_TARGET = 1.5  # p99 of a call through the host vs p99 of a bare insert (no NOTIFY)
+THROUGHPUT_TARGET = 0.9  # calls/s through the host vs bare inserts/s
+PUSH_TARGET_MS = 100  # commit to a follower in another process, p99, under the load
+ALONE_TARGET = 1.1  # one agent: a call vs a bare INSERT + pg_notify (the old append's floor)
 PLAN_TARGET = 2.0  # current plan at the large log vs the small one
 POOL_SIZE = 6  # connections per pool, per process: two pools a process stay far below 100
 
@@ -50,6 +53,7 @@ def rows(*, quick: bool) -> list[Row]:
             small, large = (10_000, 100_000) if quick else (10_000, 1_000_000)
             return [
                 *_load_rows(dsn, processes, agents, calls),
+                _one_agent_row(dsn, seconds=2.0 if quick else 10.0),
                 _plan_row(dsn, small, large, seconds=1.0 if quick else 5.0),
                 _push_row(dsn, 20 if quick else 300),
             ]
@@ -85,6 +89,8 @@ def _database() -> Iterator[str]:
 
 # --- load --------------------------------------------------------------------------------
 
+FOLLOW_EVERY = 10  # agents of each process whose session a follower in another process follows
+
 
 def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
     import psycopg
@@ -93,9 +99,22 @@ def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
 
     with psycopg.Connection.connect(dsn, autocommit=True) as conn:
         conn.execute(f"CREATE TABLE bench_bare (LIKE {postgres.TABLE} INCLUDING ALL)")
+        conn.execute(f"CREATE TABLE bench_bare_notify (LIKE {postgres.TABLE} INCLUDING ALL)")
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(processes)
     results = context.Queue()
+    followed = [
+        f"load-{index}-{agent}"
+        for index in range(processes)
+        for agent in range(0, agents, FOLLOW_EVERY)
+    ]
+    heard_queue = context.Queue()
+    stop = context.Event()
+    follower = context.Process(
+        target=_follow_load_worker, args=(dsn, followed, calls, stop, heard_queue), daemon=True
+    )
+    follower.start()
+    assert heard_queue.get(timeout=120) == "ready"
     workers = [
         context.Process(
             target=_load_worker, args=(dsn, index, agents, calls, barrier, results), daemon=True
@@ -104,15 +123,29 @@ def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
     ]
     for worker in workers:
         worker.start()
-    reports = [results.get(timeout=1800) for _ in workers]
+    reports = [results.get(timeout=3600) for _ in workers]
     for worker in workers:
         worker.join(60)
+    stop.set()
+    heard: dict[str, list[int]] = heard_queue.get(timeout=120)
+    follower.join(30)
     errors = [error for report in reports for error in report["errors"]]
     ours = [ns for report in reports for ns in report["ours"]]
     bare = [ns for report in reports for ns in report["bare"]]
+    notify = [ns for report in reports for ns in report["notify"]]
     acknowledged = sum(report["acknowledged"] for report in reports)
-    wall_ours = max(report["wall_ours"] for report in reports)
-    wall_bare = max(report["wall_bare"] for report in reports)
+    wall = {
+        side: max(report["wall"][side] for report in reports) for side in ("ours", "bare", "notify")
+    }
+    acked_at: dict[str, list[int]] = {}
+    for report in reports:
+        acked_at.update(report["acked_at"])
+    push = [
+        heard_ns - acked_ns
+        for session_id, times in acked_at.items()
+        for heard_ns, acked_ns in zip(heard.get(session_id, []), times, strict=False)
+    ]
+    missed = sum(len(times) for times in acked_at.values()) - len(push)
     with psycopg.Connection.connect(dsn) as conn:
         counted = conn.execute(
             f"SELECT count(*), count(DISTINCT (session_id, seq)), count(DISTINCT session_id) "
@@ -132,36 +165,63 @@ def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
     shape = f"{processes} proc x {agents} agents x {calls} calls"
     p50_ours, p99_ours = _percentiles(ours)
     p50_bare, p99_bare = _percentiles(bare)
+    p50_notify, p99_notify = _percentiles(notify)
+    rate = {side: expected / wall[side] for side in wall}
     ratio = p99_ours / p99_bare
-    correct = lost == 0 and duplicates == 0 and gapless and not errors
+    correct = lost == 0 and duplicates == 0 and gapless and not errors and missed == 0
+    p50_push, p99_push = _percentiles(push) if push else (float("nan"), float("nan"))
     return [
         Row(
             "postgres load",
             f"{shape}: p99 append",
             f"call_tool+PostgresSession p50 {fmt_ns(p50_ours)} p99 {fmt_ns(p99_ours)}",
-            f"INSERT+pg_notify, one txn: p50 {fmt_ns(p50_bare)} p99 {fmt_ns(p99_bare)}",
+            f"bare INSERT, one txn: p50 {fmt_ns(p50_bare)} p99 {fmt_ns(p99_bare)}",
             ratio,
             f"p99 ≤{LOAD_TARGET}x",
             ratio <= LOAD_TARGET,
-            note=f"p50 ratio {p50_ours / p50_bare:.2f}x",
+            note=(
+                f"p50 ratio {p50_ours / p50_bare:.2f}x; INSERT+pg_notify, one txn (the old "
+                f"append): p50 {fmt_ns(p50_notify)} p99 {fmt_ns(p99_notify)}, "
+                f"{p99_notify / p99_bare:.2f}x"
+            ),
             numbers={
                 "p50_ns": p50_ours,
                 "p99_ns": p99_ours,
                 "bare_p50_ns": p50_bare,
                 "bare_p99_ns": p99_bare,
+                "notify_p50_ns": p50_notify,
+                "notify_p99_ns": p99_notify,
             },
         ),
         Row(
             "postgres load",
-            f"{shape}: integrity and throughput",
-            f"{fmt_rate(expected / wall_ours)} calls",
-            f"{fmt_rate(expected / wall_bare)} bare inserts",
-            (expected / wall_ours) / (expected / wall_bare),
-            "0 lost, 0 duplicate",
+            f"{shape}: throughput",
+            f"{fmt_rate(rate['ours'])} calls",
+            f"{fmt_rate(rate['bare'])} bare INSERTs",
+            rate["ours"] / rate["bare"],
+            f"≥{THROUGHPUT_TARGET}x",
+            rate["ours"] / rate["bare"] >= THROUGHPUT_TARGET,
+            note=(
+                f"INSERT+pg_notify (the old append): {fmt_rate(rate['notify'])}, "
+                f"{rate['notify'] / rate['bare']:.2f}x"
+            ),
+            numbers={
+                "calls_per_s": rate["ours"],
+                "bare_per_s": rate["bare"],
+                "notify_per_s": rate["notify"],
+            },
+        ),
+        Row(
+            "postgres load",
+            f"{shape}: integrity",
+            f"{count:,} rows in {sessions} sessions",
+            f"{expected:,} calls",
+            None,
+            "0 lost, 0 duplicate, none unheard",
             correct,
             note=(
-                f"{acknowledged} acknowledged, {count} rows in {sessions} sessions, "
-                f"{lost} lost, {duplicates} duplicate seqs, gapless {gapless}"
+                f"{acknowledged} acknowledged, {lost} lost, {duplicates} duplicate seqs, "
+                f"gapless {gapless}, {len(push)} events followed, {missed} never heard"
                 + (f"; errors: {errors[:3]}" if errors else "")
             ),
             numbers={
@@ -170,9 +230,19 @@ def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
                 "lost": lost,
                 "duplicates": duplicates,
                 "acknowledged": acknowledged,
-                "calls_per_s": expected / wall_ours,
-                "bare_per_s": expected / wall_bare,
+                "missed": missed,
             },
+        ),
+        Row(
+            "postgres load",
+            f"{shape}: push under load",
+            f"call returned → follower: p50 {fmt_ns(p50_push)} p99 {fmt_ns(p99_push)}",
+            f"{len(followed)} sessions followed in another process",
+            None,
+            f"p99 ≤{PUSH_TARGET_MS} ms",
+            p99_push <= PUSH_TARGET_MS * 1e6,
+            note="monotonic clock shared by the processes; during the host's phases",
+            numbers={"p50_ns": p50_push, "p99_ns": p99_push, "events": len(push)},
         ),
     ]
 
@@ -185,6 +255,37 @@ def _percentiles(values: list[int]) -> tuple[float, float]:
     )
 
 
+def _follow_load_worker(dsn: str, sessions: list[str], calls: int, stop: Any, out: Any) -> None:
+    """Follow ``sessions`` until each has ``calls`` events; the monotonic time each was heard."""
+    import asyncio
+
+    from dsh_tool_todo.stores.postgres import PostgresFollower
+
+    async def follow(session_id: str, heard: list[int]) -> None:
+        async with PostgresFollower(dsn, session_id) as follower:
+            async for event in follower:
+                heard.append(time.monotonic_ns())
+                if event["seq"] == calls - 1:
+                    return
+
+    async def main() -> dict[str, list[int]]:
+        heard: dict[str, list[int]] = {session_id: [] for session_id in sessions}
+        tasks = [asyncio.ensure_future(follow(s, heard[s])) for s in sessions]
+        await asyncio.sleep(1.0)  # joined and listening
+        out.put("ready")
+        grace = 10.0  # once the writers are done, for the last events (and the poll) to arrive
+        while not all(task.done() for task in tasks) and grace > 0:
+            await asyncio.wait(tasks, timeout=0.5)
+            if stop.is_set():
+                grace -= 0.5
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return heard
+
+    out.put(asyncio.run(main()))
+
+
 def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, results: Any) -> None:
     """One process: ``agents`` threads, each an agent of the reference host with its session."""
     from psycopg_pool import ConnectionPool
@@ -194,8 +295,7 @@ def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, re
     from dsh_tool_todo.stores.postgres import PostgresSession
 
     errors: list[str] = []
-    ours: list[int] = []
-    bare: list[int] = []
+    timed: dict[str, list[int]] = {"ours": [], "bare": [], "notify": []}
     acknowledged = 0
     lock = threading.Lock()
     kwargs = {"autocommit": True}
@@ -207,17 +307,20 @@ def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, re
         ids = [f"load-{index}-{agent}" for agent in range(agents)]
         sessions = [PostgresSession(pool, session_id) for session_id in ids]
         handles = [host.new_agent(session=session) for session in sessions]
+        followed = set(range(0, agents, FOLLOW_EVERY))
+        acked_at: dict[str, list[int]] = {ids[agent]: [] for agent in followed}
         plans = [real_args(6, variant) for variant in range(8)]
         texts = [postgres.encode_data(json.loads(plan)) for plan in plans]
-        # Many short alternating phases put both sides under the same noise.
+        # Many short alternating phases put every side under the same noise.
         rounds = max(1, calls // 10)
         chunks = [calls // rounds + (1 if r < calls % rounds else 0) for r in range(rounds)]
         done = [0] * agents
-        wall = {"ours": 0.0, "bare": 0.0}
+        wall = {"ours": 0.0, "bare": 0.0, "notify": 0.0}
 
         def ours_phase(agent: int, count: int) -> None:
             nonlocal acknowledged
             timings = []
+            acked = acked_at.get(ids[agent])
             for n in range(count):
                 started = time.perf_counter_ns()
                 try:
@@ -227,29 +330,43 @@ def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, re
                         errors.append(f"{type(error).__name__}: {error}")
                     continue
                 timings.append(time.perf_counter_ns() - started)
+                if acked is not None:
+                    acked.append(time.monotonic_ns())
             with lock:
-                ours.extend(timings)
+                timed["ours"].extend(timings)
                 acknowledged += len(timings)
 
-        def bare_phase(agent: int, count: int) -> None:
+        def bare_phase(agent: int, count: int, table: str, notify: bool) -> list[int]:
             timings = []
             for n in range(count):
                 seq = done[agent] + n
                 started = time.perf_counter_ns()
                 with bare_pool.connection() as conn:
                     conn.execute(
-                        "INSERT INTO bench_bare (session_id, seq, type, data) "
+                        f"INSERT INTO {table} (session_id, seq, type, data) "
                         "VALUES (%s, %s, %s, %s)",
                         (ids[agent], seq, "todo/write", texts[n % 8]),
                     )
-                    conn.execute("SELECT pg_notify('bench_bare', %s)", (f"{seq}:{ids[agent]}",))
+                    if notify:
+                        conn.execute("SELECT pg_notify(%s, %s)", (table, f"{seq}:{ids[agent]}"))
                     conn.commit()
                 timings.append(time.perf_counter_ns() - started)
-            with lock:
-                bare.extend(timings)
+            return timings
 
-        for chunk in chunks:
-            for name, phase in (("ours", ours_phase), ("bare", bare_phase)):
+        def insert_phase(agent: int, count: int) -> None:
+            timings = bare_phase(agent, count, "bench_bare", False)
+            with lock:
+                timed["bare"].extend(timings)
+
+        def notify_phase(agent: int, count: int) -> None:
+            timings = bare_phase(agent, count, "bench_bare_notify", True)
+            with lock:
+                timed["notify"].extend(timings)
+
+        phases = (("ours", ours_phase), ("bare", insert_phase), ("notify", notify_phase))
+        for number, chunk in enumerate(chunks):
+            # the order rotates, so no side always runs just after another
+            for name, phase in phases[number % 3 :] + phases[: number % 3]:
                 barrier.wait()
                 started = time.perf_counter()
                 threads = [
@@ -265,12 +382,65 @@ def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, re
     results.put(
         {
             "errors": errors,
-            "ours": ours,
-            "bare": bare,
+            "ours": timed["ours"],
+            "bare": timed["bare"],
+            "notify": timed["notify"],
             "acknowledged": acknowledged,
-            "wall_ours": wall["ours"],
-            "wall_bare": wall["bare"],
+            "wall": wall,
+            "acked_at": acked_at,
         }
+    )
+
+
+# --- one agent alone -----------------------------------------------------------------------
+
+
+def _one_agent_row(dsn: str, *, seconds: float) -> Row:
+    """One agent on one thread: a call through the host against a bare INSERT + pg_notify."""
+    import psycopg
+    from workloads import new_host, real_args
+
+    from dsh_tool_todo.stores import postgres
+    from dsh_tool_todo.stores.postgres import PostgresSession
+
+    with psycopg.Connection.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE bench_alone (LIKE {postgres.TABLE} INCLUDING ALL)")
+    plans = [real_args(6, variant) for variant in range(8)]
+    texts = [postgres.encode_data(json.loads(plan)) for plan in plans]
+    host = new_host()
+    with (
+        PostgresSession(dsn, "alone") as session,
+        psycopg.Connection.connect(dsn) as conn,
+    ):
+        agent = host.new_agent(session=session)
+        counter = {"ours": 0, "bare": 0}
+
+        def contender() -> object:
+            counter["ours"] += 1
+            return host.call_tool("todo_write", plans[counter["ours"] % 8], agent=agent)
+
+        def reference() -> object:
+            seq = counter["bare"]
+            counter["bare"] += 1
+            conn.execute(
+                "INSERT INTO bench_alone (session_id, seq, type, data) VALUES (%s, %s, %s, %s)",
+                ("alone", seq, "todo/write", texts[seq % 8]),
+            )
+            conn.execute("SELECT pg_notify('bench_alone', %s)", (f"{seq}:alone",))
+            conn.commit()
+            return None
+
+        result = paired(contender, reference, seconds=seconds, batch_ns=20_000_000)
+    return Row(
+        "postgres alone",
+        "one agent, one thread: a todo_write call",
+        f"call_tool+PostgresSession {fmt_ns(result.contender_ns)}",
+        f"bare INSERT+pg_notify, one txn {fmt_ns(result.reference_ns)}",
+        result.ratio,
+        f"≤{ALONE_TARGET}x",
+        result.ratio <= ALONE_TARGET,
+        note=f"{result.rounds} rounds, middle half {result.spread}",
+        numbers=result.numbers(),
     )
 
 

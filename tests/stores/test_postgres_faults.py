@@ -343,8 +343,9 @@ class FlakyConnection(psycopg.Connection[Any]):
             raise psycopg.OperationalError("server closed the connection unexpectedly")
 
 
-@pytest.fixture
-def flaky_pool(pg_dsn: str) -> Iterator[ConnectionPool[Any]]:
+@pytest.fixture(params=["autocommit", "transaction"])
+def flaky_pool(pg_dsn: str, request: pytest.FixtureRequest) -> Iterator[ConnectionPool[Any]]:
+    """An autocommit pool (an append is its INSERT alone) or not (INSERT, then COMMIT)."""
     FlakyConnection.faults = {_sql.INSERT: [], _sql.READ_ONE: [], "COMMIT": []}
     with ConnectionPool(
         pg_dsn,
@@ -352,9 +353,14 @@ def flaky_pool(pg_dsn: str) -> Iterator[ConnectionPool[Any]]:
         min_size=1,
         max_size=3,
         timeout=2.0,
-        kwargs={"autocommit": True},
+        kwargs={"autocommit": True} if request.param == "autocommit" else {},
     ) as pool:
         yield pool
+
+
+def committing(pool: ConnectionPool[Any]) -> str:
+    """The statement whose answer is the commit's: the INSERT alone, or the COMMIT after it."""
+    return _sql.INSERT if pool.kwargs.get("autocommit") else "COMMIT"  # type: ignore[union-attr]
 
 
 def test_an_append_committed_before_the_connection_broke_is_acknowledged_once(
@@ -363,23 +369,23 @@ def test_an_append_committed_before_the_connection_broke_is_acknowledged_once(
     session = PostgresSession(flaky_pool, SESSION)
     heard: list[int] = []
     session.subscribe(lambda event: heard.append(event["seq"]))
-    FlakyConnection.faults["COMMIT"] += ["after"]
+    FlakyConnection.faults[committing(flaky_pool)] += ["after"]
     assert session.append("note", {"n": 0})["seq"] == 0
     assert session.append("note", {"n": 1})["seq"] == 1
     assert [event["data"]["n"] for event in rows(pg_dsn)] == [0, 1]
     assert heard == [0, 1]
-    assert FlakyConnection.faults["COMMIT"] == []  # the fault was met
+    assert FlakyConnection.faults[committing(flaky_pool)] == []  # the fault was met
 
 
 @pytest.mark.parametrize(
     ("statement", "fault"),
-    [("insert", "before"), ("insert", "after"), ("COMMIT", "before")],
+    [("insert", "before"), ("insert", "after"), ("commit", "before")],
 )
 def test_an_append_that_was_not_committed_is_sent_again_at_its_seq(
     pg_dsn: str, flaky_pool: ConnectionPool[Any], statement: str, fault: str
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
-    key = _sql.INSERT if statement == "insert" else statement
+    key = _sql.INSERT if statement == "insert" else committing(flaky_pool)
     FlakyConnection.faults[key] += [fault]
     assert session.append("note", {"n": 0})["seq"] == 0
     assert FlakyConnection.faults[key] == []
@@ -406,7 +412,7 @@ def test_an_outcome_that_cannot_be_checked_is_settled_before_the_next_append(
     session.subscribe(heard.append)
     host = new_host()
     agent = host.new_agent(session=session)
-    FlakyConnection.faults["COMMIT"] += [fault]
+    FlakyConnection.faults[committing(flaky_pool)] += [fault]
     FlakyConnection.faults[_sql.READ_ONE] += ["before", "before"]
     with pytest.raises(ToolFailure, match=r"seq 0: .*could not be asked.*next append checks"):
         host.call_tool("todo_write", {"todos": plan(0)}, agent=agent)
@@ -421,7 +427,7 @@ def test_a_row_found_in_the_place_of_an_unknown_commit_makes_the_writer_stale(
     pg_dsn: str, flaky_pool: ConnectionPool[Any]
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
-    FlakyConnection.faults["COMMIT"] += ["before"]
+    FlakyConnection.faults[committing(flaky_pool)] += ["before"]
     FlakyConnection.faults[_sql.READ_ONE] += ["before", "before"]
     with pytest.raises(CommitUnknown, match="seq 0"):
         session.append("note", {"n": 0})
@@ -437,7 +443,7 @@ def test_a_commit_still_in_flight_when_read_back_is_acknowledged_not_a_conflict(
     session = PostgresSession(flaky_pool, SESSION)
     heard: list[int] = []
     session.subscribe(lambda event: heard.append(event["seq"]))
-    FlakyConnection.faults["COMMIT"] += ["after"]
+    FlakyConnection.faults[committing(flaky_pool)] += ["after"]
     FlakyConnection.faults[_sql.READ_ONE] += ["miss"]  # the resend then meets our own row
     assert session.append("note", {"n": 0})["seq"] == 0
     assert session.append("note", {"n": 1})["seq"] == 1
@@ -452,7 +458,7 @@ def test_a_resend_that_meets_a_row_it_cannot_read_back_is_unknown_then_settled(
     session = PostgresSession(flaky_pool, SESSION)
     heard: list[int] = []
     session.subscribe(lambda event: heard.append(event["seq"]))
-    FlakyConnection.faults["COMMIT"] += ["after"]
+    FlakyConnection.faults[committing(flaky_pool)] += ["after"]
     FlakyConnection.faults[_sql.READ_ONE] += ["miss", "before", "before"]
     with pytest.raises(CommitUnknown, match=r"seq 0: .*next append checks"):
         session.append("note", {"n": 0})
@@ -495,9 +501,9 @@ def test_the_async_session_settles_lost_answers_as_the_sync_one_does(pg_dsn: str
     from dsh_tool_todo.stores.postgres import AsyncPostgresSession
 
     FlakyAsyncConnection.faults = {
-        _sql.INSERT: ["before"],
-        "COMMIT": ["none", "after", "before"],  # the appends' COMMITs, in order
-        _sql.READ_ONE: ["none", "before", "before"],
+        # an autocommit pool: each append is its INSERT alone, which commits it
+        _sql.INSERT: ["before", "none", "after", "before"],
+        _sql.READ_ONE: ["none", "none", "before", "before"],
     }
 
     async def main() -> list[Event]:

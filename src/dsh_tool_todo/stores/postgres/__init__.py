@@ -33,13 +33,15 @@ Why the design is what it is:
   (key order, ``\\u0000``, lone surrogates the tool accepts), ``jsonb``
   rejects or rewrites them.
 - An append is one transaction, sent again or read back when its connection
-  breaks (``aio.py`` says how).
+  breaks (``aio.py`` says how). It does not notify: the process's notifier
+  sends the ``NOTIFY`` after the commit, coalesced (``_notify.py`` says why).
 - The current plan is one probe of a partial index over the ``todo/write``
   and ``turn/start`` rows, whatever the log's length.
 
 The package (see docs/stores.md): ``_sql`` (schema, migrations, statements),
-``_core`` (no I/O), ``_pools`` (the connection state), ``aio`` (the I/O, async:
-the source), ``session`` (generated from ``aio``), ``follow``, ``reader``, ``admin``.
+``_core`` (no I/O), ``_pools`` (the connection state), ``_notify`` (the
+notifier), ``aio`` (the I/O, async: the source), ``session`` (generated from
+``aio``), ``follow``, ``reader``, ``admin``.
 
 >>> # the examples in docs/postgres.md run against a live server
 """

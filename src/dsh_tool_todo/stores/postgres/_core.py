@@ -24,6 +24,7 @@ from ._sql import RESUME_TYPES, SCHEMA_VERSION, TABLE
 
 if TYPE_CHECKING:
     from ...model import TodoItem
+    from ._notify import Notifier
 
 MAX_SESSION_ID = 200
 """Characters; keeps a notification's payload far below PostgreSQL's 8,000 bytes."""
@@ -272,6 +273,7 @@ class SessionCore:
         self._opened_once = False
         self._stale: int | None = None  # the seq another writer took
         self._pending: Pending | None = None
+        self._notifier: Notifier | None = None  # set with the pool; announces each commit
 
     @property
     def closed(self) -> bool:
@@ -311,7 +313,6 @@ class SessionCore:
             "seq": seq,
             "type": event["type"],
             "data": text,
-            "payload": notice(self.session_id, seq),
         }
 
     def _judge(self, pending: Pending, row: tuple[Any, ...] | None) -> bool:
@@ -326,6 +327,8 @@ class SessionCore:
     def _recorded(self, event: Event) -> Event:
         self._pending = None
         self._seq = event["seq"] + 1
+        if self._notifier is not None:  # first: followers elsewhere wait on it, listeners don't
+            self._notifier.post(self.session_id, event["seq"])
         self._listeners.notify(event)
         return event
 

@@ -3,7 +3,9 @@
 - the sync pools sessions given a conninfo string share (one per conninfo,
   per process: re-created in a forked child, closed at exit);
 - the async pools, one per conninfo and event loop;
-- the LISTEN hubs of the followers, one per conninfo and event loop.
+- the LISTEN hubs of the followers, one per conninfo and event loop;
+- the notifiers that send the appends' NOTIFYs, one per conninfo, per process
+  (sync and async sessions alike: posting to one is a dict update).
 
 Each is created on first use: nothing connects at import.
 """
@@ -19,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from ._notify import Notifier
 
 if TYPE_CHECKING:
     from .follow import Hub
@@ -84,6 +88,46 @@ class _SharedPools:
 _SHARED = _SharedPools()
 
 
+class _Notifiers:
+    """This process's notifiers, one per conninfo (re-created in a forked child)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._notifiers: dict[str, Notifier] = {}
+        self._registered = False
+
+    def get(self, pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> Notifier:
+        conninfo = str(pool.conninfo)
+        with self._lock:
+            if self._pid != os.getpid():
+                self._pid, self._notifiers = os.getpid(), {}
+            notifier = self._notifiers.get(conninfo)
+            if notifier is None:
+                if not self._registered:
+                    # Runs before the interpreter stops its daemon threads: what the last
+                    # appends posted is sent rather than left to the followers' poll.
+                    atexit.register(self.close)
+                    self._registered = True
+                kwargs = pool.kwargs if isinstance(pool.kwargs, dict) else {}
+                notifier = self._notifiers[conninfo] = Notifier(conninfo, kwargs)
+            return notifier
+
+    def close(self) -> None:
+        with self._lock:
+            notifiers, self._notifiers = list(self._notifiers.values()), {}
+        for notifier in notifiers:
+            notifier.close()
+
+
+_NOTIFIERS = _Notifiers()
+
+
+def notifier_for(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> Notifier:
+    """The notifier of this process for the pool's server (its conninfo and connection kwargs)."""
+    return _NOTIFIERS.get(pool)
+
+
 class PerLoop(Generic[_Value]):
     """Values keyed by conninfo, one set per event loop (gone with their loop)."""
 
@@ -127,7 +171,11 @@ async def async_shared_pool(conninfo: str) -> APool:
 
 
 def close_shared_pools() -> None:
-    """Close the pools sessions opened for conninfo strings (they reopen when next used)."""
+    """Close the pools sessions opened for conninfo strings (they reopen when next used).
+
+    The notifiers of the process send what they hold and close their connections too.
+    """
+    _NOTIFIERS.close()
     _SHARED.close()
 
 

@@ -133,11 +133,19 @@ MIGRATIONS_BY_STATEMENT: tuple[tuple[str, ...], ...] = (
 """Each migration as the statements to run, in order (``MIGRATIONS`` holds the first as text)."""
 SCHEMA_VERSION = len(MIGRATIONS_BY_STATEMENT)
 
-BEGIN = "BEGIN"
 INSERT = (
-    f"WITH row AS (INSERT INTO {TABLE} (session_id, seq, type, data) "
-    "VALUES (%(sid)s, %(seq)s, %(type)s, %(data)s) RETURNING seq) "
-    f"SELECT pg_notify('{CHANNEL}', %(payload)s) FROM row"
+    f"INSERT INTO {TABLE} (session_id, seq, type, data) "
+    "VALUES (%(sid)s, %(seq)s, %(type)s, %(data)s)"
+)
+# The notifier's transaction (see _notify.py): a NOTIFY per session, committed without waiting
+# for a WAL flush (it carries no data), so the server's notify lock is held for microseconds.
+NOTIFY = (
+    f"SELECT pg_notify('{CHANNEL}', payload) "
+    "FROM set_config('synchronous_commit', 'off', true) AS cfg, unnest(%s::text[]) AS payload"
+)
+# The hub's catch-up poll: the newest seq of each followed session, one primary-key probe each.
+NEWEST = (
+    f"SELECT id, (SELECT max(seq) FROM {TABLE} WHERE session_id = id) FROM unnest(%s::text[]) AS id"
 )
 OPEN = (
     f"SELECT (SELECT max(version) FROM {VERSION_TABLE}), "

@@ -25,6 +25,10 @@ __all__ = ["PostgresFollower"]
 
 _LOG = logging.getLogger("dsh_tool_todo")
 
+BUSY_POLL = 0.05
+"""Seconds between the polls of the sessions that moved in the last ``ACTIVE_FOR`` seconds."""
+ACTIVE_FOR = 1.0
+
 
 class Hub:
     """One ``LISTEN`` connection per process, event loop and conninfo, shared by every follower.
@@ -36,18 +40,31 @@ class Hub:
     ignored, and nothing one notification does stops the listening. Reads go
     through one more connection of the hub's own, so followers never hold a
     writer's pooled connection.
+
+    Writers notify after they commit, from their process's notifier, so a
+    commit can go unannounced (a writer killed between the two, a notifier
+    whose connection broke). Every ``poll`` seconds the hub asks for the newest
+    seq of each session it follows, in one query (a primary-key probe each),
+    and wakes the followers of a session whose newest seq is not the last it
+    heard of: such an event arrives late, never lost.
     """
 
-    def __init__(self, conninfo: str, kwargs: Mapping[str, Any], delay: float) -> None:
+    def __init__(
+        self, conninfo: str, kwargs: Mapping[str, Any], delay: float, poll: float = 1.0
+    ) -> None:
         self.conninfo = conninfo
         self.kwargs = {**kwargs, "autocommit": True}
         self.where = server_name(conninfo)
         self.delay = delay
+        self.poll = poll
         self.wakers: dict[str, set[asyncio.Event]] = {}
+        self.heard: dict[str, int] = {}  # the newest seq a notification or a poll named
+        self.active: dict[str, float] = {}  # loop time a session was last heard to move
         self.users = 0
         self._read: psycopg.AsyncConnection[Any] | None = None
         self._read_lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
+        self._poller: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
@@ -60,6 +77,8 @@ class Hub:
             loop = asyncio.get_running_loop()
             self._ready = loop.create_future()
             self._task = loop.create_task(self._listen(self._ready))
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.get_running_loop().create_task(self._poll())
         assert self._ready is not None
         ready = self._ready
         try:
@@ -78,14 +97,19 @@ class Hub:
             wakers.discard(waker)
             if not wakers:
                 del self.wakers[session_id]
+                self.heard.pop(session_id, None)
+                self.active.pop(session_id, None)
 
     async def read_from(self, session_id: str, first: int, limit: int) -> list[Any]:
         """Up to ``limit`` rows of the session from seq ``first`` on, in order."""
+        return await self._query(_sql.READ_AFTER, (session_id, first - 1, limit))
+
+    async def _query(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
         async with self._read_lock:
             try:
                 if self._read is None or self._read.closed:
                     self._read = await psycopg.AsyncConnection.connect(self.conninfo, **self.kwargs)
-                cursor = await self._read.execute(_sql.READ_AFTER, (session_id, first - 1, limit))
+                cursor = await self._read.execute(statement, params)
                 return await cursor.fetchall()
             except psycopg.Error:
                 if self._read is not None:
@@ -94,11 +118,12 @@ class Hub:
                 raise
 
     async def close(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task
+        for task in (self._task, self._poller):
+            if task is not None:
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._poller = None
         if self._read is not None:
             await self._read.close()
             self._read = None
@@ -126,12 +151,56 @@ class Hub:
                         await conn.close()
             await asyncio.sleep(self.delay)
 
+    async def _poll(self) -> None:
+        """Wake the followers of every session whose newest seq is not the one last heard of.
+
+        Every session followed, every ``poll`` seconds; the sessions active in the
+        last second, every ``BUSY_POLL`` seconds: under load a notification can
+        trail its commit (the writer's notifier waits for its process's GIL and
+        its turn), and the busy sessions' few probes bound that wait.
+        """
+        loop = asyncio.get_running_loop()
+        tick = min(BUSY_POLL, self.poll)
+        last_full = loop.time()
+        while True:
+            await asyncio.sleep(tick)
+            now = loop.time()
+            if now - last_full >= self.poll:
+                last_full = now
+                sessions = list(self.wakers)
+            else:
+                for session_id in [s for s, at in self.active.items() if now - at > ACTIVE_FOR]:
+                    del self.active[session_id]
+                sessions = [s for s in self.active if s in self.wakers]
+            if not sessions:
+                continue
+            try:
+                rows = await self._query(_sql.NEWEST, (sessions,))
+            except psycopg.Error:
+                continue  # the server is away: the LISTEN reconnects and wakes everyone
+            except Exception:
+                _LOG.exception("polling %s failed; polling again", self.where)
+                continue
+            for session_id, newest in rows:
+                seq = -1 if newest is None else int(newest)
+                if self.heard.get(session_id) != seq and session_id in self.wakers:
+                    self.heard[session_id] = seq
+                    self.active[session_id] = now
+                    for waker in self.wakers[session_id]:
+                        waker.set()
+
     def _wake(self, payload: object) -> None:
         try:
             parsed = parse_notice(payload)
             if parsed is not None:
-                for waker in self.wakers.get(parsed[0], ()):
-                    waker.set()
+                session_id, seq = parsed
+                wakers = self.wakers.get(session_id)
+                if wakers:
+                    self.active[session_id] = asyncio.get_running_loop().time()
+                    if seq > self.heard.get(session_id, -1):
+                        self.heard[session_id] = seq
+                    for waker in wakers:
+                        waker.set()
         except Exception:  # one notification never stops the listening
             _LOG.exception("a notification on %s could not be handled", self.where)
 
@@ -157,6 +226,11 @@ class PostgresFollower:
     Rows that are not valid events raise :class:`InvalidLog` naming session
     and seq; other store errors raise :class:`PostgresStoreError`. Close it
     with ``aclose()`` or ``async with``.
+
+    Writers notify after they commit; an event whose notification never came
+    (its writer was killed in between) is found by the hub's poll of the
+    newest seqs, every ``poll_interval`` seconds (the first follower of a hub
+    sets it for all).
     """
 
     def __init__(
@@ -166,6 +240,7 @@ class PostgresFollower:
         *,
         after_seq: int = -1,
         reconnect_delay: float = 0.5,
+        poll_interval: float = 1.0,
     ) -> None:
         self.session_id = check_session_id(session_id)
         if type(after_seq) is not int or after_seq < -1:
@@ -180,6 +255,9 @@ class PostgresFollower:
         self.last_seq = after_seq
         self._last_row: tuple[Any, ...] | None = None  # (type, data) of the row at last_seq
         self._delay = reconnect_delay
+        if type(poll_interval) not in (int, float) or not 0 < poll_interval <= 3600:
+            raise UsageError(f"poll_interval must be seconds in (0, 3600], not {poll_interval!r}")
+        self._poll = float(poll_interval)
         self._buffer: deque[Event] = deque()
         self._waker = asyncio.Event()
         self._hub: Hub | None = None
@@ -243,7 +321,7 @@ class PostgresFollower:
         hubs = HUBS.here()
         hub = hubs.get(self._conninfo)
         if hub is None:
-            hub = hubs[self._conninfo] = Hub(self._conninfo, self._kwargs, self._delay)
+            hub = hubs[self._conninfo] = Hub(self._conninfo, self._kwargs, self._delay, self._poll)
         hub.users += 1
         hub.register(self.session_id, self._waker)
         try:

@@ -9,12 +9,16 @@ A line ``# unasync: CODE`` becomes ``CODE`` in the sync file; a line ending in
 
 Why an append is written as it is:
 
-- An append is one transaction: ``BEGIN``, one statement that inserts the
-  row and calls ``pg_notify`` with ``"<seq>:<session id>"``, ``COMMIT``.
-  (Measured under load, an explicit transaction commits notifying rows at
-  about twice the rate of the same statement in autocommit.)
+- An append is one transaction holding the insert alone: on an autocommit
+  connection (the shared pools') one statement, one round trip; on one that
+  is not, the insert then ``COMMIT``. It sends no notification: a notifying
+  commit takes a cluster-wide lock until its WAL is flushed. Once committed,
+  the seq is posted to the process's notifier (``_notify.py``), which sends
+  ``"<seq>:<session id>"`` coalesced, from a connection of its own.
 - A connection that breaks before ``COMMIT`` was sent recorded nothing: the
-  append is sent once more, on a fresh connection, at the same seq.
+  append is sent once more, on a fresh connection, at the same seq. (The
+  one-statement insert commits itself, so once it is sent there is no such
+  "before".)
 - One that breaks after leaves the outcome unknown: the session reads the row
   back on a fresh connection before it answers. Found and equal: recorded.
   Found and different: another writer's (:class:`WriterConflict`). Absent: sent
@@ -57,7 +61,7 @@ from ._core import (
     tail_bounds,
     wrap,
 )
-from ._pools import Pool, Source, shared_pool
+from ._pools import Pool, Source, notifier_for, shared_pool
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -312,6 +316,7 @@ class PostgresSession(SessionCore, ClosedOnExit):
                 self._pool_now = self._source
             else:
                 self._pool_now = shared_pool(self._source)
+            self._notifier = notifier_for(self._pool_now)
         return self._pool_now
 
     def _open(self) -> None:
@@ -343,10 +348,15 @@ class PostgresSession(SessionCore, ClosedOnExit):
         committing = False
         try:
             with pool.connection() as conn:
+                params = self._params(pending.event, pending.text)
+                if conn.autocommit:
+                    # One statement, its own transaction: one round trip. Once it is sent,
+                    # the row may be committed, so a break is an unknown outcome.
+                    committing = True
+                    conn.execute(_sql.INSERT, params)
+                    return
                 try:
-                    if conn.autocommit:
-                        conn.execute(_sql.BEGIN)
-                    conn.execute(_sql.INSERT, self._params(pending.event, pending.text))
+                    conn.execute(_sql.INSERT, params)
                 except BaseException:
                     rollback_quietly(conn)
                     raise
