@@ -14,12 +14,23 @@ import dsh_tool_todo
 from dsh_tool_todo.integrations import MissingExtra
 
 ROOT = Path(__file__).resolve().parents[2]
-FRAMEWORKS = ("mcp", "agents", "langchain", "langchain_core", "pydantic_ai", "psycopg", "starlette")
+FRAMEWORKS = (
+    "mcp",
+    "agents",
+    "langchain",
+    "langchain_core",
+    "pydantic_ai",
+    "psycopg",
+    "starlette",
+    "llama_index",
+    "google.adk",
+)
 ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.mcp": ("mcp", "mcp"),
     "dsh_tool_todo.integrations.openai_agents": ("agents", "openai-agents"),
     "dsh_tool_todo.integrations.langchain": ("langchain", "langchain"),
     "dsh_tool_todo.integrations.pydantic_ai": ("pydantic_ai", "pydantic-ai"),
+    "dsh_tool_todo.integrations.llama_index": ("llama_index", "llama-index"),
     "dsh_tool_todo.stores.postgres": ("psycopg", "postgres"),
 }
 
