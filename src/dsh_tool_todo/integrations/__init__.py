@@ -10,6 +10,8 @@ naming the extra to install.
 - :mod:`.openai_agents` — a ``FunctionTool`` for the OpenAI Agents SDK (extra ``openai-agents``)
 - :mod:`.langchain` — a drop-in for LangChain's ``TodoListMiddleware`` (extra ``langchain``)
 - :mod:`.pydantic_ai` — a toolset for pydantic-ai agents (extra ``pydantic-ai``)
+- :mod:`.llama_index` — a ``FunctionTool`` for LlamaIndex agents (extra ``llama-index``)
+- :mod:`.google_adk` — a ``BaseTool`` for Google ADK agents (extra ``google-adk``, Python 3.11+)
 """
 
 from __future__ import annotations
