@@ -268,6 +268,8 @@ def _pair_rows(
         ours_ns, ratio = result["ours"]
         noop_ns, _ = result["noop"]
         whole = n == 0  # the goal is for a whole agent turn; the bare call shows where it goes
+        added = ours_ns - noop_ns
+        sign = "+" if added >= 0 else "-"  # within noise, ours can come out faster
         rows.append(
             Row(
                 f"adapters: {group}",
@@ -277,7 +279,7 @@ def _pair_rows(
                 ratio.median,
                 target=f"≤{MCP_TARGET}x" if whole else "",
                 met=ratio.median <= MCP_TARGET if whole else None,
-                note=f"middle half of rounds {ratio.text()}; +{fmt_ns(ours_ns - noop_ns)} a call",
+                note=f"middle half of rounds {ratio.text()}; {sign}{fmt_ns(abs(added))} a call",
                 numbers={
                     "ns": ours_ns,
                     "reference_ns": noop_ns,
