@@ -208,3 +208,16 @@ def test_the_readme_lines(readme: str) -> None:
     written = owners.session(asyncio.run(go())).latest(["todo/write"])
     assert written is not None
     assert written["data"] == {**PLAN, contract.CALL_ID_KEY: "c1"}
+
+
+def test_the_extra_is_marked_for_python_3_11_and_the_installed_adk_is_2x() -> None:
+    import re
+    from importlib.metadata import version
+    from pathlib import Path
+
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text("utf-8")
+    assert re.search(
+        r"""^google-adk = \["google-adk>=2,<3; python_version >= '3\.11'"\]$""", pyproject, re.M
+    )
+    assert '"dsh-tool-todo[google-adk]"' in pyproject  # in dev: it resolves with it
+    assert version("google-adk").startswith("2.")
