@@ -224,7 +224,7 @@ def test_the_sync_call_records_and_refuses_an_awaitable_owner() -> None:
 
     lazy = todo_write_llama_tool(allow_parallel_in_progress=False, owner=user, owners=owners)
     with pytest.raises(UsageError, match=r"use await tool\.acall"):
-        lazy.call(ctx=object(), **PLAN)
+        lazy.call(dsh_todo_ctx=object(), **PLAN)
     assert owners.owners() == ["me"]  # nothing recorded for the refused call
     with pytest.raises(UsageError, match="keyword arguments only"):
         tool.call(PLAN)
@@ -238,7 +238,7 @@ def test_an_owner_that_is_neither_a_key_nor_a_function_is_refused() -> None:
 def test_the_tool_is_a_function_tool_the_agent_hands_the_context() -> None:
     tool = todo_write_llama_tool(allow_parallel_in_progress=False, owner="me")
     assert isinstance(tool, TodoWriteLlamaTool)
-    assert (tool.requires_context, tool.ctx_param_name) == (True, "ctx")
+    assert (tool.requires_context, tool.ctx_param_name) == (True, "dsh_todo_ctx")
 
 
 @pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
@@ -265,3 +265,12 @@ def test_the_readme_lines(readme: str) -> None:
     written = owners.session("ada").latest(["todo/write"])
     assert written is not None
     assert written["data"] == PLAN
+
+
+def test_a_model_argument_named_ctx_is_refused_not_swallowed() -> None:
+    session = RecordingSession()
+    (reply,) = DRIVER.turn([("c1", {**PLAN, "ctx": 1})], session)
+    assert reply == Reply(
+        "Error: invalid todos: unknown argument `ctx`; todo_write takes only `todos`", True
+    )
+    assert session.data == []

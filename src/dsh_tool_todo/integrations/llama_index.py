@@ -57,7 +57,10 @@ OwnerOf = Callable[[Context], "str | Awaitable[str | None] | None"]
 """Finds a call's owner key from the workflow's ``Context`` (or an awaitable of it, e.g.
 ``lambda ctx: ctx.store.get("user")``); ``None``: the call has no owner."""
 
-_CTX = "ctx"
+# The name the agent passes the Context under. Whatever the model sends under this name is
+# replaced by the Context before the tool sees it, so it must not be a plausible argument
+# (with "ctx", a model's {"todos": [...], "ctx": 1} would be recorded, not refused).
+_CTX = "dsh_todo_ctx"
 
 
 class TodoWriteMetadata(ToolMetadata):
@@ -70,9 +73,9 @@ class TodoWriteMetadata(ToolMetadata):
 class TodoWriteLlamaTool(FunctionTool):
     """The ``todo_write`` tool; build it with :func:`todo_write_llama_tool`.
 
-    The agent passes the workflow's ``Context`` as ``ctx`` (as to any
+    The agent passes the workflow's ``Context`` as ``dsh_todo_ctx`` (as to any
     ``FunctionTool`` whose function takes one); ``call`` is the sync path, for
-    hosts calling the tool themselves (``tool.call(todos=[...], ctx=ctx)``),
+    hosts calling the tool themselves (``tool.call(todos=[...], dsh_todo_ctx=ctx)``),
     ``acall`` the agents' path.
     """
 
@@ -84,7 +87,7 @@ class TodoWriteLlamaTool(FunctionTool):
             metadata=TodoWriteMetadata(description=tool.description, name=tool.name),
         )
         # The agent injects the Context into a FunctionTool that asks for one by annotation;
-        # ours asks by name, since the annotation is a string under postponed evaluation.
+        # ours asks by name (the annotation is a string under postponed evaluation).
         self.requires_context = True
         self.ctx_param_name = _CTX
         self.todo_tool = tool
@@ -128,7 +131,7 @@ class TodoWriteLlamaTool(FunctionTool):
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         if args:
             raise UsageError(
-                "todo_write takes keyword arguments only: tool.call(todos=[...], ctx=ctx)"
+                "todo_write takes keyword arguments only: tool.call(todos=[...], dsh_todo_ctx=ctx)"
             )
         arguments = dict(kwargs)
         return arguments.pop(_CTX, None), arguments
