@@ -19,6 +19,8 @@ PAGES = [
     if PYTHON_BLOCK.search(page.read_text(encoding="utf-8"))
 ]
 
+NEEDS_3_11 = {"google-adk.md"}  # google-adk 2.x
+
 
 def test_the_main_pages_have_examples() -> None:
     assert {"README.md", "README.zh.md", "host-integration.md"} <= {page.name for page in PAGES}
@@ -27,6 +29,8 @@ def test_the_main_pages_have_examples() -> None:
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
 def test_python_examples_run(page: Path, tmp_path: Path) -> None:
     """A page's blocks run in order as one script, in an empty directory, as a reader would."""
+    if page.name in NEEDS_3_11 and sys.version_info < (3, 11):
+        pytest.skip(f"{page.name}'s framework needs Python 3.11+ (its extra is marked so)")
     blocks = PYTHON_BLOCK.findall(page.read_text(encoding="utf-8"))
     script = tmp_path / "example.py"
     script.write_text("\n".join(blocks), encoding="utf-8")

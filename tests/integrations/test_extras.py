@@ -23,12 +23,15 @@ FRAMEWORKS = (
     "psycopg",
     "starlette",
     "opentelemetry",
+    "llama_index",
+    "google.adk",
 )
 ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.mcp": ("mcp", "mcp"),
     "dsh_tool_todo.integrations.openai_agents": ("agents", "openai-agents"),
     "dsh_tool_todo.integrations.langchain": ("langchain", "langchain"),
     "dsh_tool_todo.integrations.pydantic_ai": ("pydantic_ai", "pydantic-ai"),
+    "dsh_tool_todo.integrations.llama_index": ("llama_index", "llama-index"),
     "dsh_tool_todo.stores.postgres": ("psycopg", "postgres"),
     "dsh_tool_todo.integrations.otel": ("opentelemetry", "otel"),
 }

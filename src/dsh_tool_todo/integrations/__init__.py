@@ -11,6 +11,8 @@ naming the extra to install.
 - :mod:`.langchain` — a drop-in for LangChain's ``TodoListMiddleware`` (extra ``langchain``)
 - :mod:`.pydantic_ai` — a toolset for pydantic-ai agents (extra ``pydantic-ai``)
 - :mod:`.otel` — an OpenTelemetry ``execute_tool`` span per call, every path (extra ``otel``)
+- :mod:`.llama_index` — a ``FunctionTool`` for LlamaIndex agents (extra ``llama-index``)
+- :mod:`.google_adk` — a ``BaseTool`` for Google ADK agents (extra ``google-adk``, Python 3.11+)
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ __all__ = [
     "arun_owned",
     "atext_for_owner",
     "refused_no_owner",
+    "run_for_owner",
     "run_owned",
 ]
 
@@ -129,6 +130,19 @@ async def arun_for_owner(
     run one at a time, in arrival order, across tasks, threads and concurrent runs."""
     async with owners.alocked(owner) as session:
         return await arun_owned(tool, args, session, call_id=call_id, owner=owner)
+
+
+def run_for_owner(
+    tool: TodoWriteTool,
+    args: Any,
+    owners: OwnerRegistry,
+    owner: str,
+    *,
+    call_id: str | None = None,
+) -> Outcome:
+    """:func:`arun_for_owner` for sync frameworks (and sync calls of async ones)."""
+    with owners.locked(owner) as session:
+        return run_owned(tool, args, session, call_id=call_id, owner=owner)
 
 
 async def atext_for_owner(

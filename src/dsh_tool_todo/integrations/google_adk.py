@@ -1,0 +1,106 @@
+"""Google ADK: ``TodoWriteAdkTool``, a ``BaseTool`` for ``LlmAgent(tools=[...])``.
+
+Use it as any other tool of an agent::
+
+    from google.adk.agents import LlmAgent
+    agent = LlmAgent(name="planner", model=model, tools=[TodoWriteAdkTool(
+        allow_parallel_in_progress=False, owners=owners)])
+
+What the model gets (extra ``google-adk``, Python 3.11 or later: ADK 2.x needs it):
+
+- a function declaration with exactly our name, description and parameters
+  (``parameters_json_schema``: the JSON Schema as it is, not ADK's
+  re-generation from a Python signature);
+- the arguments as the model sent them, to this library's validation;
+- a function response object: ``{"result": "<text>"}`` for a recorded call,
+  ``{"error": "<text>"}`` for a refusal and for a failure to record
+  (:data:`~dsh_tool_todo.contract.NOT_RECORDED`, the cause logged on the
+  ``dsh_tool_todo`` logger).
+
+The owner is the ADK session of the call (``ToolContext.session.id``, or what
+``owner=`` picks from the ``ToolContext``); its plan lives in an owner
+registry, and calls for one owner are recorded one at a time, in call order.
+Each call's ``ToolContext.function_call_id`` is recorded with it (``callId``).
+See ``docs/integrations/google-adk.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import UsageError
+from ..schema import parameters
+from ..stores.owners import OwnerRegistry
+from ..tool import todo_write_tool
+from ._core import NoOwnerWarning, Outcome, arun_for_owner, refused_no_owner
+from ._extras import missing_extra
+
+try:
+    from google.adk.tools.base_tool import BaseTool
+    from google.adk.tools.tool_context import ToolContext
+    from google.genai import types
+except ImportError as _error:
+    raise missing_extra(
+        "dsh_tool_todo.integrations.google_adk", "google-adk", _error, module="google.adk"
+    ) from _error
+
+__all__ = ["OwnerOf", "TodoWriteAdkTool", "session_owner"]
+
+OwnerOf = Callable[[ToolContext], "str | None"]
+"""Finds a call's owner key from its ``ToolContext``; ``None``: the call has no owner."""
+
+
+def session_owner(tool_context: ToolContext) -> str | None:
+    """The default owner: the ADK session's id (one plan per conversation)."""
+    return tool_context.session.id or None
+
+
+class TodoWriteAdkTool(BaseTool):
+    """``todo_write`` as an ADK tool; each call's plan belongs to its owner.
+
+    ``owner``: a fixed owner key, or a function of the call's ``ToolContext``
+    (default :func:`session_owner`: the ADK session's id). ``owners`` holds the
+    sessions (default: an in-memory registry of this tool's own; pass your own
+    to read plans back, or ``OwnerRegistry(directory)`` for durable plans).
+
+    A call whose owner function returns ``None`` gets the tool's "requires an
+    owning agent session" text as ``{"error": ...}``, and the first such call
+    logs a WARNING on the ``dsh_tool_todo`` logger.
+    """
+
+    def __init__(
+        self,
+        *,
+        allow_parallel_in_progress: bool,
+        owner: str | OwnerOf = session_owner,
+        owners: OwnerRegistry | None = None,
+    ) -> None:
+        if not isinstance(owner, str) and not callable(owner):
+            raise UsageError(
+                f"owner must be an owner key (str) or a function of the ToolContext, not {owner!r}"
+            )
+        self.todo_tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+        super().__init__(name=self.todo_tool.name, description=self.todo_tool.description)
+        self.owners = OwnerRegistry() if owners is None else owners
+        self._owner = owner
+        self._no_owner = NoOwnerWarning("owner= returned None: return the call's owner key")
+
+    def _get_declaration(self) -> types.FunctionDeclaration:
+        return types.FunctionDeclaration(
+            name=self.name, description=self.description, parameters_json_schema=parameters()
+        )
+
+    async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        key = self._owner if isinstance(self._owner, str) else self._owner(tool_context)
+        if key is None:
+            return _response(refused_no_owner(self._no_owner))
+        outcome = await arun_for_owner(
+            self.todo_tool, args, self.owners, key, call_id=tool_context.function_call_id or None
+        )
+        return _response(outcome)
+
+
+def _response(outcome: Outcome) -> dict[str, str]:
+    # ADK's function responses are objects; "error" is the key its own tools use for failures
+    return {"error" if outcome.is_error else "result": outcome.text}
