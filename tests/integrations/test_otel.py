@@ -4,8 +4,12 @@ with the SDK's in-memory exporter."""
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
+import importlib.util
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -704,3 +708,35 @@ def test_a_tracer_that_raises_on_a_refused_call_still_refuses(
     finally:
         instrumentation.uninstrument()
     assert session.events == []
+
+
+def distribution_of(module: str) -> str:
+    """The distribution that installed ``module``'s file (a namespace package has several)."""
+    spec = importlib.util.find_spec(module)
+    assert spec is not None, module
+    assert spec.origin is not None, module
+    path = Path(spec.origin).resolve()
+    for name in importlib.metadata.packages_distributions().get(module.split(".")[0], []):
+        files = importlib.metadata.distribution(name).files or []
+        if any(Path(str(file.locate())).resolve() == path for file in files):
+            return name.lower()
+    return "dsh-tool-todo"  # the checkout itself, installed editable
+
+
+def test_the_docs_example_names_every_package_beyond_the_otel_extra() -> None:
+    """docs/otel.md's example, run as printed after ``pip install '.[otel]'``, must not meet a
+    missing module: whatever it imports beyond the extra, the page says to install."""
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "otel.md").read_text(encoding="utf-8")
+    pyproject = (root / "pyproject.toml").read_text(encoding="utf-8")
+    (extra,) = re.findall(r"^otel = \[(.*)\]$", pyproject, re.M)
+    given = {
+        re.split(r"[<>=!~ ;]", item.strip().strip('"'))[0].lower() for item in extra.split(",")
+    }
+    installs = " ".join(re.findall(r"pip install [^`\n]*", page)).lower()
+    code = "\n".join(re.findall(r"^```python\n(.*?)^```", page, re.S | re.M))
+    needed = {
+        distribution_of(module) for module in re.findall(r"^(?:from|import) ([\w.]+)", code, re.M)
+    }
+    missing = {name for name in needed - given - {"dsh-tool-todo"} if name not in installs}
+    assert missing == set(), f"docs/otel.md's example needs {missing}: say to pip install them"
