@@ -114,12 +114,13 @@ class SlowSession(RecordingSession):
 
 class DedupingSession(RecordingSession):
     """The store rule of SHARED-INTERFACES.md, for adapters tested apart from the stores:
-    a ``callId`` seen again since the last ``turn/start`` records nothing new."""
+    a ``callId`` seen again with the same list since the last ``turn/start`` records
+    nothing new."""
 
     def append(self, type: str, data: Mapping[str, Any], /) -> dict[str, Any]:
         call_id = data.get(contract.CALL_ID_KEY)
         for seq, earlier in enumerate(self.data):
-            if call_id is not None and earlier.get(contract.CALL_ID_KEY) == call_id:
+            if call_id is not None and earlier == data:
                 return {"seq": seq, "type": type, "data": earlier}
         return super().append(type, data)
 
