@@ -415,13 +415,20 @@ def test_a_provider_numbering_ids_per_response_loses_no_update_within_a_turn(run
     script = [
         tool_calls(write(PLAN_A)),
         tool_calls(write(PLAN_B)),  # call-0 again, the next step done
+        tool_calls(write(PLAN_A), write(PLAN_B)),  # call-0 and call-1
+        tool_calls(write(PLAN_A)),  # call-0 with call-0's list, but call-1's came after it
         AIMessage("ok"),
     ]
     _, agent = agent_with(script)
     result = run(agent, "fix it", THREAD)
-    assert [m.content for m in tool_messages(result)] == [
-        "Updated todo list: 1 pending, 1 in progress, 0 completed.",
-        "Updated todo list: 0 pending, 1 in progress, 1 completed.",
+    a_text = "Updated todo list: 1 pending, 1 in progress, 0 completed."
+    b_text = "Updated todo list: 0 pending, 1 in progress, 1 completed."
+    assert [m.content for m in tool_messages(result)] == [a_text, b_text, a_text, b_text, a_text]
+    assert result["todos"] == PLAN_A  # the list the model was last told was recorded
+    assert [event["data"].get("callId") for event in result["todo_events"][1:]] == [
+        "call-0",
+        "call-0",
+        "call-0",
+        "call-1",
+        "call-0",
     ]
-    assert result["todos"] == PLAN_B
-    assert result["todo_events"][-1]["data"] == {"todos": PLAN_B, "callId": "call-0"}

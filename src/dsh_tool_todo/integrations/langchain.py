@@ -265,18 +265,21 @@ class _PromptedTodoWriteMiddleware(TodoWriteMiddleware):
 
 
 def _written_this_turn(state: Any, call_id: str) -> list[Any] | None:
-    """The list last recorded by call ``call_id`` since the last ``turn/start``, if any.
+    """The list of the turn's last recorded call, if that call's id is ``call_id``.
 
-    The graph state is this adapter's log, so the retry rule is kept here: a
-    call id seen again within the turn with the same list (a retried step)
-    records nothing new.
+    The graph state is this adapter's log, so the retry rule is kept here: the
+    last call run again (the same id, the same list) records nothing new. An
+    earlier call's id and list seen again is a new call: skipping it would
+    leave the plan on a later list while the model is told its list was recorded.
     """
     events = state.get("todo_events") if isinstance(state, Mapping) else None
     for event in reversed(events or ()):
         if event["type"] == TURN_START:
             return None
-        data = event["data"]
-        if event["type"] == EVENT_TYPE and data.get(CALL_ID_KEY) == call_id:
+        if event["type"] == EVENT_TYPE:
+            data = event["data"]
+            if data.get(CALL_ID_KEY) != call_id:
+                return None
             earlier: list[Any] = data["todos"]
             return earlier
     return None
