@@ -114,13 +114,11 @@ class SlowSession(RecordingSession):
 
 class DedupingSession(RecordingSession):
     """The store rule of SHARED-INTERFACES.md, for adapters tested apart from the stores:
-    a ``callId`` seen again since the last ``turn/start`` records nothing new."""
+    the id and list of the last recorded call seen again record nothing new."""
 
     def append(self, type: str, data: Mapping[str, Any], /) -> dict[str, Any]:
-        call_id = data.get(contract.CALL_ID_KEY)
-        for seq, earlier in enumerate(self.data):
-            if call_id is not None and earlier.get(contract.CALL_ID_KEY) == call_id:
-                return {"seq": seq, "type": type, "data": earlier}
+        if data.get(contract.CALL_ID_KEY) is not None and self.data and self.data[-1] == data:
+            return {"seq": len(self.data) - 1, "type": type, "data": self.data[-1]}
         return super().append(type, data)
 
 

@@ -380,12 +380,12 @@ def test_without_a_system_prompt_no_model_call_is_wrapped() -> None:
     assert prompted.name == plain.name == "TodoWriteMiddleware"
 
 
-def test_a_call_id_seen_again_within_the_turn_records_once(run: Run) -> None:
-    # The state is this adapter's log: the store rule for a retried call is kept here.
+def test_a_call_id_seen_again_within_the_turn_with_the_same_list_records_once(run: Run) -> None:
+    # The state is this adapter's log: the rule for a retried call is kept here.
     script = [
         tool_calls(write(PLAN_A)),
-        tool_calls(write(PLAN_A)),  # call-0 again: a retried step
-        tool_calls(write(PLAN_B), write(PLAN_B)),  # call-0 again, then a new call-1
+        tool_calls(write(PLAN_A)),  # call-0 again, the same list: a retried step
+        tool_calls(write(PLAN_B), write(PLAN_B)),  # call-0 with a new list: a new call; call-1
         AIMessage("ok"),
         tool_calls(write(PLAN_A)),  # call-0 in the next turn: providers reuse ids
         AIMessage("ok"),
@@ -394,15 +394,41 @@ def test_a_call_id_seen_again_within_the_turn_records_once(run: Run) -> None:
     first = run(agent, "fix it", THREAD)
     assert [m.content for m in tool_messages(first)] == [
         "Updated todo list: 1 pending, 1 in progress, 0 completed."
-    ] * 3 + ["Updated todo list: 0 pending, 1 in progress, 1 completed."]
+    ] * 2 + ["Updated todo list: 0 pending, 1 in progress, 1 completed."] * 2
     assert [event["data"] for event in first["todo_events"][1:]] == [
         {"todos": PLAN_A, "callId": "call-0"},
+        {"todos": PLAN_B, "callId": "call-0"},
         {"todos": PLAN_B, "callId": "call-1"},
     ]
     assert first["todos"] == PLAN_B
     second = run(agent, "again", THREAD)
-    assert [event["data"] for event in second["todo_events"][3:]] == [
+    assert [event["data"] for event in second["todo_events"][4:]] == [
         {},
         {"todos": PLAN_A, "callId": "call-0"},
     ]
     assert second["todos"] == PLAN_A
+
+
+def test_a_provider_numbering_ids_per_response_loses_no_update_within_a_turn(run: Run) -> None:
+    # Each response's first call is call-0: the model's progress updates in one turn are
+    # new calls, and each acknowledged list must be the plan, never the turn's first one.
+    script = [
+        tool_calls(write(PLAN_A)),
+        tool_calls(write(PLAN_B)),  # call-0 again, the next step done
+        tool_calls(write(PLAN_A), write(PLAN_B)),  # call-0 and call-1
+        tool_calls(write(PLAN_A)),  # call-0 with call-0's list, but call-1's came after it
+        AIMessage("ok"),
+    ]
+    _, agent = agent_with(script)
+    result = run(agent, "fix it", THREAD)
+    a_text = "Updated todo list: 1 pending, 1 in progress, 0 completed."
+    b_text = "Updated todo list: 0 pending, 1 in progress, 1 completed."
+    assert [m.content for m in tool_messages(result)] == [a_text, b_text, a_text, b_text, a_text]
+    assert result["todos"] == PLAN_A  # the list the model was last told was recorded
+    assert [event["data"].get("callId") for event in result["todo_events"][1:]] == [
+        "call-0",
+        "call-0",
+        "call-0",
+        "call-1",
+        "call-0",
+    ]

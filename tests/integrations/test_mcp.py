@@ -846,6 +846,22 @@ def test_an_unknown_resource_is_an_invalid_params_error_and_nothing_is_subscribe
 
 
 @pytest.mark.parametrize("mode", CLIENT_MODES)
+def test_a_huge_unknown_uri_is_refused_with_a_short_message(mode: str) -> None:
+    server = build_server(allow_parallel_in_progress=False)
+    uri = "todo://plan" + "x" * 100_000
+
+    async def run() -> Any:
+        async with connected(server, mode=mode) as client:
+            with pytest.raises(PROTOCOL_ERROR, match="offers only todo://plan") as read:
+                await client.read_resource(uri)
+            return read.value
+
+    message = asyncio.run(run()).error.message
+    assert len(message) < 300, len(message)
+    assert "(cut from 100011 characters)" in message
+
+
+@pytest.mark.parametrize("mode", CLIENT_MODES)
 def test_a_burst_of_writes_is_told_in_fewer_updates_and_the_last_read_is_the_last_plan(
     mode: str,
 ) -> None:

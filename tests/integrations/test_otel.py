@@ -4,13 +4,17 @@ with the SDK's in-memory exporter."""
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
+import importlib.util
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
@@ -591,3 +595,148 @@ def test_a_call_made_inside_a_call_is_its_child(traced: Traced) -> None:
     assert inner.parent is not None
     assert inner.parent.span_id == outer.context.span_id
     assert attributes(inner)["dsh_todo.todos.count"] == 1
+
+
+# --- a tracer that raises never changes a call's answer ------------------------------------------
+
+
+class RaisingProcessor(SpanProcessor):
+    """A span processor (or the exporter behind it) that fails at one step of every span."""
+
+    def __init__(self, step: str) -> None:
+        self.step = step
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if self.step == "start":
+            raise RuntimeError("span processor down at on_start")
+
+    def on_end(self, span: Any) -> None:
+        if self.step == "end":
+            raise RuntimeError("exporter down at on_end")
+
+
+class RaisingSpan:
+    """A span whose attribute setters raise (a vendor's span, a broken attribute limit)."""
+
+    def is_recording(self) -> bool:
+        return True
+
+    def get_span_context(self) -> Any:
+        raise AssertionError("is_recording answered already")
+
+    def set_attribute(self, key: str, value: Any) -> None:
+        raise ValueError(f"attribute {key} refused")
+
+    set_attributes = set_attribute
+    set_status = set_attribute
+
+    def end(self) -> None:
+        raise RuntimeError("span cannot end")
+
+
+class RaisingTracer(trace.Tracer):
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def start_span(self, *args: Any, **kwargs: Any) -> Any:
+        if self.where == "start_span":
+            raise RuntimeError("tracer down")
+        return RaisingSpan()
+
+    def start_as_current_span(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+class RaisingProvider(trace.TracerProvider):
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+        return RaisingTracer(self.where)
+
+
+def raising_provider(where: str) -> Any:
+    if where in ("start", "end"):
+        provider = TracerProvider()
+        provider.add_span_processor(RaisingProcessor(where))
+        return provider
+    return RaisingProvider(where)
+
+
+@pytest.mark.parametrize("where", ["start", "end", "start_span", "span_methods"])
+@pytest.mark.parametrize("method", ["call", "acall", "execute", "aexecute", "no_owner"])
+def test_a_tracer_that_raises_changes_no_answer_and_records_once(
+    where: str, method: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    instrumentation = instrument(tracer_provider=raising_provider(where))
+    session = MemorySession()
+    tool = todo_write_tool(allow_parallel_in_progress=False)
+    try:
+        if method == "call":
+            answer: Any = tool.call(PLAN, session, call_id="c1")
+        elif method == "acall":
+            answer = asyncio.run(tool.acall(PLAN, session, call_id="c1"))
+        elif method == "execute":
+            answer = tool.execute(PLAN, Exec(session, "c1"))["counts"]
+        elif method == "aexecute":
+            answer = asyncio.run(tool.aexecute(PLAN, Exec(session, "c1")))["counts"]
+        else:
+            NoOwnerWarning("give the call an owner")()
+            answer = None
+    finally:
+        instrumentation.uninstrument()
+    if method in ("call", "acall"):
+        assert answer == "Updated todo list: 0 pending, 1 in progress, 1 completed."
+    elif method != "no_owner":
+        assert answer == {"pending": 0, "inProgress": 1, "completed": 1}
+    if method != "no_owner":
+        assert [event["data"] for event in session.events] == [{**PLAN, contract.CALL_ID_KEY: "c1"}]
+    assert "todo_write's span could not be recorded" in caplog.text
+    assert trace.get_current_span() is trace.INVALID_SPAN  # no context left attached
+
+
+def test_a_tracer_that_raises_on_a_refused_call_still_refuses(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    instrumentation = instrument(tracer_provider=raising_provider("end"))
+    session = MemorySession()
+    tool = todo_write_tool(allow_parallel_in_progress=False)
+    try:
+        assert tool.call({}, session).startswith("Error")
+        with pytest.raises(ToolCallRejected):
+            tool.execute({}, Exec(session))
+    finally:
+        instrumentation.uninstrument()
+    assert session.events == []
+
+
+def distribution_of(module: str) -> str:
+    """The distribution that installed ``module``'s file (a namespace package has several)."""
+    spec = importlib.util.find_spec(module)
+    assert spec is not None, module
+    assert spec.origin is not None, module
+    path = Path(spec.origin).resolve()
+    for name in importlib.metadata.packages_distributions().get(module.split(".")[0], []):
+        files = importlib.metadata.distribution(name).files or []
+        if any(Path(str(file.locate())).resolve() == path for file in files):
+            return name.lower()
+    return "dsh-tool-todo"  # the checkout itself, installed editable
+
+
+def test_the_docs_example_names_every_package_beyond_the_otel_extra() -> None:
+    """docs/otel.md's example, run as printed after ``pip install '.[otel]'``, must not meet a
+    missing module: whatever it imports beyond the extra, the page says to install."""
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "otel.md").read_text(encoding="utf-8")
+    pyproject = (root / "pyproject.toml").read_text(encoding="utf-8")
+    (extra,) = re.findall(r"^otel = \[(.*)\]$", pyproject, re.M)
+    given = {
+        re.split(r"[<>=!~ ;]", item.strip().strip('"'))[0].lower() for item in extra.split(",")
+    }
+    installs = " ".join(re.findall(r"pip install [^`\n]*", page)).lower()
+    code = "\n".join(re.findall(r"^```python\n(.*?)^```", page, re.S | re.M))
+    needed = {
+        distribution_of(module) for module in re.findall(r"^(?:from|import) ([\w.]+)", code, re.M)
+    }
+    missing = {name for name in needed - given - {"dsh-tool-todo"} if name not in installs}
+    assert missing == set(), f"docs/otel.md's example needs {missing}: say to pip install them"

@@ -382,6 +382,8 @@ BAD_PARAMETERS = [
     ("?format=AG-UI", {}, "(got 'AG-UI')"),
     ("?format=ag-ui&format=ai-sdk", {}, "give `format` once (got 2: ['ag-ui', 'ai-sdk'])"),
     ("?format=ag-ui&format=" + "x" * 5000, {}, "got 2: ['ag-ui', '" + "x" * 40 + "']"),
+    # docs/web.md: a repeated format, too, is a 400 naming the accepted values
+    ("?format=ag-ui&format=ag-ui", {}, "one of ag-ui, ai-sdk"),
     ("?format=ag-ui", {"Last-Event-ID": "DROP TABLE"}, "`Last-Event-ID` must be a seq"),
     ("?format=ai-sdk", {"Last-Event-ID": "-7"}, "`Last-Event-ID` must be a seq"),
     ("?format=ag-ui&after=1e3", {}, "`Last-Event-ID` must be a seq"),

@@ -36,7 +36,9 @@ _log = logging.getLogger(LOGGER_NAME)
 
 
 def unknown_resource_message(uri: str) -> str:
-    return f"unknown resource {uri!r}: this server offers only {PLAN_URI}"
+    # Cut: the URI is the client's, of any length, and the error goes back over the wire.
+    shown = repr(uri[:80]) + (f" (cut from {len(uri)} characters)" if len(uri) > 80 else "")
+    return f"unknown resource {shown}: this server offers only {PLAN_URI}"
 
 
 def plan_text(session: StoreSession) -> str:

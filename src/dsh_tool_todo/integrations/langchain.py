@@ -208,15 +208,16 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
     def _answer(self, request: ToolCallRequest) -> ToolMessage | Command[Any]:
         call = request.tool_call
         call_id = call["id"]
-        if call_id:
-            earlier = _written_this_turn(request.state, call_id)
-            if earlier is not None:  # a retried call: answered as the first, recorded once
-                return _message(self._tool.call(earlier, _Capture()), call_id, "success")
         capture = _Capture()  # its append cannot fail, so neither can the call
         outcome = run_owned(self._tool, call["args"], capture, call_id=call_id or None)
         if capture.data is None:  # refused: nothing recorded, the text says why
             return _message(outcome.text, call_id, "error")
         todos: list[TodoItem] = capture.data["todos"]
+        # A retried step sends the same id with the same list: answered, recorded once. The
+        # same id with another list is a new call (a provider numbering ids afresh in each
+        # response reuses them within a turn): skipping it would lose an acknowledged plan.
+        if call_id and _written_this_turn(request.state, call_id) == todos:
+            return _message(outcome.text, call_id, "success")
         return Command(
             update={
                 "todo_events": [{"type": EVENT_TYPE, "data": dict(capture.data)}],
@@ -263,19 +264,24 @@ class _PromptedTodoWriteMiddleware(TodoWriteMiddleware):
         return request.override(system_message=SystemMessage(content=blocks))
 
 
-def _written_this_turn(state: Any, call_id: str) -> dict[str, Any] | None:
-    """The list recorded by call ``call_id`` since the last ``turn/start``, if any.
+def _written_this_turn(state: Any, call_id: str) -> list[Any] | None:
+    """The list of the turn's last recorded call, if that call's id is ``call_id``.
 
-    The graph state is this adapter's log, so the store rule is kept here: a
-    call id seen again within the turn (a retried step) records nothing new.
+    The graph state is this adapter's log, so the retry rule is kept here: the
+    last call run again (the same id, the same list) records nothing new. An
+    earlier call's id and list seen again is a new call: skipping it would
+    leave the plan on a later list while the model is told its list was recorded.
     """
     events = state.get("todo_events") if isinstance(state, Mapping) else None
     for event in reversed(events or ()):
         if event["type"] == TURN_START:
             return None
-        data = event["data"]
-        if event["type"] == EVENT_TYPE and data.get(CALL_ID_KEY) == call_id:
-            return {"todos": data["todos"]}
+        if event["type"] == EVENT_TYPE:
+            data = event["data"]
+            if data.get(CALL_ID_KEY) != call_id:
+                return None
+            earlier: list[Any] = data["todos"]
+            return earlier
     return None
 
 

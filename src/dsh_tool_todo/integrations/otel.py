@@ -35,7 +35,9 @@ puts it back. A host that holds its tool and wants no process-wide change passes
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import re
 import threading
 from collections.abc import Callable
@@ -47,6 +49,7 @@ from .. import __version__
 from .._refusal_class import NOT_RECORDED_CLASS, OTHER, REFUSAL_CLASSES, refusal_class
 from ..contract import SUCCESS_TEXT, TOOL_NAME
 from ..errors import ToolCallRejected, ToolFailure, UsageError
+from ..listeners import LOGGER_NAME
 from ..model import TodoResult
 from ..tool import TodoWriteTool, render_result
 from ._core import NoOwnerWarning
@@ -89,6 +92,7 @@ _SUCCESS = re.compile(
     .replace(re.escape("{inProgress}"), "([0-9]+)")
     .replace(re.escape("{completed}"), "([0-9]+)")
 )
+_log = logging.getLogger(LOGGER_NAME)
 _lock = threading.Lock()  # instrument and uninstrument only: never taken by a call
 
 
@@ -204,40 +208,60 @@ class _Spans:
         if name in _ASYNC:
 
             async def wrapper(tool: TodoWriteTool, args: Any, call: Any) -> Any:
-                span = start(SPAN_NAME, None, kind, _STATIC)  # positional: cheaper
-                if span is invalid or not (span.is_recording() or span.get_span_context().is_valid):
-                    return await original(tool, args, call)  # a no-op provider: nothing kept
-                token = opened(span, args, call)
+                span: Any = None
+                token: Token[Context] | None = None
+                try:
+                    span = start(SPAN_NAME, None, kind, _STATIC)  # positional: cheaper
+                    if span is invalid or not (
+                        span.is_recording() or span.get_span_context().is_valid
+                    ):
+                        span = None  # a no-op provider: nothing kept
+                    else:
+                        token = opened(span, args, call)
+                except Exception as error:
+                    _abandoned(span, error)
+                    span = None
+                if span is None:
+                    return await original(tool, args, call)
                 try:
                     answer = await original(tool, args, call)
                 except BaseException as error:
-                    failed(span, error)
+                    _guarded(failed, span, error)
                     raise
                 else:
-                    outcome(span, answer)
+                    _guarded(outcome, span, answer)
                     return answer
                 finally:
-                    otel_context.detach(token)
-                    span.end()
+                    _close(span, token)
 
         else:
 
             def wrapper(tool: TodoWriteTool, args: Any, call: Any) -> Any:  # type: ignore[misc]
-                span = start(SPAN_NAME, None, kind, _STATIC)
-                if span is invalid or not (span.is_recording() or span.get_span_context().is_valid):
+                span: Any = None
+                token: Token[Context] | None = None
+                try:
+                    span = start(SPAN_NAME, None, kind, _STATIC)
+                    if span is invalid or not (
+                        span.is_recording() or span.get_span_context().is_valid
+                    ):
+                        span = None
+                    else:
+                        token = opened(span, args, call)
+                except Exception as error:
+                    _abandoned(span, error)
+                    span = None
+                if span is None:
                     return original(tool, args, call)
-                token = opened(span, args, call)
                 try:
                     answer = original(tool, args, call)
                 except BaseException as error:
-                    failed(span, error)
+                    _guarded(failed, span, error)
                     raise
                 else:
-                    outcome(span, answer)
+                    _guarded(outcome, span, answer)
                     return answer
                 finally:
-                    otel_context.detach(token)
-                    span.end()
+                    _close(span, token)
 
         return _marked(wrapper, name, original)
 
@@ -251,10 +275,13 @@ class _Spans:
             original(warning)
             if silent:
                 return
-            span = start(SPAN_NAME, None, SpanKind.INTERNAL, _STATIC)
-            if span.is_recording():
-                _refused(span, "no_owner")
-            span.end()
+            try:
+                span = start(SPAN_NAME, None, SpanKind.INTERNAL, _STATIC)
+                if span.is_recording():
+                    _refused(span, "no_owner")
+                span.end()
+            except Exception as error:  # the refusal stands, whatever the tracer does
+                _tracer_failed(error)
 
         return _marked(warned, "__call__", original)
 
@@ -305,6 +332,36 @@ class _Spans:
         span.set_status(Status(StatusCode.ERROR, kind))
         if self.contents:  # the cause's text may quote the plan (a database's DETAIL line)
             span.record_exception(error)
+
+
+def _tracer_failed(error: Exception) -> None:
+    # A tracer, span processor or exporter that raises must never change a call's answer:
+    # the call may already be recorded, and an exception would make the model retry it.
+    _log.warning("todo_write's span could not be recorded: %r", error)
+
+
+def _abandoned(span: Any, error: Exception) -> None:
+    """A span that failed to start: reported, ended if it began; the call goes on without it."""
+    _tracer_failed(error)
+    if span is not None:
+        with contextlib.suppress(Exception):
+            span.end()
+
+
+def _guarded(step: Callable[[Span, Any], None], span: Span, value: Any) -> None:
+    try:
+        step(span, value)
+    except Exception as error:
+        _tracer_failed(error)
+
+
+def _close(span: Span, token: Token[Context] | None) -> None:
+    if token is not None:
+        otel_context.detach(token)  # the API's detach logs its own failures, never raises
+    try:
+        span.end()
+    except Exception as error:  # a span processor's on_end, after the call has its answer
+        _tracer_failed(error)
 
 
 def _through(name: str, original: Callable[..., Any]) -> Callable[..., Any]:

@@ -43,7 +43,10 @@ def wire_format(values: Sequence[str]) -> WireFormat | None:
     """
     if len(values) > 1:
         shown = [value[:40] for value in values[:3]]
-        raise ValueError(f"give `format` once (got {len(values)}: {shown!r})")
+        raise ValueError(
+            f"give `format` once (got {len(values)}: {shown!r}): one of {', '.join(FORMATS)}, "
+            "or leave it out for this library's own projection frames"
+        )
     if not values or values[0] == "":
         return None
     for known in FORMATS:
