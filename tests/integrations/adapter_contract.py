@@ -113,7 +113,7 @@ class SlowSession(RecordingSession):
 
 
 class DedupingSession(RecordingSession):
-    """The store rule of SHARED-INTERFACES.md, for adapters tested apart from the stores:
+    """The retry rule of docs/integrations/README.md, for adapters tested apart from the stores:
     the id and list of the last recorded call seen again record nothing new."""
 
     def append(self, type: str, data: Mapping[str, Any], /) -> dict[str, Any]:
