@@ -19,6 +19,12 @@ model's tool-call id (``callId``), as every adapter records it.
 Recording cannot fail apart from answering: the event and the tool's answer
 are one state update, so whatever the checkpointer saves holds both or neither,
 and a checkpointer error fails the run, as for any other state.
+
+A consumer streaming with ``stream_mode="custom"`` also gets the plan as it
+changes: each answered write, and the cleared plan at each new turn, is one
+``custom`` chunk, an AG-UI ``ACTIVITY_SNAPSHOT`` dict (``wire``) whose
+``messageId`` is ``plan:<thread_id>``. LangGraph drops custom chunks nobody
+streams, so other consumers see nothing new.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
+from .. import wire
 from ..contract import CALL_ID_KEY, EVENT_TYPE, TOOL_NAME, TURN_START
 from ..errors import UsageError
 from ..model import TodoItem
@@ -44,6 +51,7 @@ try:
     )
     from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
     from langchain_core.tools import StructuredTool
+    from langgraph.config import get_config
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
     from langgraph.types import Command
@@ -179,6 +187,7 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         """A new run is a new user turn: record ``turn/start``, which clears the plan."""
         if not self.clear_on_new_turn:
             return None
+        _show(runtime, _thread_key(_current_config()), None)
         return {"todo_events": [{"type": TURN_START, "data": {}}], "todos": None}
 
     async def abefore_agent(
@@ -211,12 +220,14 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         if call_id:
             earlier = _written_this_turn(request.state, call_id)
             if earlier is not None:  # a retried call: answered as the first, recorded once
+                _show(request.runtime, _thread_key(_config_of(request)), earlier["todos"])
                 return _message(self._tool.call(earlier, _Capture()), call_id, "success")
         capture = _Capture()  # its append cannot fail, so neither can the call
         outcome = run_owned(self._tool, call["args"], capture, call_id=call_id or None)
         if capture.data is None:  # refused: nothing recorded, the text says why
             return _message(outcome.text, call_id, "error")
         todos: list[TodoItem] = capture.data["todos"]
+        _show(request.runtime, _thread_key(_config_of(request)), todos)
         return Command(
             update={
                 "todo_events": [{"type": EVENT_TYPE, "data": dict(capture.data)}],
@@ -277,6 +288,34 @@ def _written_this_turn(state: Any, call_id: str) -> dict[str, Any] | None:
         if event["type"] == EVENT_TYPE and data.get(CALL_ID_KEY) == call_id:
             return {"todos": data["todos"]}
     return None
+
+
+def _show(runtime: Any, thread: str, todos: list[TodoItem] | None) -> None:
+    """One ``custom`` stream chunk: the plan as an AG-UI activity snapshot (``None``: cleared).
+
+    The runtime's writer is LangGraph's no-op unless someone streams ``custom``.
+    """
+    writer = getattr(runtime, "stream_writer", None)
+    if writer is not None:
+        writer(wire.ag_ui_activity_snapshot(thread, todos))
+
+
+def _current_config() -> Any:
+    try:
+        return get_config()
+    except RuntimeError:  # called outside a graph run: there is no thread
+        return None
+
+
+def _config_of(request: ToolCallRequest) -> Any:
+    return getattr(request.runtime, "config", None)
+
+
+def _thread_key(config: Any) -> str:
+    """The session key of the plan ids: the run's ``thread_id``, or ``default`` without one."""
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
+    return str(thread) if thread is not None and str(thread) else "default"
 
 
 def _message(text: str, call_id: str | None, status: str) -> ToolMessage:
