@@ -50,6 +50,7 @@ from dsh_tool_todo import UsageError, todo_write_tool
 from dsh_tool_todo.contract import TURN_START
 from dsh_tool_todo.integrations.pydantic_ai import AgUiEvents, todo_write_toolset
 from dsh_tool_todo.stores.memory import MemorySession
+from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.conftest import todo
 
 PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
@@ -321,3 +322,24 @@ def test_a_lone_surrogate_reaches_the_ui_as_a_replacement_character() -> None:
     assert frames[0]["content"] == {"todos": shown}
     assert frames[1]["delta"] == [{"op": "add", "path": "/todos", "value": shown}]
     assert plan[0]["content"] == "a\ud800b"  # the recorded list is not changed
+
+
+def test_an_owner_registry_toolset_shows_the_plan_too() -> None:
+    script = Script([PLAN_A])
+    with OwnerRegistry() as owners:
+        agent = Agent(
+            FunctionModel(_not_streamed, stream_function=script),
+            toolsets=[
+                todo_write_toolset(allow_parallel_in_progress=False, owners=owners, ag_ui="both")
+            ],
+        )
+
+        async def run(request: Request) -> Response:
+            return await AGUIAdapter.dispatch_request(request, agent=agent, deps="alice")
+
+        events = asyncio.run(post_run(Starlette(routes=[Route("/agent", run, methods=["POST"])])))
+        assert [e["data"]["todos"] for e in owners.session("alice").events] == [PLAN_A]
+    [activity] = [event for event in events if isinstance(event, ActivitySnapshotEvent)]
+    assert (activity.message_id, activity.content) == (f"plan:{THREAD}", {"todos": PLAN_A})
+    [delta] = [event for event in events if isinstance(event, StateDeltaEvent)]
+    assert apply_delta({}, delta) == {"todos": PLAN_A}
