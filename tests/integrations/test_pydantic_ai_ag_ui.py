@@ -315,7 +315,6 @@ def test_a_lone_surrogate_reaches_the_ui_as_a_replacement_character() -> None:
     activity, delta = _ag_ui_events("both")(context, plan)  # type: ignore[arg-type]
     shown = [todo("a\ufffdb", "in_progress"), todo("plain")]
     assert activity.content == {"todos": shown}
-    assert delta.delta[0].value == shown
     frames = [
         json.loads(EventEncoder().encode(event)[len("data: ") :]) for event in (activity, delta)
     ]
