@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +65,16 @@ def stream(request: pytest.FixtureRequest) -> Stream:
     return streamer
 
 
+# Before Python 3.11 LangGraph's custom writer cannot run inside asyncio tasks (its config
+# context variable is not carried): the adapter then sends nothing and the run goes on.
+NO_ASYNC_CHUNKS = sys.version_info < (3, 11)
+
+
+def sent(stream: Stream, chunks: list[Any]) -> list[Any]:
+    """The chunks a consumer of ``stream`` gets on this Python."""
+    return [] if NO_ASYNC_CHUNKS and stream is async_stream else chunks
+
+
 def snapshot(thread: str, todos: list[dict[str, str]]) -> dict[str, Any]:
     return {
         "type": "ACTIVITY_SNAPSHOT",
@@ -81,7 +92,9 @@ def test_each_write_and_each_new_turn_is_one_custom_chunk(stream: Stream) -> Non
         AIMessage("done"),
     ]
     chunks = stream(agent_with(script), "fix it", THREAD)
-    assert chunks == [snapshot("t1", []), snapshot("t1", PLAN_A), snapshot("t1", PLAN_B)]
+    assert chunks == sent(
+        stream, [snapshot("t1", []), snapshot("t1", PLAN_A), snapshot("t1", PLAN_B)]
+    )
     for chunk in chunks:  # each one a valid AG-UI event as it is
         event = ActivitySnapshotEvent.model_validate(chunk)
         assert event.model_dump(mode="json", by_alias=True, exclude_none=True) == chunk
@@ -92,7 +105,7 @@ def test_the_model_reads_the_same_texts_while_the_plan_streams(stream: Stream) -
     chunks = stream(agent_with(script), "fix it", THREAD, ["custom", "values"])
     custom = [chunk for mode, chunk in chunks if mode == "custom"]
     final = [chunk for mode, chunk in chunks if mode == "values"][-1]
-    assert custom == [snapshot("t1", []), snapshot("t1", PLAN_A)]
+    assert custom == sent(stream, [snapshot("t1", []), snapshot("t1", PLAN_A)])
     answers = [m for m in final["messages"] if isinstance(m, ToolMessage)]
     tool = todo_write_tool(allow_parallel_in_progress=False)
     assert [(m.content, m.status) for m in answers] == [
@@ -104,13 +117,13 @@ def test_the_model_reads_the_same_texts_while_the_plan_streams(stream: Stream) -
 
 def test_a_plan_kept_across_turns_sends_no_cleared_chunk(stream: Stream) -> None:
     agent = agent_with([tool_calls(write(PLAN_A)), AIMessage("a")], clear_on_new_turn=False)
-    assert stream(agent, "fix it", THREAD) == [snapshot("t1", PLAN_A)]
+    assert stream(agent, "fix it", THREAD) == sent(stream, [snapshot("t1", PLAN_A)])
 
 
 def test_the_second_turn_clears_the_plan_on_the_stream(stream: Stream) -> None:
     agent = agent_with([tool_calls(write(PLAN_A)), AIMessage("a"), AIMessage("b")])
-    assert stream(agent, "fix it", THREAD)[-1] == snapshot("t1", PLAN_A)
-    assert stream(agent, "thanks", THREAD) == [snapshot("t1", [])]
+    assert stream(agent, "fix it", THREAD)[-1:] == sent(stream, [snapshot("t1", PLAN_A)])
+    assert stream(agent, "thanks", THREAD) == sent(stream, [snapshot("t1", [])])
 
 
 def test_without_a_thread_the_plan_id_is_the_default_one() -> None:
@@ -130,4 +143,6 @@ def test_a_retried_call_shows_the_plan_it_recorded_first(stream: Stream) -> None
     # the stream shows the plan that call recorded, as its answer says
     script = [tool_calls(write(PLAN_A)), tool_calls(write(PLAN_B)), AIMessage("done")]
     chunks = stream(agent_with(script), "fix it", THREAD)
-    assert chunks == [snapshot("t1", []), snapshot("t1", PLAN_A), snapshot("t1", PLAN_A)]
+    assert chunks == sent(
+        stream, [snapshot("t1", []), snapshot("t1", PLAN_A), snapshot("t1", PLAN_A)]
+    )

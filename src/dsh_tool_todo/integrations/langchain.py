@@ -29,6 +29,7 @@ streams, so other consumers see nothing new.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
@@ -296,8 +297,17 @@ def _show(runtime: Any, thread: str, todos: list[TodoItem] | None) -> None:
     The runtime's writer is LangGraph's no-op unless someone streams ``custom``.
     """
     writer = getattr(runtime, "stream_writer", None)
-    if writer is not None:
-        writer(wire.ag_ui_activity_snapshot(thread, todos))
+    if writer is None:
+        return
+    chunk = wire.ag_ui_activity_snapshot(thread, todos)
+    try:
+        writer(chunk)
+    except RuntimeError:
+        # Before Python 3.11 asyncio tasks do not carry LangGraph's config context variable,
+        # which its custom writer reads ("Called get_config outside of a runnable context"):
+        # there the chunk cannot be sent, and the run must go on without it.
+        if sys.version_info >= (3, 11):
+            raise
 
 
 def _current_config() -> Any:
