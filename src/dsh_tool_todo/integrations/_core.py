@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 from ..contract import NO_OWNER, NOT_RECORDED
 from ..errors import ToolCallRejected, ToolFailure
 from ..listeners import LOGGER_NAME
+from ..model import TodoItem
 from ..protocols import Session
 from ..stores.owners import OwnerRegistry
 from ..tool import TodoWriteTool, _Owner, render_result
@@ -54,13 +55,20 @@ FAILED: Final = "failed"  # valid, but the append failed: NOT_RECORDED, cause lo
 
 
 class Outcome:
-    """One call's answer: the text the model reads and which kind of answer it is."""
+    """One call's answer: the text the model reads and which kind of answer it is.
 
-    __slots__ = ("kind", "text")
+    ``todos`` is the list as recorded, for a recorded call only (``None``
+    otherwise): an adapter that also shows the plan to a UI converts it with
+    :mod:`dsh_tool_todo.wire`, whose converters copy it. Never change it in
+    place: a store may hold the same objects.
+    """
 
-    def __init__(self, kind: Kind, text: str) -> None:
+    __slots__ = ("kind", "text", "todos")
+
+    def __init__(self, kind: Kind, text: str, todos: list[TodoItem] | None = None) -> None:
         self.kind: Kind = kind
         self.text = text
+        self.todos = todos
 
     @property
     def is_error(self) -> bool:
@@ -96,7 +104,7 @@ def run_owned(
         return Outcome(REFUSED, rejected.model_text)
     except ToolFailure as failure:
         return _not_recorded(failure, owner)
-    return Outcome(RECORDED, render_result(result))
+    return Outcome(RECORDED, render_result(result), result["todos"])
 
 
 async def arun_owned(
@@ -109,13 +117,13 @@ async def arun_owned(
 ) -> Outcome:
     """:func:`run_owned` for asyncio adapters; ``append`` may be a coroutine."""
     try:
-        # the recorded list is only rendered here, never handed out: no copy needed
+        # the recorded list is handed out uncopied: Outcome.todos is read-only by contract
         result = await tool._arecord(args, Owned(session, call_id))
     except ToolCallRejected as rejected:
         return Outcome(REFUSED, rejected.model_text)
     except ToolFailure as failure:
         return _not_recorded(failure, owner)
-    return Outcome(RECORDED, render_result(result))
+    return Outcome(RECORDED, render_result(result), result["todos"])
 
 
 async def arun_for_owner(

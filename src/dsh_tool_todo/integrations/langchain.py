@@ -19,13 +19,21 @@ model's tool-call id (``callId``), as every adapter records it.
 Recording cannot fail apart from answering: the event and the tool's answer
 are one state update, so whatever the checkpointer saves holds both or neither,
 and a checkpointer error fails the run, as for any other state.
+
+A consumer streaming with ``stream_mode="custom"`` also gets the plan as it
+changes: each answered write, and the cleared plan at each new turn, is one
+``custom`` chunk, an AG-UI ``ACTIVITY_SNAPSHOT`` dict (``wire``) whose
+``messageId`` is ``plan:<thread_id>``. LangGraph drops custom chunks nobody
+streams, so other consumers see nothing new.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
+from .. import wire
 from ..contract import CALL_ID_KEY, EVENT_TYPE, TOOL_NAME, TURN_START
 from ..errors import UsageError
 from ..model import TodoItem
@@ -44,6 +52,7 @@ try:
     )
     from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
     from langchain_core.tools import StructuredTool
+    from langgraph.config import get_config
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
     from langgraph.types import Command
@@ -179,6 +188,7 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         """A new run is a new user turn: record ``turn/start``, which clears the plan."""
         if not self.clear_on_new_turn:
             return None
+        _show(runtime, _thread_key(_current_config()), None)
         return {"todo_events": [{"type": TURN_START, "data": {}}], "todos": None}
 
     async def abefore_agent(
@@ -213,6 +223,7 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         if capture.data is None:  # refused: nothing recorded, the text says why
             return _message(outcome.text, call_id, "error")
         todos: list[TodoItem] = capture.data["todos"]
+        _show(request.runtime, _thread_key(_config_of(request)), todos)
         # A retried step sends the same id with the same list: answered, recorded once. The
         # same id with another list is a new call (a provider numbering ids afresh in each
         # response reuses them within a turn): skipping it would lose an acknowledged plan.
@@ -283,6 +294,43 @@ def _written_this_turn(state: Any, call_id: str) -> list[Any] | None:
             earlier: list[Any] = data["todos"]
             return earlier
     return None
+
+
+def _show(runtime: Any, thread: str, todos: list[TodoItem] | None) -> None:
+    """One ``custom`` stream chunk: the plan as an AG-UI activity snapshot (``None``: cleared).
+
+    The runtime's writer is LangGraph's no-op unless someone streams ``custom``.
+    """
+    writer = getattr(runtime, "stream_writer", None)
+    if writer is None:
+        return
+    chunk = wire.ag_ui_activity_snapshot(thread, todos)
+    try:
+        writer(chunk)
+    except RuntimeError:
+        # Before Python 3.11 asyncio tasks do not carry LangGraph's config context variable,
+        # which its custom writer reads ("Called get_config outside of a runnable context"):
+        # there the chunk cannot be sent, and the run must go on without it.
+        if sys.version_info >= (3, 11):
+            raise
+
+
+def _current_config() -> Any:
+    try:
+        return get_config()
+    except RuntimeError:  # called outside a graph run: there is no thread
+        return None
+
+
+def _config_of(request: ToolCallRequest) -> Any:
+    return getattr(request.runtime, "config", None)
+
+
+def _thread_key(config: Any) -> str:
+    """The session key of the plan ids: the run's ``thread_id``, or ``default`` without one."""
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
+    return str(thread) if thread is not None and str(thread) else "default"
 
 
 def _message(text: str, call_id: str | None, status: str) -> ToolMessage:

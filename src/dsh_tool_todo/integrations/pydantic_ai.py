@@ -10,6 +10,13 @@ after the other in the order the model made them, so the last one is the plan.
 Who owns the plan: by default the run's dependencies (``deps.session``, or the
 deps themselves when they are a session); or pass ``session=`` a function of
 the ``RunContext``, e.g. one that looks the session up in an owner registry.
+
+With ``ag_ui=`` an app served by pydantic-ai's AG-UI adapter shows the plan:
+each recorded write is answered with a ``ToolReturn`` whose ``return_value``
+is the tool's text, exactly what the model reads without the option, and
+whose ``metadata`` holds AG-UI events, which the AG-UI adapter puts on its
+stream after the tool's result and which no model ever reads
+(``docs/wire-formats.md``, "Framework UIs").
 """
 
 from __future__ import annotations
@@ -19,8 +26,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .. import wire
 from ..contract import TOOL_NAME
 from ..errors import UsageError
+from ..model import TodoItem
 from ..protocols import Session
 from ..stores.owners import OwnerRegistry
 from ..tool import TodoWriteTool, todo_write_tool
@@ -37,7 +46,7 @@ from ._extras import missing_extra
 from ._links import OwnerLinks, delegating
 
 try:
-    from pydantic_ai import RunContext
+    from pydantic_ai import RunContext, ToolReturn
     from pydantic_ai.exceptions import ModelRetry, ToolFailed
     from pydantic_ai.tools import Tool
     from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, WrapperToolset
@@ -46,10 +55,20 @@ except ImportError as _error:  # pragma: no cover - exercised with the extra mis
         "dsh_tool_todo.integrations.pydantic_ai", "pydantic-ai", _error, module="pydantic_ai"
     ) from _error
 
-__all__ = ["ErrorChannel", "OwnerOf", "SessionOf", "linked_toolset", "todo_write_toolset"]
+__all__ = [
+    "AgUiEvents",
+    "ErrorChannel",
+    "OwnerOf",
+    "SessionOf",
+    "linked_toolset",
+    "todo_write_toolset",
+]
 
 ErrorChannel = Literal["failed", "retry", "text"]
 """How a refused call reaches the model (see :func:`todo_write_toolset`)."""
+
+AgUiEvents = Literal["activity", "state", "both"]
+"""Which AG-UI events a recorded write adds to the stream (see :func:`todo_write_toolset`)."""
 
 SessionOf = Callable[[RunContext[Any]], Session | Awaitable[Session | None] | None]
 """Finds the session that owns a call from the run's context; ``None``: no owner."""
@@ -58,6 +77,7 @@ OwnerOf = Callable[[RunContext[Any]], str | None]
 """Finds the owner key of a call from the run's context; ``None``: no owner."""
 
 _CHANNELS = ("failed", "retry", "text")
+_AG_UI_EVENTS = ("activity", "state", "both")
 
 
 def todo_write_toolset(
@@ -68,6 +88,7 @@ def todo_write_toolset(
     owner: OwnerOf | None = None,
     errors: ErrorChannel = "failed",
     max_retries: int = 1,
+    ag_ui: AgUiEvents | None = None,
 ) -> FunctionToolset[Any]:
     """A toolset holding ``todo_write``, for ``Agent(model, toolsets=[...])``.
 
@@ -107,9 +128,29 @@ def todo_write_toolset(
 
     Each call's ``RunContext.tool_call_id`` is recorded with it (``callId``),
     so a store recognises a call a durable engine retries within the turn.
+
+    ``ag_ui`` (extra ``pydantic-ai-ag-ui``; off by default) shows the plan in an
+    AG-UI app served by pydantic-ai's AG-UI adapter (``AGUIAdapter``,
+    ``agent.to_ag_ui()``): each recorded write also carries, as the
+    ``ToolReturn``'s metadata the model never reads, the plan as
+
+    - ``"activity"``: an ``ACTIVITY_SNAPSHOT`` of ``activityType`` ``PLAN``,
+      ``replace: true``, ``messageId`` ``plan:<threadId>`` (the run's
+      ``conversation_id``, which the AG-UI adapter sets from the thread), so
+      the client keeps one plan per thread, replaced by each write;
+    - ``"state"``: a ``STATE_DELTA`` setting the shared state's ``todos`` key,
+      leaving the rest of the state alone;
+    - ``"both"``: the two, activity first.
+
+    The model reads exactly the text it reads without ``ag_ui``. A refused or
+    unrecorded call adds nothing.
     """
     if errors not in _CHANNELS:
         raise UsageError(f"errors must be one of {', '.join(_CHANNELS)}, not {errors!r}")
+    if ag_ui is not None and ag_ui not in _AG_UI_EVENTS:
+        raise UsageError(
+            f"ag_ui must be one of {', '.join(_AG_UI_EVENTS)} (or None, the default), not {ag_ui!r}"
+        )
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
         raise UsageError(f"max_retries must be an int of at least 0, not {max_retries!r}")
     if owners is not None and session is not None:
@@ -123,6 +164,8 @@ def todo_write_toolset(
         )
     else:
         call = _SessionCall(tool, errors, _from_deps if session is None else session)
+    if ag_ui is not None:
+        call.ui_events = _ag_ui_events(ag_ui)
     function_tool: Tool[Any] = Tool.from_schema(
         call,
         name=TOOL_NAME,
@@ -146,11 +189,16 @@ class _Call:
         self.tool = tool
         self.errors = errors
         self.no_owner = NoOwnerWarning(self.remedy)
+        self.ui_events: _UiEvents | None = None
 
-    async def __call__(self, ctx: RunContext[Any], **args: Any) -> str:
+    async def __call__(self, ctx: RunContext[Any], **args: Any) -> str | ToolReturn:
         outcome = await self.outcome(ctx, args)
         if outcome.kind == RECORDED:
-            return outcome.text
+            if self.ui_events is None or outcome.todos is None:
+                return outcome.text
+            # return_value is what the model reads: the same text; metadata never reaches it
+            events = self.ui_events(ctx, outcome.todos)
+            return ToolReturn(return_value=outcome.text, metadata=events)
         if outcome.kind == FAILED:  # never a retry: the model's call was valid
             if self.errors == "text":
                 return outcome.text
@@ -243,6 +291,67 @@ class _LinkedToolset(WrapperToolset[Any]):
 def _agent_name(ctx: RunContext[Any]) -> str | None:
     name = getattr(ctx.agent, "name", None)
     return name if isinstance(name, str) and name else None
+
+
+_UiEvents = Callable[[RunContext[Any], list[TodoItem]], list[Any]]
+
+
+def _ag_ui_events(which: AgUiEvents) -> _UiEvents:
+    """The AG-UI events of one recorded write, as ``ag-ui-protocol``'s models.
+
+    The AG-UI adapter passes on only ``BaseEvent`` instances from a tool's
+    metadata, so the dicts of :mod:`dsh_tool_todo.wire` are validated into them.
+    """
+    try:
+        from ag_ui.core import ActivitySnapshotEvent, StateDeltaEvent
+    except ImportError as error:
+        raise missing_extra(
+            "todo_write_toolset(ag_ui=...)", "pydantic-ai-ag-ui", error, module="ag_ui"
+        ) from error
+    activity = which in ("activity", "both")
+    state = which in ("state", "both")
+
+    def events(ctx: RunContext[Any], todos: list[TodoItem]) -> list[Any]:
+        shown = _encodable(todos)
+        made: list[Any] = []
+        if activity:
+            key = _thread_of(ctx)
+            made.append(
+                ActivitySnapshotEvent.model_validate(wire.ag_ui_activity_snapshot(key, shown))
+            )
+        if state:
+            made.append(StateDeltaEvent.model_validate(wire.ag_ui_state_delta(shown)))
+        return made
+
+    return events
+
+
+def _encodable(todos: list[TodoItem]) -> list[dict[str, str]]:
+    """The plan with each lone surrogate shown as U+FFFD, for the UI only.
+
+    The tool records a lone surrogate as the model sent it (the log keeps it),
+    but the AG-UI encoder, pydantic's JSON, refuses such text: left in, one
+    odd character would end the whole run's stream with an error.
+    """
+    shown: list[dict[str, str]] = []
+    for item in todos:
+        content = item["content"]
+        try:
+            content.encode("utf-8")
+        except UnicodeEncodeError:
+            content = content.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        shown.append({"content": content, "status": item["status"]})
+    return shown
+
+
+def _thread_of(ctx: RunContext[Any]) -> str:
+    # The AG-UI adapter runs the agent with the request's threadId as conversation_id;
+    # before pydantic-ai had one, the run id is the best stable key there is.
+    for name in ("conversation_id", "run_id"):
+        value = getattr(ctx, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return "run"
 
 
 def _key_from_deps(ctx: RunContext[Any]) -> str | None:
