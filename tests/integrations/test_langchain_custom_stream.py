@@ -138,10 +138,19 @@ def test_without_a_thread_the_plan_id_is_the_default_one() -> None:
     ]
 
 
-def test_a_retried_call_shows_the_plan_it_recorded_first(stream: Stream) -> None:
-    # the same call id again within the turn records nothing new (call ids, issue 22):
-    # the stream shows the plan that call recorded, as its answer says
+def test_a_reused_call_id_with_another_list_shows_the_new_plan(stream: Stream) -> None:
+    # a provider numbering ids afresh in each response reuses them within a turn: the same
+    # id with another list is a new call, recorded and shown (docs/integrations/README.md)
     script = [tool_calls(write(PLAN_A)), tool_calls(write(PLAN_B)), AIMessage("done")]
+    chunks = stream(agent_with(script), "fix it", THREAD)
+    assert chunks == sent(
+        stream, [snapshot("t1", []), snapshot("t1", PLAN_A), snapshot("t1", PLAN_B)]
+    )
+
+
+def test_a_retried_call_shows_the_plan_it_recorded(stream: Stream) -> None:
+    # the same id with the same list again is a retry: recorded once, shown as recorded
+    script = [tool_calls(write(PLAN_A)), tool_calls(write(PLAN_A)), AIMessage("done")]
     chunks = stream(agent_with(script), "fix it", THREAD)
     assert chunks == sent(
         stream, [snapshot("t1", []), snapshot("t1", PLAN_A), snapshot("t1", PLAN_A)]
