@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import httpx
 
 from dsh_tool_todo.protocols import TailPage
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
+from dsh_tool_todo.web._fleet import SignalCache
 from dsh_tool_todo.web.app import create_app
 
 from .conftest import TURN, plan_write, run_requests, todo
@@ -46,12 +48,64 @@ def rows_of(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["name"]: row for row in body["sessions"]}
 
 
+async def settled(client: httpx.AsyncClient, **params: str) -> dict[str, Any]:
+    """The list once every row's signals are known (a loaded machine may need a second ask)."""
+    for _ in range(100):
+        body: dict[str, Any] = (await client.get("/api/sessions", params=params)).json()
+        if all(row["signals"] is not None for row in body["sessions"]):
+            return body
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"signals never came: {body}")
+
+
+class SlowReader(CountingReader):
+    """A reader whose reads back from the end take ``delay`` seconds."""
+
+    delay = 0.3
+
+    async def tail(
+        self, name: str, *, before: int | None, limit: int, types: Collection[str] | None = None
+    ) -> TailPage:
+        await asyncio.sleep(self.delay)
+        return await super().tail(name, before=before, limit=limit, types=types)
+
+
+def test_a_list_waits_for_signals_only_its_budget_then_rings_when_they_are_known(
+    tmp_path: Path,
+) -> None:
+    linked(tmp_path / "worker.jsonl", None, *dropping())
+    reader = SlowReader(tmp_path)
+
+    async def main() -> tuple[Any, ...]:
+        rung: list[frozenset[str]] = []
+        known = asyncio.Event()
+
+        def on_late(names: frozenset[str]) -> None:
+            rung.append(names)
+            known.set()
+
+        cache = SignalCache(reader, budget=0.01, on_late=on_late)
+        rows, _ = await reader.sessions("", 10)
+        first = await cache.signals(rows)
+        await asyncio.wait_for(known.wait(), 5)
+        reader.tails.clear()
+        second = await cache.signals(rows)
+        await reader.aclose()
+        return first, rung, second, list(reader.tails)
+
+    first, rung, second, tails = asyncio.run(main())
+    assert first == [None]
+    assert rung == [frozenset({"worker"})]
+    assert second == [[{"kind": "dropped", "seq": 2, "items": ["B"], "count": 1}]]
+    assert tails == []  # the second list is answered from what the first one read
+
+
 def test_rows_carry_their_parent_and_the_signals_of_their_current_turn(tmp_path: Path) -> None:
     linked(tmp_path / "lead.jsonl", None, TURN, plan_write(todo("plan", "in_progress")))
     linked(tmp_path / "worker.jsonl", "lead", *dropping())
 
     async def calls(client: httpx.AsyncClient) -> dict[str, Any]:
-        return (await client.get("/api/sessions")).json()
+        return await settled(client)
 
     body = run_requests(create_app(tmp_path), calls)
     rows = rows_of(body)
@@ -69,7 +123,7 @@ def test_signals_are_read_again_only_for_the_rows_that_changed(tmp_path: Path) -
 
     async def calls(client: httpx.AsyncClient) -> list[list[str]]:
         seen = []
-        await client.get("/api/sessions")
+        await settled(client)
         seen.append(sorted(reader.tails))
         reader.tails.clear()
         await client.get("/api/sessions")
@@ -77,7 +131,7 @@ def test_signals_are_read_again_only_for_the_rows_that_changed(tmp_path: Path) -
         with JsonlSession(tmp_path / "b.jsonl") as session:
             session.append(*plan_write(todo("x", "completed")))
         reader.tails.clear()
-        body = (await client.get("/api/sessions")).json()
+        body = await settled(client)
         seen.append(sorted(reader.tails))
         assert rows_of(body)["b"]["progress"]["completed"] == 1
         return seen
@@ -131,7 +185,7 @@ def test_a_link_cycle_and_hostile_names_are_answered_as_written(tmp_path: Path) 
     linked(tmp_path / "child.jsonl", hostile, plan_write(todo(hostile, "in_progress")))
 
     async def calls(client: httpx.AsyncClient) -> list[dict[str, Any]]:
-        listed = (await client.get("/api/sessions")).json()
+        listed = await settled(client)
         a = (await client.get("/api/sessions/a/family")).json()
         child = (await client.get("/api/sessions/child/family")).json()
         return [listed, a, child]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvalidLog, SessionNotFound
@@ -19,42 +20,94 @@ from ..links import link_of
 from ..protocols import LogReader, SessionSummary
 
 CACHED = 20_000  # answers kept: above a 10,000-session fleet, bounded all the same
-AT_ONCE = 8  # logs read at once for one list: a cold list of 200 rows is not 200 opens at once
+AT_ONCE = 8  # logs read at once: a cold list of 200 rows is not 200 opens at once
+BUDGET = 0.05  # seconds a list request waits for signals not yet known
 
 
 class SignalCache:
-    """Each listed session's health signals, by (name, last seq, last activity)."""
+    """Each listed session's health signals, by (name, last seq, last activity).
 
-    def __init__(self, reader: LogReader, size: int = CACHED) -> None:
+    A request waits at most ``budget`` seconds for the rows not yet known: the
+    others are answered ``None`` (not read yet) and read on in the background,
+    and ``on_late`` is called with their names once known, so a list that rings
+    asks again and finds them. A fresh server's first list is then not held up
+    by reading every shown log back.
+    """
+
+    def __init__(
+        self,
+        reader: LogReader,
+        *,
+        size: int = CACHED,
+        budget: float | None = BUDGET,
+        on_late: Callable[[frozenset[str]], None] | None = None,
+    ) -> None:
         self._reader = reader
         self._size = size
+        self._budget = budget
+        self._on_late = on_late
         self._kept: OrderedDict[str, tuple[tuple[Any, ...], list[dict[str, Any]]]] = OrderedDict()
+        self._reading: dict[tuple[str, tuple[Any, ...]], asyncio.Task[list[dict[str, Any]]]] = {}
+        self._gate: asyncio.Semaphore | None = None
 
-    async def signals(self, rows: list[SessionSummary]) -> list[list[dict[str, Any]]]:
-        """The signals of each row, in order (an unreadable or vanished log has none)."""
-        gate = asyncio.Semaphore(AT_ONCE)
-
-        async def one(row: SessionSummary) -> list[dict[str, Any]]:
+    async def signals(self, rows: list[SessionSummary]) -> list[list[dict[str, Any]] | None]:
+        """The signals of each row, in order (an unreadable or vanished log has none;
+        ``None``: still being read when the budget ran out)."""
+        answers: list[list[dict[str, Any]] | None] = []
+        waiting: dict[int, asyncio.Task[list[dict[str, Any]]]] = {}
+        for position, row in enumerate(rows):
             stamp = (row.last_seq, row.last_activity, row.progress)
             kept = self._kept.get(row.name)
             if kept is not None and kept[0] == stamp and row.last_seq is not None:
                 self._kept.move_to_end(row.name)
-                return kept[1]
-            if row.progress is None:  # an unreadable log: nothing to read signals from
-                return []
-            async with gate:
-                try:
-                    events = await turn_events(self._reader, row.name)
-                except (InvalidLog, SessionNotFound):
-                    return []
-            found = [signal.as_json() for signal in turn_health(events)]
-            self._kept[row.name] = (stamp, found)
-            self._kept.move_to_end(row.name)
-            while len(self._kept) > self._size:
-                self._kept.popitem(last=False)
-            return found
+                answers.append(kept[1])
+            elif row.progress is None:  # an unreadable log: nothing to read signals from
+                answers.append([])
+            else:
+                answers.append(None)
+                waiting[position] = self._read(row.name, stamp)
+        if waiting:
+            tasks = set(waiting.values())
+            _, late = await asyncio.wait(tasks, timeout=self._budget)
+            for position, task in waiting.items():
+                if task.done() and not task.cancelled() and task.exception() is None:
+                    answers[position] = task.result()
+            if late and self._on_late is not None:
+                names = frozenset(rows[p].name for p, task in waiting.items() if task in late)
+                gathered = asyncio.gather(*late, return_exceptions=True)
+                on_late = self._on_late
+                gathered.add_done_callback(lambda _: on_late(names))
+        return answers
 
-        return list(await asyncio.gather(*(one(row) for row in rows)))
+    def _read(self, name: str, stamp: tuple[Any, ...]) -> asyncio.Task[list[dict[str, Any]]]:
+        key = (name, stamp)
+        task = self._reading.get(key)
+        if task is None:
+            task = self._reading[key] = asyncio.ensure_future(self._compute(name, stamp))
+            task.add_done_callback(lambda _: self._reading.pop(key, None))
+        return task
+
+    async def _compute(self, name: str, stamp: tuple[Any, ...]) -> list[dict[str, Any]]:
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(AT_ONCE)
+        async with self._gate:
+            try:
+                events = await turn_events(self._reader, name)
+            except (InvalidLog, SessionNotFound):
+                return []
+        found = [signal.as_json() for signal in turn_health(events)]
+        self._kept[name] = (stamp, found)
+        self._kept.move_to_end(name)
+        while len(self._kept) > self._size:
+            self._kept.popitem(last=False)
+        return found
+
+    async def aclose(self) -> None:
+        """Stop the reads still under way (the server is stopping)."""
+        tasks = list(self._reading.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 UNLISTED = 50  # parents outside a list that are looked up, per request

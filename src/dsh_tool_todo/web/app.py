@@ -385,7 +385,7 @@ def create_app(
             return None
 
     hub = ListHub(plans)
-    health = SignalCache(plans)
+    health = SignalCache(plans, on_late=hub.ring)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -393,6 +393,7 @@ def create_app(
             yield
         finally:
             await hub.aclose()
+            await health.aclose()
             await plans.aclose()
 
     def page(request: Request) -> Response:
