@@ -114,9 +114,11 @@ UNLISTED = 50  # parents outside a list that are looked up, per request
 
 
 async def served(reader: LogReader, name: str) -> bool:
-    """Whether ``reader`` serves a session ``name`` (one read of its first event at most)."""
+    """Whether ``reader`` serves a session ``name`` (its first event, or its snapshot if none)."""
     try:
-        await reader.tail(name, before=1, limit=1)
+        page = await reader.tail(name, before=1, limit=1)
+        if not page.events:  # a database's tail of an unknown id is empty, not an error
+            await reader.snapshot(name)
     except InvalidLog:
         return True  # served, though its log cannot be read
     except (SessionNotFound, ValueError):  # ValueError: a name this store cannot hold
@@ -141,6 +143,8 @@ async def family(reader: LogReader, name: str, limit: int) -> dict[str, Any]:
     reads (``limit``), so children beyond it may be missing.
     """
     head = await reader.tail(name, before=1, limit=1)  # seq 0: where a link is recorded
+    if not head.events:
+        await reader.snapshot(name)  # an unknown session is a 404 in every store
     link = link_of(head.events[0]) if head.events and head.events[0].get("seq") == 0 else None
     parent = None if link is None else link.parent
     parent_visible = parent is not None and await served(reader, parent)
