@@ -305,3 +305,35 @@ def test_the_other_forms_of_the_stream_follow_a_session_deleted_and_written_agai
         if form == "ag-ui"
         else {"type": "error", "errorText": message}
     )
+
+
+def test_the_tree_api_over_postgresql_parents_signals_and_family(dsn: str) -> None:
+    record(dsn, "lead", ("turn/start", {}), ("todo/write", {"todos": [todo("plan")]}))
+    with postgres.PostgresSession(dsn, "worker", parent="lead") as session:
+        session.append("turn/start", {})
+        session.append("todo/write", {"todos": [todo("A"), todo("B")]})
+        session.append("todo/write", {"todos": [todo("A", "in_progress")]})
+    with postgres.PostgresSession(dsn, "stray", parent="gone") as session:
+        session.append("todo/write", {"todos": [todo("x")]})
+
+    async def calls(client: httpx.AsyncClient) -> list[Any]:
+        for _ in range(100):  # a loaded machine may answer the first list before its signals
+            listing = (await client.get("/api/sessions")).json()
+            if all(row["signals"] is not None for row in listing["sessions"]):
+                break
+            await asyncio.sleep(0.05)
+        family = [(await client.get(f"/api/sessions/{n}/family")).json() for n in ("lead", "stray")]
+        return [listing, *family, await client.get("/api/sessions/nobody/family")]
+
+    listing, lead, stray, nobody = run_requests(create_app(dsn), calls)
+    assert nobody.status_code == 404
+    assert nobody.json() == {"error": "no session 'nobody' is served"}
+    rows = {row["name"]: row for row in listing["sessions"]}
+    assert rows["worker"]["parent"] == "lead"
+    assert rows["worker"]["signals"] == [{"kind": "dropped", "seq": 3, "items": ["B"], "count": 1}]
+    assert rows["lead"]["signals"] == []
+    assert listing["unlistedParents"] == {"gone": False}
+    assert lead["children"] == ["worker"]
+    assert lead["parent"] is None
+    assert stray["parent"] == "gone"
+    assert stray["parentVisible"] is False

@@ -65,6 +65,10 @@ class ListHub:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    def ring(self, names: frozenset[str] | None) -> None:
+        """Ring the open lists that show any of ``names`` (every list for ``None``)."""
+        self._ring(names)
+
     def _ring(self, names: frozenset[str] | None) -> None:
         for handle in list(self._lists):
             handle.tell(names)

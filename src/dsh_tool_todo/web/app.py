@@ -4,7 +4,9 @@
 It only answers ``GET`` (and ``HEAD``): nothing it serves can change a log.
 The wire format is this library's own, documented in ``docs/web.md``:
 
-- ``GET /api/sessions`` — the session list (name, last activity, progress, parent);
+- ``GET /api/sessions`` — the session list (name, last activity, progress, parent,
+  health signals of the current turn);
+- ``GET /api/sessions/{name}/family`` — a session's parent and the sessions linked under it;
 - ``GET /api/sessions/stream?q=TEXT`` — Server-Sent Events, one ``changed`` frame
   when rows of the list filtered by ``q`` may have changed (the page then asks again);
 - ``GET /api/sessions/{name}/events?before=SEQ&limit=N`` — the history tail page,
@@ -53,6 +55,7 @@ from ..protocols import Event, LogReader, Snapshot
 from ..stores import open_reader
 from ..stores.jsonl import JsonlReader
 from ..stores.owners import OwnerNameError, owner_key
+from ._fleet import SignalCache, family, unlisted_parents
 from ._listhub import ListHub
 from ._wire_stream import SEP as WIRE_SEP
 from ._wire_stream import WireStream, wire_format
@@ -382,6 +385,7 @@ def create_app(
             return None
 
     hub = ListHub(plans)
+    health = SignalCache(plans, on_late=hub.ring)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -389,6 +393,7 @@ def create_app(
             yield
         finally:
             await hub.aclose()
+            await health.aclose()
             await plans.aclose()
 
     def page(request: Request) -> Response:
@@ -399,6 +404,7 @@ def create_app(
         limit = _int_param(request, "limit", 200, 1, MAX_SESSIONS)
         assert limit is not None
         rows, total = await plans.sessions(query, limit)
+        signals = await health.signals(rows)
         return _json(
             {
                 "sessions": [
@@ -409,6 +415,7 @@ def create_app(
                         "parent": row.parent,
                         "lastSeq": row.last_seq,
                         "workingOn": row.working_on,
+                        "signals": found,
                         "progress": None
                         if row.progress is None
                         else {
@@ -418,10 +425,11 @@ def create_app(
                             "cleared": row.progress.cleared,
                         },
                     }
-                    for row in rows
+                    for row, found in zip(rows, signals, strict=True)
                 ],
                 "total": total,
                 "limit": limit,
+                "unlistedParents": await unlisted_parents(plans, rows),
             }
         )
 
@@ -455,6 +463,9 @@ def create_app(
             "cursor": page.cursor,
         }
         return _json(body)
+
+    async def family_of(request: Request) -> Response:
+        return _json(await family(plans, request.path_params["name"], MAX_SESSIONS))
 
     async def projection(request: Request) -> Response:
         return _json(projection_frame(await plans.snapshot(request.path_params["name"])))
@@ -531,6 +542,7 @@ def create_app(
         Route("/api/sessions", sessions, methods=["GET"]),
         Route("/api/sessions/stream", sessions_stream, methods=["GET"]),
         Route("/api/sessions/{name}/events", events, methods=["GET"]),
+        Route("/api/sessions/{name}/family", family_of, methods=["GET"]),
         Route("/api/sessions/{name}/projection", projection, methods=["GET"]),
         Route("/api/sessions/{name}/stream", stream, methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),

@@ -101,17 +101,75 @@ function setConnection(state, text) {
 
 // --- the session list -------------------------------------------------------------
 
+// The shown rows as a tree: each under the session its link names. A parent not among the
+// rows becomes a node of its own (said to be unseen, or not in this list), and a session
+// whose parents lead back to it is a root marked as such: a hostile log can name any parent.
+export function buildTree(rows, unlisted = {}) {
+  const byName = new Map();
+  for (const row of rows) if (!byName.has(row.name)) byName.set(row.name, { row, children: [] });
+  const roots = [];
+  const holders = new Map();
+  function cycles(node) {
+    const seen = new Set([node.row.name]);
+    let parent = node.row.parent;
+    while (parent != null && byName.has(parent)) {
+      if (parent === node.row.name) return true;
+      if (seen.has(parent)) return false; // a cycle further up, not through this node
+      seen.add(parent);
+      parent = byName.get(parent).row.parent;
+    }
+    return false;
+  }
+  for (const node of byName.values()) {
+    const parent = node.row.parent;
+    if (parent == null) roots.push(node);
+    else if (byName.has(parent)) {
+      if (cycles(node)) {
+        node.cycle = true;
+        roots.push(node);
+      } else byName.get(parent).children.push(node);
+    } else {
+      let holder = holders.get(parent);
+      if (!holder) {
+        holder = { row: null, key: parent, visible: unlisted[parent] ?? null, children: [] };
+        holders.set(parent, holder);
+        roots.push(holder);
+      }
+      holder.children.push(node);
+    }
+  }
+  return roots;
+}
+
+// Only the nodes with a health signal, and the nodes above them (to say where they are).
+function withSignals(nodes) {
+  const kept = [];
+  for (const node of nodes) {
+    const children = withSignals(node.children);
+    if (children.length > 0 || (node.row?.signals ?? []).length > 0) kept.push({ ...node, children });
+  }
+  return kept;
+}
+
 function sessionList() {
   document.title = "Sessions · dsh-todo";
   where.textContent = "sessions";
   const filter = el("input", {
     attrs: { type: "search", placeholder: "Filter by name", "aria-label": "Filter sessions by name" },
   });
+  const onlySignals = el("input", { attrs: { type: "checkbox", id: "only-signals" } });
   const count = el("span", { className: "count" });
-  const list = el("ul", { className: "session-list", attrs: { id: "session-list" } });
+  const list = el("ul", { className: "session-list tree", attrs: { id: "session-list" } });
   main.replaceChildren(
     el("section", { className: "sessions" }, [
-      el("div", { className: "toolbar" }, [filter, count]),
+      el("div", { className: "toolbar" }, [
+        filter,
+        el("label", { className: "only-signals", attrs: { for: "only-signals" } }, [
+          onlySignals,
+          document.createTextNode(" only sessions with a health signal"),
+        ]),
+        count,
+      ]),
       list,
     ]),
   );
@@ -120,7 +178,24 @@ function sessionList() {
   let generation = 0;
   let asking = false;
   let again = false;
-  let shown = [];
+  let last = null;
+  function draw() {
+    const page = last;
+    if (!page) return;
+    let roots = buildTree(page.sessions, page.unlistedParents ?? {});
+    if (onlySignals.checked) roots = withSignals(roots);
+    list.replaceChildren(...roots.map((node) => treeNode(node, 0)));
+    count.textContent =
+      page.total > page.sessions.length
+        ? `${page.sessions.length} of ${page.total} sessions (newest first; filter to find others)`
+        : `${page.total} session${page.total === 1 ? "" : "s"}`;
+    if (page.total === 0 || roots.length === 0) {
+      const text = page.total === 0
+        ? filter.value ? "No session matches." : "No sessions yet."
+        : "No shown session has a health signal.";
+      list.replaceChildren(el("li", { className: "empty", text }));
+    }
+  }
   async function refresh() {
     if (asking) {
       again = true;
@@ -132,17 +207,8 @@ function sessionList() {
       const query = new URLSearchParams({ q: filter.value, limit: "200" });
       const page = await getJSON(`/api/sessions?${query}`);
       if (mine !== generation) return;
-      shown = page.sessions;
-      list.replaceChildren(...page.sessions.map(safeSessionRow));
-      count.textContent =
-        page.total > page.sessions.length
-          ? `${page.sessions.length} of ${page.total} sessions (newest first; filter to find others)`
-          : `${page.total} session${page.total === 1 ? "" : "s"}`;
-      if (page.total === 0) {
-        list.replaceChildren(
-          el("li", { className: "empty", text: filter.value ? "No session matches." : "No sessions yet." }),
-        );
-      }
+      last = page;
+      draw();
       if (!source || source.readyState === EventSource.OPEN) setConnection("live", "");
     } catch (error) {
       setConnection("down", `cannot reach the server (${error.message})`);
@@ -166,10 +232,9 @@ function sessionList() {
   }
   // "n s ago" moves on without asking the server.
   setInterval(() => {
-    const rows = list.querySelectorAll(".session .when");
-    rows.forEach((node, index) => {
-      if (shown[index]) node.textContent = ago(shown[index].lastActivity);
-    });
+    for (const node of list.querySelectorAll(".session .when[data-at]")) {
+      node.textContent = ago(Number(node.dataset.at));
+    }
   }, 5000);
   let typing = 0;
   filter.addEventListener("input", () => {
@@ -177,15 +242,46 @@ function sessionList() {
     clearTimeout(typing);
     typing = setTimeout(listen, 300);
   });
+  onlySignals.addEventListener("change", draw);
   refresh();
   listen();
 }
 
+function treeNode(node, depth) {
+  const item = node.row === null ? unseenRow(node) : safeSessionRow(node.row, node.cycle);
+  item.dataset.depth = String(depth);
+  if (node.children.length > 0) {
+    item.append(
+      el("ul", { className: "children", attrs: { role: "group" } }, node.children.map((child) => treeNode(child, depth + 1))),
+    );
+  }
+  return item;
+}
+
+// A parent none of the shown rows is: either this server does not serve it (another
+// directory, deleted), or it is only further down the list than the rows shown.
+function unseenRow(node) {
+  const why = node.visible === false
+    ? "parent not visible here"
+    : node.visible === true ? "parent not in this list" : "parent not shown";
+  const name = node.visible === true
+    ? el("a", { className: "name", text: visible(node.key), attrs: { href: sessionHref(node.key) } })
+    : el("span", { className: "name", text: visible(node.key) });
+  return el("li", { className: "session unseen", attrs: { "data-name": node.key } }, [
+    name,
+    el("span", { className: "when", text: why }),
+  ]);
+}
+
+function sessionHref(name) {
+  return `/s/${encodeURIComponent(name)}`;
+}
+
 // One row the page cannot draw (a name no address can carry) is shown as it is, not linked,
 // and never takes the rest of the list with it.
-function safeSessionRow(row) {
+function safeSessionRow(row, cycle = false) {
   try {
-    return sessionRow(row);
+    return sessionRow(row, cycle);
   } catch {
     return el("li", { className: "session unaddressable" }, [
       el("span", { className: "name", text: visible(String(row?.owner ?? row?.name)) }),
@@ -194,13 +290,30 @@ function safeSessionRow(row) {
   }
 }
 
-function sessionRow(row) {
+const SIGNAL_WORDS = {
+  dropped: "dropped items",
+  bulk_completed: "many completed at once",
+  all_done_at_once: "all done at once",
+  stuck: "stuck",
+  unchanged: "unchanged rewrite",
+};
+
+function signalsNode(signals) {
+  if (!signals || signals.length === 0) return null;
+  const text = signals.map((signal) => `${SIGNAL_WORDS[signal.kind] ?? visible(signal.kind)} (#${signal.seq})`);
+  const title = signals
+    .map((signal) => `${visible(signal.kind)} at seq ${signal.seq}: ${signal.items.map((i) => `"${visible(i)}"`).join(", ")}`)
+    .join("\n");
+  return el("span", { className: "signals", text: `⚠ ${text.join(" · ")}`, attrs: { title } });
+}
+
+function sessionRow(row, cycle = false) {
   const link = el("a", {
     className: "name",
     text: visible(row.owner ?? row.name),
-    attrs: { href: `/s/${encodeURIComponent(row.name)}`, title: `${visible(row.name)}.jsonl` },
+    attrs: { href: sessionHref(row.name), title: `${visible(row.name)}.jsonl` },
   });
-  const when = el("span", { className: "when", text: ago(row.lastActivity) });
+  const when = el("span", { className: "when", text: ago(row.lastActivity), attrs: { "data-at": String(row.lastActivity) } });
   when.title = new Date(row.lastActivity * 1000).toLocaleString();
   const progress = row.progress;
   let figures;
@@ -211,11 +324,47 @@ function sessionRow(row) {
     figures = `${progress.completed}/${progress.total}` + (progress.inProgress ? ` · ${progress.inProgress} active` : "");
     bar = el("progress", { attrs: { max: String(Math.max(progress.total, 1)), value: String(progress.completed) } });
   }
-  return el("li", { className: "session", attrs: { "data-name": row.name } }, [
+  const signals = row.signals ?? [];
+  return el("li", {
+    className: `session${signals.length ? " has-signals" : ""}${cycle ? " cycle" : ""}`,
+    attrs: { "data-name": row.name },
+  }, [
     link,
     when,
     el("span", { className: "progress" }, [bar, el("span", { className: "figures", text: figures })]),
+    row.workingOn == null ? null : el("span", { className: "now", text: `now: ${visible(row.workingOn)}` }),
+    signalsNode(signals),
+    cycle ? el("span", { className: "cycle-note", text: `its link to ${visible(row.parent)} makes a cycle` }) : null,
   ]);
+}
+
+// The session page's parent and sub-agents, as links (asked for on each (re)connect).
+async function showFamily(base, into) {
+  let family;
+  try {
+    family = await getJSON(`${base}/family`);
+  } catch {
+    return; // the plan's own stream says what is wrong with the session
+  }
+  const parts = [];
+  if (family.parent != null) {
+    parts.push(el("span", { className: "label", text: "Parent: " }));
+    parts.push(
+      family.parentVisible
+        ? el("a", { className: "parent", text: visible(family.parent), attrs: { href: sessionHref(family.parent), id: "family-parent" } })
+        : el("span", { className: "parent unseen", text: `${visible(family.parent)} (not visible here)`, attrs: { id: "family-parent" } }),
+    );
+  }
+  if (family.children.length > 0) {
+    parts.push(el("span", { className: "label", text: " Sub-agents: " }));
+    parts.push(
+      el("ul", { className: "children", attrs: { id: "family-children" } },
+        family.children.map((child) => el("li", {}, [el("a", { text: visible(child), attrs: { href: sessionHref(child) } })]))),
+    );
+    if (!family.childrenComplete) parts.push(el("span", { className: "count", text: " (of the newest sessions only)" }));
+  }
+  into.replaceChildren(...parts);
+  into.hidden = parts.length === 0;
 }
 
 // --- one session ------------------------------------------------------------------
@@ -229,8 +378,11 @@ function sessionPage(name) {
     items: el("ol", { className: "items", attrs: { id: "plan-items" } }),
     empty: el("p", { className: "empty", attrs: { id: "plan-empty" } }),
     calls: el("ol", { className: "calls", attrs: { id: "calls" } }),
+    family: el("nav", { className: "family", attrs: { id: "family", "aria-label": "Linked sessions" } }),
   };
+  view.family.hidden = true;
   main.replaceChildren(
+    view.family,
     el("section", { className: "plan", attrs: { "aria-labelledby": "plan-heading" } }, [
       el("h2", { text: "Plan", attrs: { id: "plan-heading" } }),
       el("div", { className: "bar" }, [view.bar, view.figures]),
@@ -447,7 +599,10 @@ function sessionPage(name) {
     const query = state.lastId === null ? "" : `?after=${state.lastId}`;
     source = new EventSource(`${base}/stream${query}`);
     source.addEventListener("projection", onFrame);
-    source.addEventListener("open", () => setConnection("live", "live"));
+    source.addEventListener("open", () => {
+      setConnection("live", "live");
+      showFamily(base, view.family);
+    });
     source.addEventListener("fatal", (message) => {
       // The log cannot be read any further: reconnecting would meet the same error.
       unreadable(JSON.parse(message.data).error);

@@ -1,0 +1,212 @@
+"""The fleet in the web API: parents and health signals per row, a session's family."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from dsh_tool_todo.protocols import TailPage
+from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
+from dsh_tool_todo.web._fleet import SignalCache
+from dsh_tool_todo.web.app import create_app
+
+from .conftest import TURN, plan_write, run_requests, todo
+
+
+def linked(path: Path, parent: str | None, *events: tuple[str, dict[str, Any]]) -> None:
+    with JsonlSession(path, parent=parent) as session:
+        for kind, data in events:
+            session.append(kind, data)
+
+
+def dropping() -> list[tuple[str, dict[str, Any]]]:
+    """A turn whose second write drops an unfinished item: a ``dropped`` signal at seq 3."""
+    return [TURN, plan_write(todo("A"), todo("B")), plan_write(todo("A", "in_progress"))]
+
+
+class CountingReader(JsonlReader):
+    """A JSONL reader that counts the logs read back from their end (signals, lookups)."""
+
+    tails: list[str]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.tails = []
+
+    async def tail(
+        self, name: str, *, before: int | None, limit: int, types: Collection[str] | None = None
+    ) -> TailPage:
+        self.tails.append(name)
+        return await super().tail(name, before=before, limit=limit, types=types)
+
+
+def rows_of(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {row["name"]: row for row in body["sessions"]}
+
+
+async def settled(client: httpx.AsyncClient, **params: str) -> dict[str, Any]:
+    """The list once every row's signals are known (a loaded machine may need a second ask)."""
+    for _ in range(100):
+        body: dict[str, Any] = (await client.get("/api/sessions", params=params)).json()
+        if all(row["signals"] is not None for row in body["sessions"]):
+            return body
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"signals never came: {body}")
+
+
+class SlowReader(CountingReader):
+    """A reader whose reads back from the end take ``delay`` seconds."""
+
+    delay = 0.3
+
+    async def tail(
+        self, name: str, *, before: int | None, limit: int, types: Collection[str] | None = None
+    ) -> TailPage:
+        await asyncio.sleep(self.delay)
+        return await super().tail(name, before=before, limit=limit, types=types)
+
+
+def test_a_list_waits_for_signals_only_its_budget_then_rings_when_they_are_known(
+    tmp_path: Path,
+) -> None:
+    linked(tmp_path / "worker.jsonl", None, *dropping())
+    reader = SlowReader(tmp_path)
+
+    async def main() -> tuple[Any, ...]:
+        rung: list[frozenset[str]] = []
+        known = asyncio.Event()
+
+        def on_late(names: frozenset[str]) -> None:
+            rung.append(names)
+            known.set()
+
+        cache = SignalCache(reader, budget=0.01, on_late=on_late)
+        rows, _ = await reader.sessions("", 10)
+        first = await cache.signals(rows)
+        await asyncio.wait_for(known.wait(), 5)
+        reader.tails.clear()
+        second = await cache.signals(rows)
+        await reader.aclose()
+        return first, rung, second, list(reader.tails)
+
+    first, rung, second, tails = asyncio.run(main())
+    assert first == [None]
+    assert rung == [frozenset({"worker"})]
+    assert second == [[{"kind": "dropped", "seq": 2, "items": ["B"], "count": 1}]]
+    assert tails == []  # the second list is answered from what the first one read
+
+
+def test_rows_carry_their_parent_and_the_signals_of_their_current_turn(tmp_path: Path) -> None:
+    linked(tmp_path / "lead.jsonl", None, TURN, plan_write(todo("plan", "in_progress")))
+    linked(tmp_path / "worker.jsonl", "lead", *dropping())
+
+    async def calls(client: httpx.AsyncClient) -> dict[str, Any]:
+        return await settled(client)
+
+    body = run_requests(create_app(tmp_path), calls)
+    rows = rows_of(body)
+    assert rows["lead"]["parent"] is None
+    assert rows["lead"]["signals"] == []
+    assert rows["worker"]["parent"] == "lead"
+    assert rows["worker"]["signals"] == [{"kind": "dropped", "seq": 3, "items": ["B"], "count": 1}]
+    assert body["unlistedParents"] == {}
+
+
+def test_signals_are_read_again_only_for_the_rows_that_changed(tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        linked(tmp_path / f"{name}.jsonl", None, TURN, plan_write(todo("x")))
+    reader = CountingReader(tmp_path)
+
+    async def calls(client: httpx.AsyncClient) -> list[list[str]]:
+        seen = []
+        await settled(client)
+        seen.append(sorted(reader.tails))
+        reader.tails.clear()
+        await client.get("/api/sessions")
+        seen.append(sorted(reader.tails))
+        with JsonlSession(tmp_path / "b.jsonl") as session:
+            session.append(*plan_write(todo("x", "completed")))
+        reader.tails.clear()
+        body = await settled(client)
+        seen.append(sorted(reader.tails))
+        assert rows_of(body)["b"]["progress"]["completed"] == 1
+        return seen
+
+    first, unchanged, after_write = run_requests(create_app(reader), calls)
+    assert first == ["a", "b", "c"]
+    assert unchanged == []
+    assert after_write == ["b"]
+
+
+def test_a_parent_outside_the_list_is_said_to_be_served_or_not(tmp_path: Path) -> None:
+    linked(tmp_path / "orphan.jsonl", "gone", plan_write(todo("x")))
+    linked(tmp_path / "far.jsonl", "elder", plan_write(todo("x")))
+    linked(tmp_path / "elder.jsonl", None, plan_write(todo("x")))
+
+    async def calls(client: httpx.AsyncClient) -> list[dict[str, Any]]:
+        filtered = (await client.get("/api/sessions", params={"q": "r"})).json()
+        orphan = (await client.get("/api/sessions/orphan/family")).json()
+        elder = (await client.get("/api/sessions/elder/family")).json()
+        return [filtered, orphan, elder]
+
+    filtered, orphan, elder = run_requests(create_app(tmp_path), calls)
+    assert filtered["unlistedParents"] == {"gone": False}
+    assert orphan == {
+        "session": "orphan",
+        "parent": "gone",
+        "parentVisible": False,
+        "children": [],
+        "childrenComplete": True,
+    }
+    assert elder["parent"] is None
+    assert elder["children"] == ["far"]
+
+
+def test_a_parent_further_down_than_the_rows_shown_is_served(tmp_path: Path) -> None:
+    linked(tmp_path / "old-lead.jsonl", None, plan_write(todo("x")))
+    linked(tmp_path / "kid.jsonl", "old-lead", plan_write(todo("x")))
+
+    async def calls(client: httpx.AsyncClient) -> dict[str, Any]:
+        return (await client.get("/api/sessions", params={"q": "kid"})).json()
+
+    body = run_requests(create_app(tmp_path), calls)
+    assert [row["name"] for row in body["sessions"]] == ["kid"]
+    assert body["unlistedParents"] == {"old-lead": True}
+
+
+def test_a_link_cycle_and_hostile_names_are_answered_as_written(tmp_path: Path) -> None:
+    hostile = '<img src=x onerror="alert(1)">\x1b[2J'
+    linked(tmp_path / "a.jsonl", "b", plan_write(todo("x")))
+    linked(tmp_path / "b.jsonl", "a", plan_write(todo("y")))
+    linked(tmp_path / "child.jsonl", hostile, plan_write(todo(hostile, "in_progress")))
+
+    async def calls(client: httpx.AsyncClient) -> list[dict[str, Any]]:
+        listed = await settled(client)
+        a = (await client.get("/api/sessions/a/family")).json()
+        child = (await client.get("/api/sessions/child/family")).json()
+        return [listed, a, child]
+
+    listed, a, child = run_requests(create_app(tmp_path), calls)
+    rows = rows_of(listed)
+    assert rows["a"]["parent"] == "b"
+    assert rows["b"]["parent"] == "a"
+    assert rows["child"]["workingOn"] == hostile
+    assert listed["unlistedParents"] == {hostile: False}
+    assert a["parent"] == "b"
+    assert a["parentVisible"] is True
+    assert a["children"] == ["b"]
+    assert child["parent"] == hostile
+    assert child["parentVisible"] is False
+
+
+def test_the_family_of_an_unknown_session_is_a_404(tmp_path: Path) -> None:
+    async def calls(client: httpx.AsyncClient) -> httpx.Response:
+        return await client.get("/api/sessions/nobody/family")
+
+    response = run_requests(create_app(tmp_path), calls)
+    assert response.status_code == 404
+    assert response.json() == {"error": "no session 'nobody' is served"}
