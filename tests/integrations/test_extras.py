@@ -23,6 +23,7 @@ FRAMEWORKS = (
     "psycopg",
     "starlette",
     "opentelemetry",
+    "strands",
 )
 ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.mcp": ("mcp", "mcp"),
@@ -31,6 +32,7 @@ ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.pydantic_ai": ("pydantic_ai", "pydantic-ai"),
     "dsh_tool_todo.stores.postgres": ("psycopg", "postgres"),
     "dsh_tool_todo.integrations.otel": ("opentelemetry", "otel"),
+    "dsh_tool_todo.integrations.strands": ("strands", "strands"),
 }
 
 
@@ -116,7 +118,10 @@ def test_the_version_is_pyprojects_and_the_cli_prints_it() -> None:
     assert (run.returncode, run.stdout) == (0, f"dsh-todo {declared.group(1)}\n")
 
 
-@pytest.mark.parametrize(("extra", "package"), [("mcp", "mcp"), ("openai-agents", "openai-agents")])
+@pytest.mark.parametrize(
+    ("extra", "package"),
+    [("mcp", "mcp"), ("openai-agents", "openai-agents"), ("strands", "strands-agents")],
+)
 def test_the_installed_framework_is_within_the_extras_range(extra: str, package: str) -> None:
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     declared = re.search(rf'^{extra} = \["{package}>=([\d.]+),<(\d+)"\]$', pyproject, re.M)

@@ -80,3 +80,18 @@ def test_the_openai_agents_lines(readme: str) -> None:
     written = owners.session("ada").latest(["todo/write"])
     assert written is not None
     assert written["data"] == {"todos": PLAN, "callId": "c1"}
+
+
+@pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
+def test_the_strands_lines(readme: str) -> None:
+    from tests.integrations.test_strands import ScriptedModel as StrandsModel
+
+    owners = OwnerRegistry()
+    model = StrandsModel([[("t1", {"todos": PLAN})], "On it."])
+    namespace: dict[str, Any] = {"owners": owners, "model": model, "user_id": "ada"}
+    exec("from strands import Agent\n" + lines(readme, "Strands Agents"), namespace)
+    namespace["agent"]("Fix it")
+    assert [event["type"] for event in owners.session("ada").events] == ["turn/start", "todo/write"]
+    written = owners.session("ada").latest(["todo/write"])
+    assert written is not None
+    assert written["data"] == {"todos": PLAN, "callId": "t1"}
