@@ -24,6 +24,7 @@ FRAMEWORKS = (
     "starlette",
     "opentelemetry",
     "strands",
+    "claude_agent_sdk",
 )
 ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.mcp": ("mcp", "mcp"),
@@ -33,6 +34,7 @@ ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.stores.postgres": ("psycopg", "postgres"),
     "dsh_tool_todo.integrations.otel": ("opentelemetry", "otel"),
     "dsh_tool_todo.integrations.strands": ("strands", "strands"),
+    "dsh_tool_todo.integrations.claude_agent_sdk": ("claude_agent_sdk", "claude-agent-sdk"),
 }
 
 
