@@ -131,3 +131,93 @@ def rows() -> list[Row]:
 if __name__ == "__main__":
     for row in rows():
         print(row.case, "|", row.contender, "|", row.reference, "|", f"{row.ratio:.2f}x")
+
+
+def overhead_rows(seconds: float, batch: int) -> list[Row]:
+    """A whole ``invoke_async`` turn (one tool call, then an answer) with our tool vs a
+    no-op ``AgentTool`` of the same spec and answer."""
+    from bench_adapters import RAW, _rounds
+    from report import fmt_ns
+    from strands import Agent
+    from strands.models import Model
+    from strands.types.tools import AgentTool
+
+    from dsh_tool_todo.integrations.strands import todo_write_strands_tool
+    from dsh_tool_todo.stores.owners import OwnerRegistry
+
+    class Turn(Model):
+        def __init__(self) -> None:
+            self.step = 0
+
+        def update_config(self, **config: Any) -> None:
+            pass
+
+        def get_config(self) -> Any:
+            return {}
+
+        def structured_output(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError
+
+        async def stream(self, *args: Any, **kwargs: Any) -> AsyncIterator[dict[str, Any]]:  # type: ignore[override]
+            self.step += 1
+            yield {"messageStart": {"role": "assistant"}}
+            if self.step % 2 == 0:
+                yield {"contentBlockDelta": {"delta": {"text": "ok"}}}
+                yield {"contentBlockStop": {}}
+                yield {"messageStop": {"stopReason": "end_turn"}}
+                return
+            start = {"toolUse": {"toolUseId": f"c{self.step}", "name": "todo_write"}}
+            yield {"contentBlockStart": {"start": start}}
+            yield {"contentBlockDelta": {"delta": {"toolUse": {"input": RAW}}}}
+            yield {"contentBlockStop": {}}
+            yield {"messageStop": {"stopReason": "tool_use"}}
+
+    owners = OwnerRegistry()
+    ours = todo_write_strands_tool(allow_parallel_in_progress=False, owner="bench", owners=owners)
+    answer = "Updated todo list: 0 pending, 0 in progress, 0 completed."
+
+    class Noop(AgentTool):
+        tool_name = ours.tool_name  # type: ignore[assignment]
+        tool_spec = ours.tool_spec  # type: ignore[assignment]
+        tool_type = "python"  # type: ignore[assignment]
+
+        async def stream(self, tool_use: Any, invocation_state: Any, **kw: Any) -> Any:  # type: ignore[override]
+            yield {
+                "toolUseId": tool_use["toolUseId"],
+                "status": "success",
+                "content": [{"text": answer}],
+            }
+
+    def turn(tool: Any) -> Any:
+        agent = Agent(model=Turn(), tools=[tool], callback_handler=None)
+
+        async def run() -> object:
+            agent.messages.clear()  # each turn alike: the history does not grow
+            return await agent.invoke_async("plan")
+
+        return run
+
+    async def measure() -> dict[str, Any]:
+        return await _rounds(
+            {"ours": turn(ours), "noop": turn(Noop())},
+            reference="noop",
+            seconds=seconds,
+            batch=batch,
+        )
+
+    result = asyncio.run(measure())
+    ours_ns, ratio = result["ours"]
+    noop_ns, _ = result["noop"]
+    return [
+        Row(
+            "adapters: Strands Agents",
+            "6 items, invoke_async, one tool call",
+            f"todo_write AgentTool {fmt_ns(ours_ns)}",
+            f"no-op AgentTool {fmt_ns(noop_ns)}",
+            ratio.median,
+            target="≤1.1x",
+            met=ratio.median <= 1.1,
+            note=f"middle half of rounds {ratio.text()}; +{fmt_ns(ours_ns - noop_ns)} a call",
+            numbers={"ns": ours_ns, "reference_ns": noop_ns, "rounds": result["rounds"]},
+        )
+    ]

@@ -68,6 +68,10 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("import time", lambda: bench_import.rows(21 if budget is FULL else 7)),
         ("adapters", lambda: bench_adapters.rows(budget.per_pair, quick=budget is QUICK)),
         ("adapters: Strands tokens per request", bench_strands.rows),
+        (
+            "adapters: Strands per call",
+            lambda: bench_strands.overhead_rows(budget.per_pair, 5 if budget is QUICK else 20),
+        ),
         ("langchain middleware", lambda: bench_langchain.rows(budget.per_pair)),
         ("web view", lambda: bench_web.rows(quick=budget is QUICK)),
         ("postgres store", lambda: bench_postgres.rows(quick=budget is QUICK)),
