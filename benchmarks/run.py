@@ -31,6 +31,7 @@ import bench_otel  # noqa: E402
 import bench_postgres  # noqa: E402
 import bench_replay  # noqa: E402
 import bench_session  # noqa: E402
+import bench_strands  # noqa: E402
 import bench_tokens  # noqa: E402
 import bench_web  # noqa: E402
 from report import Row, markdown_table, text_table, write_json  # noqa: E402
@@ -67,6 +68,11 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("model experience and refusal cost", lambda: bench_model.rows(7 if budget is FULL else 3)),
         ("import time", lambda: bench_import.rows(21 if budget is FULL else 7)),
         ("adapters", lambda: bench_adapters.rows(budget.per_pair, quick=budget is QUICK)),
+        ("adapters: Strands tokens per request", bench_strands.rows),
+        (
+            "adapters: Strands per call",
+            lambda: bench_strands.overhead_rows(budget.per_pair, 5 if budget is QUICK else 20),
+        ),
         ("langchain middleware", lambda: bench_langchain.rows(budget.per_pair)),
         ("web view", lambda: bench_web.rows(quick=budget is QUICK)),
         ("postgres store", lambda: bench_postgres.rows(quick=budget is QUICK)),

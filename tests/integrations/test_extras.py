@@ -25,6 +25,8 @@ FRAMEWORKS = (
     "opentelemetry",
     "llama_index",
     "google.adk",
+    "strands",
+    "claude_agent_sdk",
 )
 ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.mcp": ("mcp", "mcp"),
@@ -34,6 +36,8 @@ ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.llama_index": ("llama_index", "llama-index"),
     "dsh_tool_todo.stores.postgres": ("psycopg", "postgres"),
     "dsh_tool_todo.integrations.otel": ("opentelemetry", "otel"),
+    "dsh_tool_todo.integrations.strands": ("strands", "strands"),
+    "dsh_tool_todo.integrations.claude_agent_sdk": ("claude_agent_sdk", "claude-agent-sdk"),
 }
 
 
@@ -119,7 +123,10 @@ def test_the_version_is_pyprojects_and_the_cli_prints_it() -> None:
     assert (run.returncode, run.stdout) == (0, f"dsh-todo {declared.group(1)}\n")
 
 
-@pytest.mark.parametrize(("extra", "package"), [("mcp", "mcp"), ("openai-agents", "openai-agents")])
+@pytest.mark.parametrize(
+    ("extra", "package"),
+    [("mcp", "mcp"), ("openai-agents", "openai-agents"), ("strands", "strands-agents")],
+)
 def test_the_installed_framework_is_within_the_extras_range(extra: str, package: str) -> None:
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     declared = re.search(rf'^{extra} = \["{package}>=([\d.]+),<(\d+)"\]$', pyproject, re.M)

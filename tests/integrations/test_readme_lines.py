@@ -80,3 +80,42 @@ def test_the_openai_agents_lines(readme: str) -> None:
     written = owners.session("ada").latest(["todo/write"])
     assert written is not None
     assert written["data"] == {"todos": PLAN, "callId": "c1"}
+
+
+@pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
+def test_the_strands_lines(readme: str) -> None:
+    from tests.integrations.test_strands import ScriptedModel as StrandsModel
+
+    owners = OwnerRegistry()
+    model = StrandsModel([[("t1", {"todos": PLAN})], "On it."])
+    namespace: dict[str, Any] = {"owners": owners, "model": model, "user_id": "ada"}
+    exec("from strands import Agent\n" + lines(readme, "Strands Agents"), namespace)
+    namespace["agent"]("Fix it")
+    assert [event["type"] for event in owners.session("ada").events] == ["turn/start", "todo/write"]
+    written = owners.session("ada").latest(["todo/write"])
+    assert written is not None
+    assert written["data"] == {"todos": PLAN, "callId": "t1"}
+
+
+@pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
+def test_the_claude_agent_sdk_lines(readme: str) -> None:
+    from claude_agent_sdk import ClaudeSDKClient
+
+    from tests.integrations.test_claude_agent_sdk import ClaudeCode
+
+    owners = OwnerRegistry()
+    namespace: dict[str, Any] = {"owners": owners, "user_id": "ada"}
+    source = "from claude_agent_sdk import ClaudeAgentOptions\n"
+    exec(source + lines(readme, "Claude Agent SDK (Python)"), namespace)
+
+    async def run() -> Any:
+        cli = ClaudeCode()  # Claude Code's side, scripted: the API is out of reach here
+        async with ClaudeSDKClient(namespace["options"], transport=cli):
+            await cli.handshake()
+            await cli.prompt("Fix it")
+            return await cli.call({"todos": PLAN})
+
+    result = asyncio.run(asyncio.wait_for(run(), 60))
+    assert result["isError"] is False
+    assert [event["type"] for event in owners.session("ada").events] == ["turn/start", "todo/write"]
+    assert namespace["todo"].tool_name == "mcp__todo__todo_write"

@@ -1,0 +1,127 @@
+"""``todo_write`` for the Claude Agent SDK (Python): our MCP server, in process or over stdio.
+
+In process, beside the agent::
+
+    todo = todo_write_for_claude(allow_parallel_in_progress=False, owner=user_id, owners=owners)
+    options = ClaudeAgentOptions(
+        mcp_servers={"todo": todo.server}, hooks=todo.hooks, allowed_tools=[todo.tool_name]
+    )
+
+What the model gets (extra ``claude-agent-sdk``):
+
+- ``todo.server`` is ``{"type": "sdk", "name": "todo", "instance": server}`` with this
+  library's own low-level MCP server (:func:`~dsh_tool_todo.integrations.mcp.build_server`),
+  which the SDK serves to Claude Code over its in-memory MCP bridge. Not
+  ``create_sdk_mcp_server`` with ``@tool``: that server validates the arguments
+  against the schema before the handler, so a refused call would read the SDK's
+  ``Input validation error: ...`` instead of this library's text;
+- the model calls ``mcp__todo__todo_write`` with our description and schema as they
+  are; a refusal is an MCP result with ``isError: true`` and the refusal's text, a
+  failure to record ``isError: true`` with
+  :data:`~dsh_tool_todo.contract.NOT_RECORDED` (cause logged on ``dsh_tool_todo``);
+- ``todo.hooks`` appends ``turn/start`` for the owner on each ``UserPromptSubmit``:
+  a user prompt starts on an empty plan.
+
+No call id is recorded: the tool call reaches the server as an MCP ``tools/call``,
+whose JSON-RPC id is per connection. :func:`stdio_config` is the same server as a
+``dsh-todo mcp`` process. See ``docs/integrations/claude-agent-sdk.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..contract import TOOL_NAME
+from ..stores.owners import OwnerRegistry
+from ._extras import missing_extra
+
+try:
+    from claude_agent_sdk.types import (
+        HookContext,
+        HookEvent,
+        HookInput,
+        HookJSONOutput,
+        HookMatcher,
+        McpSdkServerConfig,
+        McpStdioServerConfig,
+    )
+
+    from .mcp import build_server
+except ImportError as _error:
+    raise missing_extra(
+        "dsh_tool_todo.integrations.claude_agent_sdk",
+        "claude-agent-sdk",
+        _error,
+        module="claude_agent_sdk",
+    ) from _error
+
+__all__ = ["SERVER_KEY", "ClaudeTodo", "stdio_config", "todo_write_for_claude"]
+
+SERVER_KEY = "todo"
+"""The server's name in ``mcp_servers``: Claude Code names the tool ``mcp__todo__todo_write``."""
+
+
+@dataclass(frozen=True)
+class ClaudeTodo:
+    """What ``ClaudeAgentOptions`` takes: the server, the turn hook, the tool's name."""
+
+    server: McpSdkServerConfig
+    hooks: dict[HookEvent, list[HookMatcher]]
+    owners: OwnerRegistry
+    owner: str
+    tool_name: str = field(default=f"mcp__{SERVER_KEY}__{TOOL_NAME}")
+
+
+def todo_write_for_claude(
+    *,
+    allow_parallel_in_progress: bool,
+    owner: str,
+    owners: OwnerRegistry | None = None,
+) -> ClaudeTodo:
+    """``todo_write`` as an in-process MCP server whose plan belongs to ``owner`` of ``owners``.
+
+    One per ``ClaudeSDKClient`` (or ``query``): the server has one owner, the client's
+    user or conversation. ``owners`` defaults to an in-memory registry of its own; pass
+    yours to read the plan back, or ``OwnerRegistry(directory)`` to keep it on disk.
+    """
+    registry = OwnerRegistry() if owners is None else owners
+    server = build_server(
+        allow_parallel_in_progress=allow_parallel_in_progress, owners=registry, owner=owner
+    )
+
+    async def start_turn(
+        input: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        await registry.astart_turn(owner)
+        return {}  # no decision: the prompt goes on as the user wrote it
+
+    return ClaudeTodo(
+        server={"type": "sdk", "name": SERVER_KEY, "instance": server},
+        hooks={"UserPromptSubmit": [HookMatcher(hooks=[start_turn])]},
+        owners=registry,
+        owner=owner,
+    )
+
+
+def stdio_config(
+    *,
+    allow_parallel_in_progress: bool,
+    log_dir: str | Path | None = None,
+    owner: str = "mcp",
+) -> McpStdioServerConfig:
+    """``dsh-todo mcp`` as a stdio server for ``mcp_servers`` (absolute paths, as
+    ``dsh-todo mcp --print-config`` prints): a process per client; with ``log_dir``,
+    the plan is kept in ``log_dir/<owner>.jsonl``."""
+    from ..cli import _mcp_client_config
+
+    args = argparse.Namespace(
+        parallel=allow_parallel_in_progress,
+        log_dir=None if log_dir is None else str(log_dir),
+        owner=owner,
+        wait_owner=None,
+    )
+    command: dict[str, Any] = _mcp_client_config(args)["mcpServers"]["todo"]
+    return {"type": "stdio", "command": command["command"], "args": command["args"]}

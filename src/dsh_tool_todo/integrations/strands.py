@@ -1,0 +1,148 @@
+"""``todo_write`` for Strands Agents: an ``AgentTool`` with our raw schema and texts.
+
+Give it to an ``Agent`` as a tool, and as a hook provider if each invocation is a
+new user turn::
+
+    from strands import Agent
+    todo = todo_write_strands_tool(
+        allow_parallel_in_progress=False, owner=lambda agent: agent.state.get("user")
+    )
+    agent = Agent(model=model, tools=[todo], hooks=[todo])
+
+What the model gets (extra ``strands``):
+
+- the tool spec is our name, description and JSON schema as they are (Strands'
+  normalisation of tool specs leaves this schema unchanged; a test reads the
+  spec the model is handed);
+- the arguments go to this library's validation as the model wrote them (no
+  Strands validation in between); a recorded call answers a ``toolResult``
+  with ``status: "success"``, a refusal the refusal's text with
+  ``status: "error"``, a failure to record
+  :data:`~dsh_tool_todo.contract.NOT_RECORDED` with ``status: "error"`` and the
+  cause logged on the ``dsh_tool_todo`` logger.
+
+Strands runs the tool calls of one model message concurrently; calls for one
+owner are serialised here, in call order. Each call's ``toolUseId`` is recorded
+with it (``callId``). As a hook provider, the tool appends ``turn/start`` for the
+agent's owner before each invocation (``BeforeInvocationEvent``), so each user
+request starts on an empty plan. See ``docs/integrations/strands.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Callable
+from typing import Any
+
+from ..stores.owners import OwnerRegistry
+from ..tool import todo_write_tool
+from ._core import NoOwnerWarning, arun_for_owner, refused_no_owner
+from ._extras import missing_extra
+
+try:
+    from strands.agent import Agent
+    from strands.hooks import BeforeInvocationEvent, HookRegistry
+    from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
+except ImportError as _error:
+    raise missing_extra(
+        "dsh_tool_todo.integrations.strands", "strands", _error, module="strands"
+    ) from _error
+
+__all__ = ["OwnerOf", "TodoWriteAgentTool", "todo_write_strands_tool"]
+
+OwnerOf = Callable[[Agent], str | None]
+"""Picks the owner key from the agent running the call (its ``state``, its
+``agent_id``, its session manager's session); ``None``: the call has no owner."""
+
+
+class TodoWriteAgentTool(AgentTool):
+    """The ``todo_write`` tool for a Strands ``Agent``, and the hook provider that
+    starts a new turn for the agent's owner at each invocation."""
+
+    def __init__(
+        self,
+        *,
+        allow_parallel_in_progress: bool,
+        owner: str | OwnerOf,
+        owners: OwnerRegistry | None = None,
+    ) -> None:
+        super().__init__()
+        self._tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+        self.owners = OwnerRegistry() if owners is None else owners
+        self._owner_of: OwnerOf = (lambda agent: owner) if isinstance(owner, str) else owner
+        self._no_owner = NoOwnerWarning("owner= returned None: return the agent's owner key")
+        # the dict Strands hands the model: ours, unchanged (its normalisation adds nothing)
+        self._spec: ToolSpec = {
+            "name": self._tool.name,
+            "description": self._tool.description,
+            "inputSchema": {"json": dict(self._tool.parameters)},
+        }
+
+    @property
+    def tool_name(self) -> str:
+        return self._tool.name
+
+    @property
+    def tool_spec(self) -> ToolSpec:
+        return self._spec
+
+    @property
+    def tool_type(self) -> str:
+        return "python"
+
+    def owner_of(self, agent: Agent) -> str | None:
+        """The owner key of ``agent``'s calls (``None``: no owner)."""
+        return self._owner_of(agent)
+
+    async def stream(
+        self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any
+    ) -> AsyncGenerator[ToolResult, None]:
+        """One call: a single ``ToolResult``, which Strands hands the model as it is."""
+        agent = invocation_state.get("agent")
+        key = None if agent is None else self._owner_of(agent)
+        if key is None:
+            outcome = refused_no_owner(self._no_owner)
+        else:
+            outcome = await arun_for_owner(
+                self._tool,
+                tool_use["input"],
+                self.owners,
+                key,
+                call_id=tool_use["toolUseId"] or None,
+            )
+        # A plain ToolResult (not Strands' private result event): the executor takes the
+        # last value a tool yields as its result.
+        yield {
+            "toolUseId": tool_use["toolUseId"],
+            "status": "error" if outcome.is_error else "success",
+            "content": [{"text": outcome.text}],
+        }
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        """``Agent(hooks=[tool])``: ``turn/start`` for the agent's owner before each
+        invocation (a new user request clears the plan)."""
+        registry.add_callback(BeforeInvocationEvent, self._start_turn)
+
+    async def _start_turn(self, event: BeforeInvocationEvent) -> None:
+        key = self._owner_of(event.agent)
+        if key is not None:
+            await self.owners.astart_turn(key)
+
+
+def todo_write_strands_tool(
+    *,
+    allow_parallel_in_progress: bool,
+    owner: str | OwnerOf,
+    owners: OwnerRegistry | None = None,
+) -> TodoWriteAgentTool:
+    """The ``todo_write`` tool for Strands; each call's plan belongs to ``owner``.
+
+    ``owner`` is a fixed owner key, or a function of the ``Agent`` running the call
+    (e.g. ``lambda agent: agent.state.get("user")``). ``owners`` holds the sessions
+    (default: an in-memory registry of the tool's own; pass your own to read plans
+    back, or ``OwnerRegistry(directory)`` for durable plans). A call whose owner is
+    ``None`` reads the tool's "requires an owning agent session" text, and the first
+    such call logs a WARNING on the ``dsh_tool_todo`` logger.
+    """
+    return TodoWriteAgentTool(
+        allow_parallel_in_progress=allow_parallel_in_progress, owner=owner, owners=owners
+    )

@@ -1,0 +1,185 @@
+"""The Strands Agents adapter, through Strands' real Agent loop with a scripted model.
+
+The model is a ``strands.models.Model`` subclass yielding converse-stream events
+(what every Strands provider turns its API's stream into); everything between it
+and the tool (the event loop, the concurrent tool executor, the hooks) is Strands'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import pytest
+from strands import Agent
+from strands.models import Model
+
+from dsh_tool_todo import contract
+from dsh_tool_todo.integrations.strands import TodoWriteAgentTool, todo_write_strands_tool
+from dsh_tool_todo.stores.memory import MemorySession
+from dsh_tool_todo.stores.owners import OwnerRegistry
+from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
+
+PLAN = {"todos": [{"content": "Read the code", "status": "in_progress"}]}
+
+
+class ScriptedModel(Model):
+    """Answers each request with the next scripted message: tool uses or a text."""
+
+    def __init__(self, script: Sequence[Sequence[tuple[str, Any]] | str]) -> None:
+        self.script = list(script)
+        self.requests: list[dict[str, Any]] = []
+
+    def update_config(self, **model_config: Any) -> None:
+        pass
+
+    def get_config(self) -> Any:
+        return {}
+
+    def structured_output(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    async def stream(  # type: ignore[override]
+        self,
+        messages: Any,
+        tool_specs: Any = None,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[dict[str, Any]]:
+        self.requests.append({"messages": json.loads(json.dumps(messages)), "tools": tool_specs})
+        step = self.script.pop(0)
+        yield {"messageStart": {"role": "assistant"}}
+        if isinstance(step, str):
+            yield {"contentBlockDelta": {"delta": {"text": step}}}
+            yield {"contentBlockStop": {}}
+            yield {"messageStop": {"stopReason": "end_turn"}}
+            return
+        for call_id, args in step:
+            start = {"toolUse": {"toolUseId": call_id, "name": "todo_write"}}
+            yield {"contentBlockStart": {"start": start}}
+            raw = args if isinstance(args, str) else json.dumps(args)
+            yield {"contentBlockDelta": {"delta": {"toolUse": {"input": raw}}}}
+            yield {"contentBlockStop": {}}
+        yield {"messageStop": {"stopReason": "tool_use"}}
+
+
+def results_of(model: ScriptedModel, request: int = -1) -> dict[str, dict[str, Any]]:
+    """The toolResult blocks the model read in a request (the last one), by toolUseId."""
+    found: dict[str, dict[str, Any]] = {}
+    for message in model.requests[request]["messages"]:
+        for block in message["content"]:
+            if "toolResult" in block:
+                found[block["toolResult"]["toolUseId"]] = block["toolResult"]
+    return found
+
+
+def run(tool: TodoWriteAgentTool, calls: Sequence[tuple[str, Any]], **agent: Any) -> ScriptedModel:
+    model = ScriptedModel([calls, "done"] if calls else ["done"])
+    strands_agent = Agent(model=model, tools=[tool], callback_handler=None, **agent)
+    asyncio.run(strands_agent.invoke_async("plan it"))
+    assert model.script == []
+    return model
+
+
+class StrandsDriver:
+    call_ids = True
+
+    def offered(self, *, parallel: bool) -> tuple[str, str, Mapping[str, Any]]:
+        tool = todo_write_strands_tool(allow_parallel_in_progress=parallel, owner="me")
+        (spec,) = run(tool, []).requests[0]["tools"]
+        return spec["name"], spec["description"], spec["inputSchema"]["json"]
+
+    def turn(self, calls: Sequence[tuple[str, Any]], session: Any) -> list[Reply]:
+        owners = OwnerRegistry(open_session=lambda key: session)
+        tool = todo_write_strands_tool(allow_parallel_in_progress=False, owner="me", owners=owners)
+        results = results_of(run(tool, calls))
+        replies = []
+        for cid, _ in calls:
+            (content,) = results[cid]["content"]
+            replies.append(Reply(content["text"], results[cid]["status"] == "error"))
+        return replies
+
+
+DRIVER: Driver = StrandsDriver()
+
+
+@pytest.mark.parametrize("check", CHECKS.values(), ids=CHECKS.keys())
+def test_strands_against_the_adapter_contract(check: Any) -> None:
+    check(DRIVER)
+
+
+def test_the_spec_strands_hands_the_model_is_ours_byte_for_byte() -> None:
+    tool = todo_write_strands_tool(allow_parallel_in_progress=False, owner="me")
+    (spec,) = run(tool, []).requests[0]["tools"]
+    ours = todo_write_strands_tool(allow_parallel_in_progress=False, owner="me").tool_spec
+    assert json.dumps(spec, sort_keys=True) == json.dumps(ours, sort_keys=True)
+    assert spec["inputSchema"]["json"]["additionalProperties"] is False
+
+
+def test_a_refusal_is_an_error_tool_result_and_the_model_recovers() -> None:
+    session = MemorySession()
+    owners = OwnerRegistry(open_session=lambda key: session)
+    tool = todo_write_strands_tool(allow_parallel_in_progress=False, owner="me", owners=owners)
+    model = ScriptedModel([[("bad", '{"todos": "all of it"}')], [("good", PLAN)], "done"])
+    asyncio.run(Agent(model=model, tools=[tool], callback_handler=None).invoke_async("go"))
+    refused = results_of(model, 1)["bad"]
+    assert refused["status"] == "error"
+    assert refused["content"][0]["text"].startswith("Error: ")
+    recorded = results_of(model)["good"]
+    assert recorded == {
+        "toolUseId": "good",
+        "status": "success",
+        "content": [{"text": "Updated todo list: 0 pending, 1 in progress, 0 completed."}],
+    }
+    assert [e["data"] for e in session.events] == [{**PLAN, contract.CALL_ID_KEY: "good"}]
+
+
+def test_the_owner_is_read_from_the_agent_and_hooks_start_a_turn_per_invocation() -> None:
+    owners = OwnerRegistry()
+    tool = todo_write_strands_tool(
+        allow_parallel_in_progress=False,
+        owner=lambda agent: agent.state.get("user"),
+        owners=owners,
+    )
+    model = ScriptedModel([[("c1", PLAN)], "done", "hello again"])
+    agent = Agent(
+        model=model, tools=[tool], hooks=[tool], state={"user": "ada"}, callback_handler=None
+    )
+    asyncio.run(agent.invoke_async("plan it"))
+    latest = owners.session("ada").latest(["todo/write", "turn/start"])
+    assert latest is not None
+    assert latest["data"]["todos"] == PLAN["todos"]
+    asyncio.run(agent.invoke_async("thanks"))  # the next user request: the plan clears
+    assert [e["type"] for e in owners.session("ada").events] == [
+        "turn/start",
+        "todo/write",
+        "turn/start",
+    ]
+
+
+def test_no_owner_is_refused_with_the_specification_text_and_warned_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    tool = todo_write_strands_tool(allow_parallel_in_progress=False, owner=lambda agent: None)
+    with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
+        model = run(tool, [("c1", PLAN), ("c2", PLAN)])
+    results = results_of(model)
+    for cid in ("c1", "c2"):
+        assert results[cid]["status"] == "error"
+        assert results[cid]["content"] == [{"text": contract.NO_OWNER}]
+    assert len([r for r in caplog.records if "found no owner" in r.getMessage()]) == 1
+
+
+def test_unparsable_arguments_are_refused_and_nothing_is_recorded() -> None:
+    # Strands turns unparsable JSON into {} before any tool runs: the model still reads
+    # the tool's own refusal, not a Strands error
+    session = RecordingSession()
+    owners = OwnerRegistry(open_session=lambda key: session)
+    tool = todo_write_strands_tool(allow_parallel_in_progress=False, owner="me", owners=owners)
+    expected = tool._tool.call({}, MemorySession())
+    result = results_of(run(tool, [("c1", '{"todos": [')]))["c1"]
+    assert result == {"toolUseId": "c1", "status": "error", "content": [{"text": expected}]}
+    assert session.data == []
