@@ -226,3 +226,11 @@ def test_watch_draws_the_turns_signals_under_the_plan(tmp_path: Path) -> None:
             assert watcher.wait(timeout=30) == 0
         finally:
             watcher.kill()
+
+
+def test_a_source_named_with_control_bytes_is_escaped_in_the_error(tmp_path: Path) -> None:
+    for command in ("sessions", "show"):
+        run = dsh_todo(command, str(tmp_path / "x\x1b]0;owned\x07\x1b[2J\ry\u202e"), check=False)
+        assert_usage_error(run, r"x\\x1b\]0;owned\\x07\\x1b\[2J\\ry\\u202e")
+        assert "\x1b" not in run.stderr
+        assert "\r" not in run.stderr
