@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_tool_todo.fleet import FleetNode, build_tree, render_tree
+from dsh_tool_todo.fleet import MAX_DEPTH, FleetNode, build_tree, fleet_json, render_tree
 from dsh_tool_todo.stores.jsonl import JsonlSession
 from tests.test_cli import assert_usage_error, dsh_todo
 
@@ -49,6 +49,44 @@ def test_a_link_cycle_shows_its_sessions_as_roots_and_keeps_what_hangs_off_it() 
     roots = build_tree(nodes)
     assert keys(roots) == [(0, "a", True), (1, "leaf", True), (0, "b", True), (0, "self", True)]
     assert [node.cycle for node in roots] == [True, True, True]
+
+
+def test_only_the_sessions_on_a_cycle_are_marked_not_those_leading_into_it() -> None:
+    nodes = [
+        FleetNode("tail", parent="into"),
+        FleetNode("into", parent="c1"),
+        FleetNode("c1", parent="c2"),
+        FleetNode("c2", parent="c3"),
+        FleetNode("c3", parent="c1"),
+    ]
+    roots = build_tree(nodes)
+    assert sorted(node.key for node in roots) == ["c1", "c2", "c3"]
+    assert {node.key for node in nodes if node.cycle} == {"c1", "c2", "c3"}
+    assert keys([next(node for node in roots if node.key == "c1")]) == [
+        (0, "c1", True),
+        (1, "into", True),
+        (2, "tail", True),
+    ]
+
+
+def test_a_chain_of_thousands_of_sub_agents_prints_as_text_and_json() -> None:
+    # each sub-agent starting the next: deeper than the interpreter's recursion limit
+    count = 3 * 1000 + 5
+    nodes = [FleetNode(f"s{i}", parent=f"s{i - 1}" if i else None) for i in range(count)]
+    roots = build_tree(nodes)
+    text = render_tree(roots)
+    assert len(text.splitlines()) == count
+    document = json.loads(json.dumps(fleet_json(roots)))
+    assert len(document) == len(roots) == -(-count // (MAX_DEPTH + 1))
+    assert [root["key"] for root in document[:3]] == [
+        "s0",
+        f"s{MAX_DEPTH + 1}",
+        f"s{2 * MAX_DEPTH + 2}",
+    ]
+    assert [root["deep"] for root in document[:2]] == [False, True]
+    assert f"s{MAX_DEPTH + 1}\t" in text
+    assert f"(under s{MAX_DEPTH}, more than {MAX_DEPTH} levels down)" in text
+    assert sorted(key for _, key, _ in keys(roots)) == sorted(node.key for node in nodes)
 
 
 def test_render_escapes_every_name_and_content() -> None:
@@ -152,7 +190,7 @@ def test_every_session_appears_once_and_never_under_itself(
             walk(child, (*above, node.key))
 
     for root in roots:
-        assert root.parent is None or root.cycle or not root.visible
+        assert root.parent is None or root.cycle or root.deep or not root.visible
         walk(root, ())
     assert sorted(seen) == sorted(sessions)
 
@@ -188,3 +226,11 @@ def test_watch_draws_the_turns_signals_under_the_plan(tmp_path: Path) -> None:
             assert watcher.wait(timeout=30) == 0
         finally:
             watcher.kill()
+
+
+def test_a_source_named_with_control_bytes_is_escaped_in_the_error(tmp_path: Path) -> None:
+    for command in ("sessions", "show"):
+        run = dsh_todo(command, str(tmp_path / "x\x1b]0;owned\x07\x1b[2J\ry\u202e"), check=False)
+        assert_usage_error(run, r"x\\x1b\]0;owned\\x07\\x1b\[2J\\ry\\u202e")
+        assert "\x1b" not in run.stderr
+        assert "\r" not in run.stderr

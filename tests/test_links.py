@@ -129,6 +129,10 @@ def test_alink_awaits_an_async_sessions_link() -> None:
         (None, None, "parent must be"),
         ("x" * 1025, None, "at most 1024 characters"),
         ("p", "", "parent_call_id must be a non-empty string"),
+        ("a\x00b", None, "parent must not hold NUL characters"),
+        ("\ud800x", None, "parent must be valid Unicode text"),
+        ("p", "c\x00", "parent_call_id must not hold NUL characters"),
+        ("p", "\udc80", "parent_call_id must be valid Unicode text"),
     ],
 )
 def test_bad_links_are_refused(parent: object, call_id: object, message: str) -> None:

@@ -581,9 +581,19 @@ def _warn_in_one_line(
 
 
 def _reason(error: BaseException) -> str:
+    """The error's message, one line, escaped: a source named with control bytes (an ESC
+    sequence, a newline) is shown, never acted on by the terminal nor split over lines."""
+    encoding = getattr(sys.stderr, "encoding", None)
     if isinstance(error, OSError) and error.strerror and error.filename:
-        return f"{error.filename}: {error.strerror}"
-    return str(error).splitlines()[0] if str(error) else type(error).__name__
+        name = error.filename
+        shown = os.fsdecode(name) if isinstance(name, (str, bytes, os.PathLike)) else str(name)
+        return escape_content(f"{shown}: {error.strerror}", encoding=encoding)
+    text = str(error)
+    if not text:
+        return type(error).__name__
+    # the first line only (a server's DETAIL and HINT follow it); split at \n alone, so a
+    # name's \r or \u2028 stays in the message, escaped
+    return escape_content(text.split("\n")[0], encoding=encoding)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 names (:mod:`dsh_tool_todo.links`); a parent the reader cannot see (another
 directory, another database, deleted) becomes a node of its own marked not
 visible, with its children under it, never an error. A session in a link
-cycle (a hostile log can name any parent) is shown as a root. Each node
+cycle (a hostile log can name any parent) is shown as a root, and so is one
+more than :data:`MAX_DEPTH` levels down a chain of links (the text and the
+JSON stay printable however long the chain). Each node
 carries its progress, the item in progress, and the health signals of its
 current turn (:mod:`dsh_tool_todo.health`). :func:`render_tree` is what
 ``dsh-todo sessions SOURCE`` prints, every name and content escaped;
@@ -27,6 +29,7 @@ from .projection import PLAN_EVENTS
 from .protocols import LogReader, Progress, SessionSummary, TailPage
 
 __all__ = [
+    "MAX_DEPTH",
     "MAX_TURN_WRITES",
     "FleetNode",
     "build_tree",
@@ -39,6 +42,9 @@ __all__ = [
 MAX_TURN_WRITES = 1000
 """How many of a turn's latest writes the signals are computed from (a bound on one read)."""
 PAGE = 200
+MAX_DEPTH = 100
+"""The deepest level a session is drawn at; one linked further down starts a tree of its own
+(marked ``deep``): a chain of thousands of sub-agents still prints, as text and as JSON."""
 
 
 @dataclass
@@ -54,6 +60,7 @@ class FleetNode:
     signals: tuple[Signal, ...] = ()
     readable: bool = True
     cycle: bool = False
+    deep: bool = False
     children: list[FleetNode] = field(default_factory=list)
 
 
@@ -123,15 +130,17 @@ async def _turn(reader: _Tail, name: str) -> list[dict[str, Any]]:
 def build_tree(nodes: Sequence[FleetNode]) -> list[FleetNode]:
     """Place each node under its parent, in the given order; unseen parents become nodes."""
     by_key = {node.key: node for node in nodes}
+    on_cycles = _on_cycles(nodes, by_key)
     roots: list[FleetNode] = []
     unseen: dict[str, FleetNode] = {}
     for node in nodes:
         node.children = []
+        node.deep = False
     for node in nodes:
         if node.parent is None:
             roots.append(node)
         elif node.parent in by_key:
-            if _cycles(node, by_key):
+            if node.key in on_cycles:
                 node.cycle = True
                 roots.append(node)
             else:
@@ -142,22 +151,42 @@ def build_tree(nodes: Sequence[FleetNode]) -> list[FleetNode]:
                 holder = unseen[node.parent] = FleetNode(node.parent, visible=False)
                 roots.append(holder)
             holder.children.append(node)
+    # a chain deeper than MAX_DEPTH goes on as a root of its own: every walk of the tree
+    # (the text, the JSON, json.dumps) then stays far from the interpreter's recursion limit
+    level = [(root, 0) for root in roots]
+    position = 0
+    while position < len(level):
+        node, depth = level[position]
+        position += 1
+        if depth == MAX_DEPTH:
+            for child in node.children:
+                child.deep = True
+                roots.append(child)
+                level.append((child, 0))
+            node.children = []
+        else:
+            level.extend((child, depth + 1) for child in node.children)
     return roots
 
 
-def _cycles(node: FleetNode, by_key: Mapping[str, FleetNode]) -> bool:
-    """Whether following parents from ``node`` comes back to it: each session of a cycle
-    becomes a root, so one that only hangs off a cycle still goes under its parent."""
-    seen = {node.key}
-    parent = node.parent
-    while parent is not None and parent in by_key:
-        if parent == node.key:
-            return True
-        if parent in seen:
-            return False  # a cycle further up, not through this node
-        seen.add(parent)
-        parent = by_key[parent].parent
-    return False
+def _on_cycles(nodes: Sequence[FleetNode], by_key: Mapping[str, FleetNode]) -> set[str]:
+    """The keys of the sessions whose parents lead back to themselves, in one pass over the
+    links (following each chain anew from every node took seconds for a chain of thousands).
+    Each session of a cycle becomes a root; one that only hangs off a cycle keeps its parent."""
+    done: set[str] = set()
+    found: set[str] = set()
+    for node in nodes:
+        path: list[str] = []
+        on_path: set[str] = set()
+        key: str | None = node.key
+        while key is not None and key in by_key and key not in done and key not in on_path:
+            path.append(key)
+            on_path.add(key)
+            key = by_key[key].parent
+        if key is not None and key in on_path:  # came back into this walk: a cycle
+            found.update(path[path.index(key) :])
+        done.update(path)
+    return found
 
 
 def render_tree(roots: Sequence[FleetNode], *, encoding: str | None = None) -> str:
@@ -181,6 +210,10 @@ def render_tree(roots: Sequence[FleetNode], *, encoding: str | None = None) -> s
                 fields.append("! " + ", ".join(_signal_text(s) for s in node.signals))
             if node.cycle:
                 fields.append(f"(its link to {shown(node.parent or '')} makes a cycle)")
+            if node.deep:
+                fields.append(
+                    f"(under {shown(node.parent or '')}, more than {MAX_DEPTH} levels down)"
+                )
             lines.append("\t".join(fields))
         for child in node.children:
             walk(child, depth + 1)
@@ -229,6 +262,7 @@ def fleet_json(roots: Sequence[FleetNode]) -> list[dict[str, Any]]:
             "inProgress": list(node.in_progress),
             "signals": [signal.as_json() for signal in node.signals],
             "cycle": node.cycle,
+            "deep": node.deep,
             "children": [node_json(child) for child in node.children],
         }
 

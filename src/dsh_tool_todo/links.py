@@ -62,14 +62,29 @@ def link_data(parent: object, parent_call_id: object = None) -> dict[str, str]:
             f"{MAX_KEY_CHARS} characters, not {_shown(parent)} (a store session's key is "
             "its .key: the JSONL file's name without .jsonl, the PostgreSQL session id)"
         )
+    _check_text("parent", parent)
     data = {PARENT_KEY: parent}
     if parent_call_id is not None:
         if not isinstance(parent_call_id, str) or not parent_call_id:
             raise UsageError(
                 f"parent_call_id must be a non-empty string or None, not {_shown(parent_call_id)}"
             )
+        _check_text("parent_call_id", parent_call_id)
         data[PARENT_CALL_ID_KEY] = parent_call_id
     return data
+
+
+def _check_text(name: str, value: str) -> None:
+    """No key or call id holds NUL or a lone surrogate (no file name, no PostgreSQL text can),
+    and PostgreSQL's summary trigger cannot read such a link back: refused before any I/O."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"{name} must be valid Unicode text, not {_shown(value)} (it holds a lone surrogate)"
+        ) from None
+    if "\0" in value:
+        raise UsageError(f"{name} must not hold NUL characters, not {_shown(value)}")
 
 
 def link_of(event: Mapping[str, Any] | None) -> Link | None:

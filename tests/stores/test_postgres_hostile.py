@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from dsh_tool_todo.errors import LogReplaced
+from dsh_tool_todo.errors import LogReplaced, UsageError
 from dsh_tool_todo.listeners import Event
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import AsyncPostgresSession, PostgresFollower, PostgresSession
@@ -269,3 +269,29 @@ def test_the_old_names_of_the_postgresql_reader_still_import() -> None:
     reader = open_reader("postgresql://postgres@127.0.0.1:5432/postgres")
     assert isinstance(reader, postgres.PostgresReader)
     assert PostgresSource is postgres.PostgresReader
+
+
+@pytest.mark.parametrize(
+    ("parent", "call_id", "message"),
+    [
+        ("a\x00b", None, "parent must not hold NUL"),
+        ("\ud800x", None, "parent must be valid Unicode"),
+        ("p", "c\x00", "parent_call_id must not hold NUL"),
+    ],
+)
+def test_a_link_the_summary_trigger_cannot_read_is_refused_and_nothing_is_written(
+    pg_dsn: str, parent: str, call_id: str | None, message: str
+) -> None:
+    # before, the server refused the insert ("unsupported Unicode escape sequence"): an
+    # error that named no argument
+    with pytest.raises(UsageError, match=message):
+        PostgresSession(pg_dsn, "child", parent=parent, parent_call_id=call_id)
+    with psycopg.Connection.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM dsh_todo_events").fetchone() == (0,)
+    with PostgresSession(pg_dsn, "child", parent="<b>lead\n\x1b"):
+        pass
+    with psycopg.Connection.connect(pg_dsn) as conn:
+        rows = conn.execute("SELECT seq, data::text FROM dsh_todo_events").fetchall()
+        summary = conn.execute("SELECT parent FROM dsh_todo_sessions").fetchall()
+    assert rows == [(0, '{"parent":"<b>lead\\n\\u001b"}')]
+    assert summary == [("<b>lead\n\x1b",)]
