@@ -11,6 +11,7 @@ __all__ = [
     "ARGUMENTS_HINT",
     "BAD_STATUS",
     "CALL_HEAD",
+    "CALL_ID_KEY",
     "CLAUSE_SEPARATOR",
     "CONTENT_DESCRIPTION",
     "CONTENT_NOT_STRING",
@@ -70,6 +71,10 @@ __all__ = [
 TOOL_NAME = "todo_write"
 EVENT_TYPE = "todo/write"
 TURN_START = "turn/start"
+# Not model-visible: the key beside ``todos`` in a ``todo/write``'s data that holds the
+# framework's tool-call id, when the host gave one. Stores record a repeated call id of
+# the current turn once (docs/session-log.md); readers and the projection ignore it.
+CALL_ID_KEY = "callId"
 STATUSES = ("pending", "in_progress", "completed")
 
 _DESCRIPTION_HEAD = (

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._validation import validate_call
-from .contract import EVENT_TYPE, TURN_START
+from .contract import CALL_ID_KEY, EVENT_TYPE, TURN_START
 from .errors import InvalidLog, ToolCallRejected
 from .model import TodoItem
 from .protocols import Event, PluginContext, Progress
@@ -136,8 +136,18 @@ def _plan_from_end(events: Sequence[Mapping[str, Any]]) -> Plan:
 
 def check_logged_write(event: Mapping[str, Any], position: object) -> None:
     data = event.get("data")
-    if not isinstance(data, Mapping) or set(data) != {"todos"}:
+    if not isinstance(data, Mapping):
         raise InvalidLog(f"event {position}: {EVENT_TYPE} data must be {{todos: [...]}}")
+    if len(data) != 1 or "todos" not in data:
+        # The one key the tool may record beside the list: the call id, a string.
+        if len(data) != 2 or "todos" not in data or CALL_ID_KEY not in data:
+            raise InvalidLog(
+                f"event {position}: {EVENT_TYPE} data must be {{todos: [...]}} "
+                f"(and optionally {CALL_ID_KEY})"
+            )
+        if not isinstance(data[CALL_ID_KEY], str):
+            raise InvalidLog(f"event {position}: {EVENT_TYPE} {CALL_ID_KEY} must be a string")
+        data = {"todos": data["todos"]}
     try:
         validate_call(data, allow_parallel=True)
     except ToolCallRejected as rejected:

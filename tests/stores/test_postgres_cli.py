@@ -35,7 +35,7 @@ def db(pg_dsn: str) -> str:
 def test_db_init_sets_a_database_up_and_is_safe_to_run_again(empty_pg_dsn: str) -> None:
     for _ in range(2):
         run = dsh_todo("db", "init", url(empty_pg_dsn))
-        assert run.stdout.startswith("schema version 1 ready in PostgreSQL at 127.0.0.1:")
+        assert run.stdout.startswith("schema version 2 ready in PostgreSQL at 127.0.0.1:")
     assert dsh_todo("sessions", url(empty_pg_dsn)).stdout.startswith("no sessions in")
 
 

@@ -30,8 +30,10 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
+from ...contract import CALL_ID_KEY, EVENT_TYPE, TURN_START
 from ...errors import LogBusy, UsageError
 from ...listeners import Listener, Listeners
+from .._calls import call_id_of, same_call
 from .._closing import ClosedOnExit
 from ._lines import Event, check_regular, events_backwards, not_a_file, warn_torn, whole_end
 
@@ -80,6 +82,8 @@ class JsonlSession(ClosedOnExit):
         self.fsync = fsync
         self._listeners = Listeners()
         self._lock = threading.Lock()
+        # The current turn's todo/write events by call id; None until an append needs them.
+        self._calls: dict[str, Event] | None = None
         fd = _open_claimed(self.path)
         try:
             # The next seq and the end of the whole lines, replaced together.
@@ -94,10 +98,17 @@ class JsonlSession(ClosedOnExit):
         return self._fd < 0
 
     def append(self, type: str, data: Mapping[str, Any], /) -> Event:
+        call = call_id_of(type, data)
         with self._lock:  # one line at a time, and listeners see events in log order
             fd = self._fd
             if fd < 0:
                 raise UsageError(f"{self.path}: the session log is closed")
+            calls = self._calls
+            if call is not None:
+                if calls is None:
+                    calls = self._calls = self._turn_calls(fd)
+                if call in calls:
+                    return same_call(calls[call], data, self.path)
             seq, end = self._next
             event: Event = {"seq": seq, "type": type, "data": data}
             line = _encode_line(event)
@@ -107,9 +118,14 @@ class JsonlSession(ClosedOnExit):
                     os.fsync(fd)
                 self._next = (seq + 1, end + len(line))  # one store: recorded, or not
             except BaseException:
+                self._calls = None  # recorded or not, the file says: read it again if asked
                 if self._next[0] == seq:  # not recorded: take back what reached the file
                     self._discard(fd, end, len(line))
                 raise
+            if type == TURN_START:
+                self._calls = {}
+            elif call is not None and calls is not None:  # read above, for this call
+                calls[call] = event
             self._listeners.notify(event)
         return event
 
@@ -133,6 +149,26 @@ class JsonlSession(ClosedOnExit):
                     if event["type"] in types:
                         return event
         return None
+
+    def _turn_calls(self, fd: int) -> dict[str, Event]:
+        """The ``todo/write`` events of the current turn by call id, read back from the end.
+
+        Read once, at the first append with a call id, so opening stays cheap and
+        a log written without call ids is never read: back to the last
+        ``turn/start``, which is as far as a recovery that replays a whole run
+        can repeat a call.
+        """
+        calls: dict[str, Event] = {}
+        with open(fd, "rb", closefd=False) as file:
+            for _, event in events_backwards(file, self.path, self._next[1]):
+                kind = event["type"]
+                if kind == TURN_START:
+                    break
+                if kind == EVENT_TYPE:
+                    call = event["data"].get(CALL_ID_KEY)
+                    if isinstance(call, str):
+                        calls[call] = event  # read backwards: the first append wins
+        return calls
 
     def close(self) -> None:
         """Close the file, which releases the log to the next writer; closing twice is fine."""

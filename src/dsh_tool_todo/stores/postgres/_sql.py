@@ -28,6 +28,19 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX IF NOT EXISTS {TABLE}_resume ON {TABLE} (session_id, seq DESC)
         WHERE type IN ('{EVENT_TYPE}', '{TURN_START}')
     """,
+    # 2: idempotent appends. A todo/write that carries a tool-call id records the turn it
+    # belongs to (the seq of the turn/start before it, -1 before any) and a digest of the id;
+    # the unique index records a call id once per turn, whoever writes it. Other rows leave
+    # both NULL, so they are neither indexed nor any bigger. Adding NULL columns rewrites
+    # nothing; building the index reads the table once.
+    f"""
+    ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS turn_seq bigint,
+        ADD COLUMN IF NOT EXISTS call_key bytea;
+    CREATE UNIQUE INDEX IF NOT EXISTS {TABLE}_call ON {TABLE} (session_id, turn_seq, call_key)
+        WHERE call_key IS NOT NULL;
+    CREATE INDEX IF NOT EXISTS {TABLE}_turns ON {TABLE} (session_id, seq DESC)
+        WHERE type = '{TURN_START}'
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -37,9 +50,23 @@ INSERT = (
     "VALUES (%(sid)s, %(seq)s, %(type)s, %(data)s) RETURNING seq) "
     f"SELECT pg_notify('{CHANNEL}', %(payload)s) FROM row"
 )
+# A repeated call id inserts nothing, so the notify's SELECT yields no row (rowcount 0).
+INSERT_CALL = (
+    f"WITH row AS (INSERT INTO {TABLE} (session_id, seq, type, data, turn_seq, call_key) "
+    "VALUES (%(sid)s, %(seq)s, %(type)s, %(data)s, %(turn)s, %(call)s) "
+    "ON CONFLICT (session_id, turn_seq, call_key) WHERE call_key IS NOT NULL DO NOTHING "
+    "RETURNING seq) "
+    f"SELECT pg_notify('{CHANNEL}', %(payload)s) FROM row"
+)
+READ_CALL = (
+    f"SELECT seq, type, data::text FROM {TABLE} "
+    "WHERE session_id = %s AND turn_seq = %s AND call_key = %s"
+)
+# The newest turn/start (the turn a call id is keyed by): one probe of its partial index.
 OPEN = (
     f"SELECT (SELECT max(version) FROM {VERSION_TABLE}), "
-    f"(SELECT max(seq) FROM {TABLE} WHERE session_id = %s)"
+    f"(SELECT max(seq) FROM {TABLE} WHERE session_id = %s), "
+    f"(SELECT max(seq) FROM {TABLE} WHERE session_id = %s AND type = '{TURN_START}')"
 )
 READ_ONE = f"SELECT type, data::text FROM {TABLE} WHERE session_id = %s AND seq = %s"
 READ_AFTER = (
