@@ -35,7 +35,17 @@ from ...errors import LogBusy, UsageError
 from ...listeners import Listener, Listeners
 from .._calls import call_id_of, same_call
 from .._closing import ClosedOnExit
-from ._lines import Event, check_regular, events_backwards, not_a_file, warn_torn, whole_end
+from ._lines import (
+    Event,
+    check_regular,
+    events_backwards,
+    invalid_line,
+    line_number,
+    not_a_file,
+    parse_event,
+    warn_torn,
+    whole_end,
+)
 
 try:
     import fcntl
@@ -82,8 +92,9 @@ class JsonlSession(ClosedOnExit):
         self.fsync = fsync
         self._listeners = Listeners()
         self._lock = threading.Lock()
-        # The current turn's todo/write events by call id; None until an append needs them.
-        self._calls: dict[str, Event] | None = None
+        # Where the current turn's todo/write of each call id starts (offsets, not events:
+        # a long turn must not pin its plans in memory); None until an append needs them.
+        self._calls: dict[str, int] | None = None
         fd = _open_claimed(self.path)
         try:
             # The next seq and the end of the whole lines, replaced together.
@@ -108,7 +119,7 @@ class JsonlSession(ClosedOnExit):
                 if calls is None:
                     calls = self._calls = self._turn_calls(fd)
                 if call in calls:
-                    return same_call(calls[call], data, self.path)
+                    return same_call(self._event_at(fd, calls[call]), data, self.path)
             seq, end = self._next
             event: Event = {"seq": seq, "type": type, "data": data}
             line = _encode_line(event)
@@ -125,7 +136,7 @@ class JsonlSession(ClosedOnExit):
             if type == TURN_START:
                 self._calls = {}
             elif call is not None and calls is not None:  # read above, for this call
-                calls[call] = event
+                calls[call] = end
             self._listeners.notify(event)
         return event
 
@@ -150,25 +161,35 @@ class JsonlSession(ClosedOnExit):
                         return event
         return None
 
-    def _turn_calls(self, fd: int) -> dict[str, Event]:
-        """The ``todo/write`` events of the current turn by call id, read back from the end.
+    def _turn_calls(self, fd: int) -> dict[str, int]:
+        """Where each call id's ``todo/write`` of the current turn starts, read from the end.
 
         Read once, at the first append with a call id, so opening stays cheap and
         a log written without call ids is never read: back to the last
         ``turn/start``, which is as far as a recovery that replays a whole run
         can repeat a call.
         """
-        calls: dict[str, Event] = {}
+        calls: dict[str, int] = {}
         with open(fd, "rb", closefd=False) as file:
-            for _, event in events_backwards(file, self.path, self._next[1]):
+            for offset, event in events_backwards(file, self.path, self._next[1]):
                 kind = event["type"]
                 if kind == TURN_START:
                     break
                 if kind == EVENT_TYPE:
                     call = event["data"].get(CALL_ID_KEY)
                     if isinstance(call, str):
-                        calls[call] = event  # read backwards: the first append wins
+                        calls[call] = offset  # read backwards: the first append wins
         return calls
+
+    def _event_at(self, fd: int, offset: int) -> Event:
+        """The event of the whole line at ``offset``: a repeated call's first append."""
+        with open(fd, "rb", closefd=False) as file:
+            file.seek(offset)
+            line = file.readline(self._next[1] - offset)
+            event = parse_event(line[:-1]) if line.endswith(b"\n") else None
+            if event is None:  # the file changed under the session
+                raise invalid_line(self.path, line_number(file, offset))
+        return event
 
     def close(self) -> None:
         """Close the file, which releases the log to the next writer; closing twice is fine."""

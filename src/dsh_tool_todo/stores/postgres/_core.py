@@ -358,8 +358,14 @@ class SessionCore:
         if ours and first["seq"] == pending.event["seq"]:
             same_call(first, pending.event["data"], where)
             return None
-        self._seq = max(self._seq, first["seq"] + 1)
-        return same_call(first, pending.event["data"], where)
+        same_call(first, pending.event["data"], where)
+        if first["seq"] >= self._seq:  # another writer's row, racing this very call
+            self._seq = first["seq"] + 1
+            self._adopted(first)
+        return first
+
+    def _adopted(self, event: Event) -> None:
+        """An event another writer recorded at this session's next seq, now known."""
 
     def _judge(self, pending: Pending, row: tuple[Any, ...] | None) -> bool:
         """Whether the row read back is the pending event (``False``: nothing recorded)."""
@@ -445,6 +451,10 @@ class ResumeCache(SessionCore):
         if kind not in self._resume:  # a row read at open, checked only when it matters
             self._resume[kind] = decode_row(self.session_id, *self._resume_rows.pop(kind))
         return self._resume[kind]
+
+    def _adopted(self, event: Event) -> None:
+        self._resume[event["type"]] = event
+        self._resume_rows.pop(event["type"], None)
 
     def _recorded(self, event: Event) -> Event:
         if event["type"] in RESUME_TYPES:
