@@ -83,6 +83,10 @@ class JsonlSession(ClosedOnExit):
     death), and a second session on the same file, in this process or
     another, is refused with :class:`~dsh_tool_todo.errors.LogBusy` before it
     reads or changes anything.
+
+    A ``todo/write`` whose ``callId`` was recorded since the last ``turn/start``
+    (read from the file at the first such append after opening) records
+    nothing: :meth:`append` returns the first one's event.
     """
 
     _fd = -1  # so that a session whose opening failed is collected quietly

@@ -189,7 +189,10 @@ class AsyncPostgresSession(ResumeCache, SessionCore, ClosedOnExit):
     share one pool of ``DEFAULT_POOL_SIZE`` connections: per process for the
     sync session, per event loop for the async one) or a pool the host owns.
     Opening reads the next seq; an append holds a pooled connection for one
-    transaction only, under the session's lock.
+    transaction only, under the session's lock. A ``todo/write`` whose
+    ``callId`` the current turn already holds records nothing: the unique index
+    on ``(session_id, turn_seq, call_key)`` finds the first one, whose event
+    ``append`` returns.
 
     A sync session opens when it is made. An async one opens when it is
     entered, by ``open()`` or at its first append, and reads the newest
