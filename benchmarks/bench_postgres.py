@@ -7,7 +7,8 @@ made for the run and dropped after it:
   through the reference host, against the same threads doing a bare
   ``INSERT`` + ``pg_notify`` of an identical row in one transaction, in
   alternating phases of ten calls an agent; then the rows are counted:
-  nothing lost, no seq twice.
+  nothing lost, no seq twice. A third phase makes the same calls with a call
+  id each (sessions of their own), against the calls without one.
 - current plan: ``current_plan`` of a session with 1,000,000 rows against one
   with 10,000 (quick: 100,000), interleaved on one connection.
 - push: commit to a follower in another process, p50 and p99.
@@ -33,6 +34,7 @@ from timing import paired
 
 ADMIN_DSN = os.environ.get("DSH_TODO_BENCH_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
 LOAD_TARGET = 2.0  # p99 of a call through the host vs p99 of the bare insert + notify
+CALL_ID_TARGET = 1.05  # p50 of a call with a call id vs the same call without one
 PLAN_TARGET = 2.0  # current plan at the large log vs the small one
 POOL_SIZE = 6  # connections per pool, per process: two pools a process stay far below 100
 
@@ -109,10 +111,12 @@ def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
         worker.join(60)
     errors = [error for report in reports for error in report["errors"]]
     ours = [ns for report in reports for ns in report["ours"]]
+    keyed = [ns for report in reports for ns in report["keyed"]]
     bare = [ns for report in reports for ns in report["bare"]]
     acknowledged = sum(report["acknowledged"] for report in reports)
     wall_ours = max(report["wall_ours"] for report in reports)
     wall_bare = max(report["wall_bare"] for report in reports)
+    wall_keyed = max(report["wall_keyed"] for report in reports)
     with psycopg.Connection.connect(dsn) as conn:
         counted = conn.execute(
             f"SELECT count(*), count(DISTINCT (session_id, seq)), count(DISTINCT session_id) "
@@ -127,12 +131,14 @@ def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
     count, distinct, sessions = (int(value) for value in counted)
     gapless = bool(ends[0])
     expected = processes * agents * calls
-    lost = expected - count
+    lost = 2 * expected - count  # the calls without a call id and those with one
     duplicates = count - distinct
     shape = f"{processes} proc x {agents} agents x {calls} calls"
     p50_ours, p99_ours = _percentiles(ours)
     p50_bare, p99_bare = _percentiles(bare)
+    p50_keyed, p99_keyed = _percentiles(keyed)
     ratio = p99_ours / p99_bare
+    keyed_ratio = p50_keyed / p50_ours
     correct = lost == 0 and duplicates == 0 and gapless and not errors
     return [
         Row(
@@ -160,7 +166,8 @@ def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
             "0 lost, 0 duplicate",
             correct,
             note=(
-                f"{acknowledged} acknowledged, {count} rows in {sessions} sessions, "
+                f"{acknowledged} acknowledged (half with call ids), {count} rows in "
+                f"{sessions} sessions, "
                 f"{lost} lost, {duplicates} duplicate seqs, gapless {gapless}"
                 + (f"; errors: {errors[:3]}" if errors else "")
             ),
@@ -172,6 +179,23 @@ def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
                 "acknowledged": acknowledged,
                 "calls_per_s": expected / wall_ours,
                 "bare_per_s": expected / wall_bare,
+            },
+        ),
+        Row(
+            "postgres load",
+            f"{shape}: with call ids",
+            f"a new call id each: p50 {fmt_ns(p50_keyed)} p99 {fmt_ns(p99_keyed)}",
+            f"no call id: p50 {fmt_ns(p50_ours)} p99 {fmt_ns(p99_ours)}",
+            keyed_ratio,
+            f"p50 ≤{CALL_ID_TARGET}x",
+            keyed_ratio <= CALL_ID_TARGET,
+            note=f"p99 ratio {p99_keyed / p99_ours:.2f}x; "
+            f"{fmt_rate(expected / wall_keyed)} calls with ids",
+            numbers={
+                "p50_ns": p50_keyed,
+                "p99_ns": p99_keyed,
+                "plain_p50_ns": p50_ours,
+                "plain_p99_ns": p99_ours,
             },
         ),
     ]
@@ -188,13 +212,14 @@ def _percentiles(values: list[int]) -> tuple[float, float]:
 def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, results: Any) -> None:
     """One process: ``agents`` threads, each an agent of the reference host with its session."""
     from psycopg_pool import ConnectionPool
-    from workloads import new_host, real_args
+    from workloads import KeyedSession, new_host, real_args
 
     from dsh_tool_todo.stores import postgres
     from dsh_tool_todo.stores.postgres import PostgresSession
 
     errors: list[str] = []
     ours: list[int] = []
+    keyed: list[int] = []
     bare: list[int] = []
     acknowledged = 0
     lock = threading.Lock()
@@ -207,29 +232,40 @@ def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, re
         ids = [f"load-{index}-{agent}" for agent in range(agents)]
         sessions = [PostgresSession(pool, session_id) for session_id in ids]
         handles = [host.new_agent(session=session) for session in sessions]
+        keyed_handles = [
+            host.new_agent(session=KeyedSession(PostgresSession(pool, f"keyed-{session_id}")))
+            for session_id in ids
+        ]
         plans = [real_args(6, variant) for variant in range(8)]
         texts = [postgres.encode_data(json.loads(plan)) for plan in plans]
         # Many short alternating phases put both sides under the same noise.
         rounds = max(1, calls // 10)
         chunks = [calls // rounds + (1 if r < calls % rounds else 0) for r in range(rounds)]
         done = [0] * agents
-        wall = {"ours": 0.0, "bare": 0.0}
+        wall = {"ours": 0.0, "keyed": 0.0, "bare": 0.0}
 
-        def ours_phase(agent: int, count: int) -> None:
+        def calls_phase(agent: int, count: int, *, with_ids: bool = False) -> None:
             nonlocal acknowledged
             timings = []
+            handle = (keyed_handles if with_ids else handles)[agent]
             for n in range(count):
                 started = time.perf_counter_ns()
                 try:
-                    host.call_tool("todo_write", plans[n % 8], agent=handles[agent])
+                    host.call_tool("todo_write", plans[n % 8], agent=handle)
                 except Exception as error:
                     with lock:
                         errors.append(f"{type(error).__name__}: {error}")
                     continue
                 timings.append(time.perf_counter_ns() - started)
             with lock:
-                ours.extend(timings)
+                (keyed if with_ids else ours).extend(timings)
                 acknowledged += len(timings)
+
+        def ours_phase(agent: int, count: int) -> None:
+            calls_phase(agent, count)
+
+        def keyed_phase(agent: int, count: int) -> None:
+            calls_phase(agent, count, with_ids=True)
 
         def bare_phase(agent: int, count: int) -> None:
             timings = []
@@ -249,7 +285,7 @@ def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, re
                 bare.extend(timings)
 
         for chunk in chunks:
-            for name, phase in (("ours", ours_phase), ("bare", bare_phase)):
+            for name, phase in (("ours", ours_phase), ("keyed", keyed_phase), ("bare", bare_phase)):
                 barrier.wait()
                 started = time.perf_counter()
                 threads = [
@@ -266,9 +302,11 @@ def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, re
         {
             "errors": errors,
             "ours": ours,
+            "keyed": keyed,
             "bare": bare,
             "acknowledged": acknowledged,
             "wall_ours": wall["ours"],
+            "wall_keyed": wall["keyed"],
             "wall_bare": wall["bare"],
         }
     )
