@@ -348,17 +348,15 @@ class SessionCore:
         answer was lost (``ours``: the append is being sent again); else the
         first append's event, and the next seq follows it.
         """
-        if row is None:  # the row was deleted between the insert and the read
+        if row is None:  # deleted between the insert that met it and this read
             raise PostgresStoreError(
-                f"session {self.session_id!r}: the row of call id recorded in this turn "
-                "was deleted meanwhile: not recorded"
+                f"session {self.session_id!r}: this call id's first row in the turn was "
+                "deleted before it could be read: not recorded"
             )
         first = decode_row(self.session_id, *row)
-        where = f"session {self.session_id!r}"
+        same_call(first, pending.event["data"], f"session {self.session_id!r}")
         if ours and first["seq"] == pending.event["seq"]:
-            same_call(first, pending.event["data"], where)
             return None
-        same_call(first, pending.event["data"], where)
         if first["seq"] >= self._seq:  # another writer's row, racing this very call
             self._seq = first["seq"] + 1
             self._adopted(first)
