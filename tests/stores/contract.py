@@ -239,6 +239,14 @@ class SessionContract(abc.ABC):
             assert session.latest(RESUME) is None
             assert session.append("note", {})["seq"] == 0
 
+    @pytest.mark.parametrize("data", [None, ["callId"], "callId"])
+    def test_a_malformed_write_without_a_mapping_is_recorded_as_before(
+        self, open_session: Opener, data: Any
+    ) -> None:
+        with open_session() as session:  # a host's bug, which the readers report
+            assert session.append("todo/write", data)["seq"] == 0
+            assert session.append("todo/write", data)["seq"] == 1
+
     def test_hostile_call_ids_are_keys_like_any_other(self, open_session: Opener) -> None:
         hostile = ["", "nul\x00", "lone\ud800", "x" * 10_000, "\U0001f642\u2028\x1b[2J"]
         with open_session() as session:

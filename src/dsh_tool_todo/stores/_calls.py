@@ -29,7 +29,10 @@ def call_id_of(kind: str, data: Mapping[str, Any]) -> str | None:
     """
     if kind != EVENT_TYPE:
         return None
-    call = data.get(CALL_ID_KEY)
+    try:
+        call = data.get(CALL_ID_KEY)
+    except AttributeError:  # not a mapping: a host's malformed write, recorded as it was given
+        return None
     if type(call) is str:
         return call
     if call is None and CALL_ID_KEY not in data:
