@@ -6,7 +6,8 @@ STORE is ``jsonl:<path>`` or ``postgres:<session id>@<dsn>``. KILL names the poi
 the process sends itself SIGKILL on a ``run`` (``none`` for an uninterrupted run):
 ``model:N`` during the N-th model step (0-based), ``append:N`` right after the N-th
 ``todo_write`` was recorded (before its result reaches the next model step's checkpoint),
-``workflow`` between the workflow's start and its first step. ``recover`` launches DBOS,
+``workflow`` between the workflow's start and its first step, ``turn`` inside the step that
+appends ``turn/start``, after the append. ``recover`` launches DBOS,
 which resumes the pending workflow, and waits for its result. The workflow's output is
 printed as one JSON line.
 """
@@ -57,7 +58,9 @@ class KillingSession:
 
     def append(self, type: str, data: Any) -> Any:
         event = self.inner.append(type, data)
-        if type == "todo/write":
+        if type == "turn/start":
+            kill_at("turn")
+        elif type == "todo/write":
             kill_at(f"append:{int(data['callId'].removeprefix('call_'))}")
         return event
 

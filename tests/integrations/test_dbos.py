@@ -74,7 +74,7 @@ def killed_then_recovered(system_db: str, store: str, kill: str) -> None:
     assert json.loads(second.stdout.splitlines()[-1]) == "Done."
 
 
-def assert_one_snapshot_per_call(events: list[dict[str, Any]]) -> None:
+def assert_one_snapshot_per_call(events: list[dict[str, Any]], turns: int = 1) -> None:
     writes = [event for event in events if event["type"] == "todo/write"]
     assert [event["data"].get("callId") for event in writes] == [
         f"call_{n}" for n in range(len(PLANS))
@@ -82,7 +82,9 @@ def assert_one_snapshot_per_call(events: list[dict[str, Any]]) -> None:
     # the sequence of plans equals an uninterrupted run's: no plan went back
     assert [event["data"]["todos"] for event in writes] == PLANS
     assert [event["seq"] for event in events] == list(range(len(events)))
-    assert [event["type"] for event in events] == ["turn/start"] + ["todo/write"] * len(PLANS)
+    assert [event["type"] for event in events] == ["turn/start"] * turns + ["todo/write"] * len(
+        PLANS
+    )
 
 
 def postgres_events(dsn: str, session_id: str) -> list[dict[str, Any]]:
@@ -125,3 +127,13 @@ def test_jsonl_log_after_kill_9_and_recovery(system_db: str, tmp_path: Path, kil
     log = tmp_path / "agent.jsonl"
     killed_then_recovered(system_db, f"jsonl:{log}", kill)
     assert_one_snapshot_per_call(read_events(log))
+
+
+def test_a_kill_inside_the_turn_step_leaves_an_empty_turn_and_one_snapshot_per_call(
+    system_db: str, tmp_path: Path
+) -> None:
+    # the step's append happened, its checkpoint did not: recovery runs the step again, and
+    # the second turn/start comes before any call, so every call is still recorded once
+    log = tmp_path / "agent.jsonl"
+    killed_then_recovered(system_db, f"jsonl:{log}", "turn")
+    assert_one_snapshot_per_call(read_events(log), turns=2)
