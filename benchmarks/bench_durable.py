@@ -12,9 +12,10 @@ from typing import Any
 
 from report import Row, fmt_ns, skipped
 from timing import paired, spread
-from workloads import CALL_SIZES, new_host, raw_args, real_args
+from workloads import CALL_SIZES, KeyedSession, new_host, raw_args, real_args
 
 DURABLE_TARGET = 1.2
+CALL_ID_TARGET = 1.05  # a call with a call id vs the same call without one
 SIZE = 20
 
 
@@ -29,6 +30,8 @@ def rows(calls: int) -> list[Row]:
             _measure(JsonlSession, directory, calls, CALL_SIZES[0]),
             _measure(JsonlSession, directory, calls, SIZE),
             _unsynced(JsonlSession, directory),
+            _call_ids(JsonlSession, directory, calls, fsync=True),
+            _call_ids(JsonlSession, directory, calls, fsync=False),
             _after_fsync(directory, calls),
         ]
     finally:
@@ -97,6 +100,47 @@ def _unsynced(session_type: Any, directory: Path) -> Row:
         f"call_tool+MemorySession {fmt_ns(result.reference_ns)}",
         result.ratio,
         "info",
+        numbers={"contender_ns": result.contender_ns, "reference_ns": result.reference_ns},
+    )
+
+
+def _call_ids(session_type: Any, directory: Path, calls: int, *, fsync: bool) -> Row:
+    """A call whose ``todo/write`` carries a new call id (checked against the turn's ids)
+    vs the same call without one, each on a log of its own.
+
+    The target is the durable call's (the fsync'd row); without fsync the row is for
+    information: it shows the check's own cost, and the id's bytes, in microseconds.
+    """
+    host = new_host()
+    raw = real_args(CALL_SIZES[0])
+    kind = "fsync" if fsync else "no-fsync"
+    with (
+        session_type(directory / f"keyed-{kind}.jsonl", fsync=fsync) as keyed_log,
+        session_type(directory / f"plain-{kind}.jsonl", fsync=fsync) as plain_log,
+    ):
+        keyed = host.new_agent(session=KeyedSession(keyed_log))
+        plain = host.new_agent(session=KeyedSession(plain_log, keyed=False))
+
+        def contender() -> object:
+            return host.call_tool("todo_write", raw, agent=keyed)
+
+        def reference() -> object:
+            return host.call_tool("todo_write", raw, agent=plain)
+
+        if fsync:
+            result = paired(contender, reference, seconds=0, batch_ns=1, min_rounds=calls)
+        else:
+            result = paired(contender, reference, seconds=1.0)
+    return Row(
+        "3 call, durable" if fsync else "3 call, on disk",
+        f"{CALL_SIZES[0]} items, {kind}, call id",
+        f"with a new call id {fmt_ns(result.contender_ns)}",
+        f"without {fmt_ns(result.reference_ns)}",
+        result.ratio,
+        f"≤{CALL_ID_TARGET}x" if fsync else "info",
+        result.ratio <= CALL_ID_TARGET if fsync else None,
+        note=f"{result.rounds} rounds, middle half {result.spread}; "
+        f"{fmt_ns(result.contender_ns - result.reference_ns)} a call",
         numbers={"contender_ns": result.contender_ns, "reference_ns": result.reference_ns},
     )
 

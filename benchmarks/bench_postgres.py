@@ -7,7 +7,8 @@ made for the run and dropped after it:
   through the reference host, against the same threads doing a bare
   ``INSERT`` + ``pg_notify`` of an identical row in one transaction, in
   alternating phases of ten calls an agent; then the rows are counted:
-  nothing lost, no seq twice.
+  nothing lost, no seq twice. A fourth side makes the same calls, each with a
+  new call id (sessions of their own): the call-id index on the append path.
 - current plan: ``current_plan`` of a session with 1,000,000 rows against one
   with 10,000 (quick: 100,000), interleaved on one connection.
 - push: commit to a follower in another process, p50 and p99.
@@ -131,11 +132,13 @@ def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
     follower.join(30)
     errors = [error for report in reports for error in report["errors"]]
     ours = [ns for report in reports for ns in report["ours"]]
+    keyed = [ns for report in reports for ns in report["keyed"]]
     bare = [ns for report in reports for ns in report["bare"]]
     notify = [ns for report in reports for ns in report["notify"]]
     acknowledged = sum(report["acknowledged"] for report in reports)
     wall = {
-        side: max(report["wall"][side] for report in reports) for side in ("ours", "bare", "notify")
+        side: max(report["wall"][side] for report in reports)
+        for side in ("ours", "keyed", "bare", "notify")
     }
     acked_at: dict[str, list[int]] = {}
     for report in reports:
@@ -159,14 +162,16 @@ def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
     assert ends is not None
     count, distinct, sessions = (int(value) for value in counted)
     gapless = bool(ends[0])
-    expected = processes * agents * calls
+    expected = processes * agents * calls * 2  # the plain calls' sessions and the keyed ones
     lost = expected - count
     duplicates = count - distinct
     shape = f"{processes} proc x {agents} agents x {calls} calls"
     p50_ours, p99_ours = _percentiles(ours)
     p50_bare, p99_bare = _percentiles(bare)
     p50_notify, p99_notify = _percentiles(notify)
-    rate = {side: expected / wall[side] for side in wall}
+    per_side = expected // 2
+    rate = {side: per_side / wall[side] for side in wall}
+    p50_keyed, p99_keyed = _percentiles(keyed)
     ratio = p99_ours / p99_bare
     correct = lost == 0 and duplicates == 0 and gapless and not errors and missed == 0
     p50_push, p99_push = _percentiles(push) if push else (float("nan"), float("nan"))
@@ -213,9 +218,30 @@ def _load_rows(dsn: str, processes: int, agents: int, calls: int) -> list[Row]:
         ),
         Row(
             "postgres load",
+            f"{shape}: throughput with call ids",
+            f"{fmt_rate(rate['keyed'])} calls, each with a new call id",
+            f"{fmt_rate(rate['bare'])} bare INSERTs",
+            rate["keyed"] / rate["bare"],
+            f"≥{THROUGHPUT_TARGET}x",
+            rate["keyed"] / rate["bare"] >= THROUGHPUT_TARGET,
+            note=(
+                f"vs the calls without one: {rate['keyed'] / rate['ours']:.2f}x the rate, "
+                f"p50 {fmt_ns(p50_keyed)} vs {fmt_ns(p50_ours)} ({p50_keyed / p50_ours:.2f}x), "
+                f"p99 {fmt_ns(p99_keyed)} vs {fmt_ns(p99_ours)}"
+            ),
+            numbers={
+                "calls_per_s": rate["keyed"],
+                "bare_per_s": rate["bare"],
+                "plain_calls_per_s": rate["ours"],
+                "p50_ns": p50_keyed,
+                "p99_ns": p99_keyed,
+            },
+        ),
+        Row(
+            "postgres load",
             f"{shape}: integrity",
             f"{count:,} rows in {sessions} sessions",
-            f"{expected:,} calls",
+            f"{expected:,} calls (half with call ids)",
             None,
             "0 lost, 0 duplicate, none unheard",
             correct,
@@ -289,13 +315,13 @@ def _follow_load_worker(dsn: str, sessions: list[str], calls: int, stop: Any, ou
 def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, results: Any) -> None:
     """One process: ``agents`` threads, each an agent of the reference host with its session."""
     from psycopg_pool import ConnectionPool
-    from workloads import new_host, real_args
+    from workloads import KeyedSession, new_host, real_args
 
     from dsh_tool_todo.stores import postgres
     from dsh_tool_todo.stores.postgres import PostgresSession
 
     errors: list[str] = []
-    timed: dict[str, list[int]] = {"ours": [], "bare": [], "notify": []}
+    timed: dict[str, list[int]] = {"ours": [], "keyed": [], "bare": [], "notify": []}
     acknowledged = 0
     lock = threading.Lock()
     kwargs = {"autocommit": True}
@@ -307,6 +333,11 @@ def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, re
         ids = [f"load-{index}-{agent}" for agent in range(agents)]
         sessions = [PostgresSession(pool, session_id) for session_id in ids]
         handles = [host.new_agent(session=session) for session in sessions]
+        # the same calls, each with a new call id: the call-id index on the append path
+        keyed_handles = [
+            host.new_agent(session=KeyedSession(PostgresSession(pool, f"keyed-{session_id}")))
+            for session_id in ids
+        ]
         followed = set(range(0, agents, FOLLOW_EVERY))
         acked_at: dict[str, list[int]] = {ids[agent]: [] for agent in followed}
         plans = [real_args(6, variant) for variant in range(8)]
@@ -315,16 +346,17 @@ def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, re
         rounds = max(1, calls // 10)
         chunks = [calls // rounds + (1 if r < calls % rounds else 0) for r in range(rounds)]
         done = [0] * agents
-        wall = {"ours": 0.0, "bare": 0.0, "notify": 0.0}
+        wall = {"ours": 0.0, "keyed": 0.0, "bare": 0.0, "notify": 0.0}
 
-        def ours_phase(agent: int, count: int) -> None:
+        def calls_phase(agent: int, count: int, side: str = "ours") -> None:
             nonlocal acknowledged
             timings = []
-            acked = acked_at.get(ids[agent])
+            acked = acked_at.get(ids[agent]) if side == "ours" else None
+            handle = (handles if side == "ours" else keyed_handles)[agent]
             for n in range(count):
                 started = time.perf_counter_ns()
                 try:
-                    host.call_tool("todo_write", plans[n % 8], agent=handles[agent])
+                    host.call_tool("todo_write", plans[n % 8], agent=handle)
                 except Exception as error:
                     with lock:
                         errors.append(f"{type(error).__name__}: {error}")
@@ -333,8 +365,14 @@ def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, re
                 if acked is not None:
                     acked.append(time.monotonic_ns())
             with lock:
-                timed["ours"].extend(timings)
+                timed[side].extend(timings)
                 acknowledged += len(timings)
+
+        def ours_phase(agent: int, count: int) -> None:
+            calls_phase(agent, count)
+
+        def keyed_phase(agent: int, count: int) -> None:
+            calls_phase(agent, count, "keyed")
 
         def bare_phase(agent: int, count: int, table: str, notify: bool) -> list[int]:
             timings = []
@@ -363,10 +401,16 @@ def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, re
             with lock:
                 timed["notify"].extend(timings)
 
-        phases = (("ours", ours_phase), ("bare", insert_phase), ("notify", notify_phase))
+        phases = (
+            ("ours", ours_phase),
+            ("keyed", keyed_phase),
+            ("bare", insert_phase),
+            ("notify", notify_phase),
+        )
         for number, chunk in enumerate(chunks):
             # the order rotates, so no side always runs just after another
-            for name, phase in phases[number % 3 :] + phases[: number % 3]:
+            turn = number % len(phases)
+            for name, phase in phases[turn:] + phases[:turn]:
                 barrier.wait()
                 started = time.perf_counter()
                 threads = [
@@ -383,6 +427,7 @@ def _load_worker(dsn: str, index: int, agents: int, calls: int, barrier: Any, re
         {
             "errors": errors,
             "ours": timed["ours"],
+            "keyed": timed["keyed"],
             "bare": timed["bare"],
             "notify": timed["notify"],
             "acknowledged": acknowledged,

@@ -90,3 +90,30 @@ def new_host(*, parallel: bool = False) -> Host:
 
 def write_event(size: int, variant: int = 0) -> dict[str, Any]:
     return {"type": "todo/write", "data": {"todos": todos(size, variant)}}
+
+
+class KeyedSession:
+    """A session that gives each ``todo/write`` the next call id, as a host passing the
+    framework's tool-call ids does: what the stores' once-per-turn check costs a call.
+
+    With ``keyed=False`` it copies the data the same way and adds no id: the reference,
+    so that what this wrapper itself costs is on both sides.
+    """
+
+    def __init__(self, session: Any, *, keyed: bool = True) -> None:
+        self._session = session
+        self._keyed = keyed
+        self._calls = 0
+
+    def append(self, type: str, data: Any, /) -> Any:
+        if type == "todo/write":
+            self._calls += 1
+            call = f"call_{self._calls}"
+            data = {**data, "callId": call} if self._keyed else {**data}
+        return self._session.append(type, data)
+
+    def subscribe(self, listener: Any, /) -> Any:
+        return self._session.subscribe(listener)
+
+    def latest(self, types: Any, /) -> Any:
+        return self._session.latest(types)

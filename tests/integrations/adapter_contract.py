@@ -15,24 +15,28 @@ Each check asserts what the model reads and what the session recorded:
   the framework runs them concurrently;
 - the framework's tool-call id is recorded beside the list (``callId``), or
   none where the framework has no stable id (MCP);
-- a call retried with the same id within the turn records once.
+- a call retried with the same id within the turn records once, in the real stores
+  (memory and JSONL).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dsh_tool_todo import contract, todo_write_tool
 from dsh_tool_todo.schema import parameters
+from dsh_tool_todo.stores.jsonl import JsonlSession
 from dsh_tool_todo.stores.memory import MemorySession
 
 __all__ = [
     "CHECKS",
-    "DedupingSession",
     "Driver",
     "FailingSession",
     "RecordingSession",
@@ -112,18 +116,6 @@ class SlowSession(RecordingSession):
         return super().append(type, data)
 
 
-class DedupingSession(RecordingSession):
-    """The store rule of SHARED-INTERFACES.md, for adapters tested apart from the stores:
-    a ``callId`` seen again since the last ``turn/start`` records nothing new."""
-
-    def append(self, type: str, data: Mapping[str, Any], /) -> dict[str, Any]:
-        call_id = data.get(contract.CALL_ID_KEY)
-        for seq, earlier in enumerate(self.data):
-            if call_id is not None and earlier.get(contract.CALL_ID_KEY) == call_id:
-                return {"seq": seq, "type": type, "data": earlier}
-        return super().append(type, data)
-
-
 def check_offered_exactly_ours(driver: Driver) -> None:
     for parallel, description in (
         (False, contract.DESCRIPTION_SINGLE),
@@ -185,15 +177,27 @@ def check_call_id_recorded(driver: Driver) -> None:
 def check_repeated_call_id_records_once(driver: Driver) -> None:
     if not driver.call_ids:  # pragma: no cover - a driver set up wrongly
         raise AssertionError("this framework gives no stable call id: do not run this check")
-    session = DedupingSession()
-    first = driver.turn([("call-1", PLAN_A)], session)
-    retried = driver.turn([("call-1", PLAN_A)], session)  # a durable engine re-running the step
-    driver.turn([("call-2", PLAN_B)], session)  # a new call, recorded
-    assert retried == first
-    assert session.data == [
-        {**PLAN_A, contract.CALL_ID_KEY: "call-1"},
-        {**PLAN_B, contract.CALL_ID_KEY: "call-2"},
-    ]
+    with tempfile.TemporaryDirectory() as folder:
+        # the real stores: the rule is theirs (once per turn), not a stand-in's
+        for session in (MemorySession(), JsonlSession(os.path.join(folder, "s.jsonl"))):
+            with session:
+                session.append(contract.TURN_START, {})
+                first = driver.turn([("call-1", PLAN_A)], session)
+                retried = driver.turn([("call-1", PLAN_A)], session)  # a durable engine's retry
+                driver.turn([("call-2", PLAN_B)], session)  # a new call, recorded
+                assert retried == first
+                assert [event["data"] for event in read_events(session)] == [
+                    {},
+                    {**PLAN_A, contract.CALL_ID_KEY: "call-1"},
+                    {**PLAN_B, contract.CALL_ID_KEY: "call-2"},
+                ]
+
+
+def read_events(session: MemorySession | JsonlSession) -> list[dict[str, Any]]:
+    if isinstance(session, MemorySession):
+        return [dict(event) for event in session.events]
+    with open(session.path, encoding="utf-8") as file:
+        return [json.loads(line) for line in file]
 
 
 CHECKS: dict[str, Callable[[Driver], None]] = {

@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import pytest
 
 import dsh_tool_todo
+from dsh_tool_todo.contract import CALL_ID_KEY
 from dsh_tool_todo.errors import InvalidLog, LinkConflict, TodoError, UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.protocols import StoreSession
@@ -40,6 +41,14 @@ HOSTILE_DATA = {
         {"content": "z-first key order", "status": "completed"},
     ]
 }
+OTHER_PLAN = [{"content": "Ship it", "status": "pending"}]
+
+
+def write(plan: list[dict[str, str]], call: str | None = None) -> dict[str, Any]:
+    """A todo/write's data as the tool records it, with the call id when there is one."""
+    return {"todos": plan} if call is None else {"todos": plan, CALL_ID_KEY: call}
+
+
 FOREIGN_DATA = {"zeta": 1, "alpha": {"\x00": "\udfff", "b": [None, True, 1.5]}, "mid": ""}
 
 
@@ -220,6 +229,113 @@ class SessionContract(abc.ABC):
             assert session.append("note", {})["seq"] == 1
             assert session.latest(["session/link"]) is None
 
+    # --- idempotent appends: a call id recorded once per turn (issue 23) ----------------
+
+    def test_a_repeated_call_id_records_nothing_and_answers_the_first_event(
+        self, open_session: Opener
+    ) -> None:
+        heard: list[int] = []
+        with open_session() as session:
+            session.append("turn/start", {})
+            session.subscribe(lambda event: heard.append(event["seq"]))
+            first = session.append("todo/write", write(PLAN, "call_1"))
+            again = session.append("todo/write", write(PLAN, "call_1"))
+            assert again == first == {"seq": 1, "type": "todo/write", "data": write(PLAN, "call_1")}
+            assert session.append("note", {})["seq"] == 2  # the seq was not consumed
+            assert session.latest(RESUME) == first
+        assert heard == [1, 2]  # the repeat told no listener: nothing happened
+
+    def test_a_call_id_counts_once_per_turn_not_per_session(self, open_session: Opener) -> None:
+        # Providers number calls afresh in every response (call_0, call_1, ...).
+        with open_session() as session:
+            before = session.append("todo/write", write(PLAN, "call_0"))  # before any turn
+            assert session.append("todo/write", write(PLAN, "call_0")) == before
+            session.append("turn/start", {})
+            first = session.append("todo/write", write(PLAN, "call_0"))
+            assert first["seq"] == 2
+            session.append("turn/start", {})
+            assert session.append("todo/write", write(OTHER_PLAN, "call_0"))["seq"] == 4
+            assert session.append("todo/write", write(OTHER_PLAN, "call_0"))["seq"] == 4
+
+    def test_a_different_call_id_with_the_same_todos_is_a_new_call(
+        self, open_session: Opener
+    ) -> None:
+        with open_session() as session:
+            session.append("turn/start", {})
+            assert session.append("todo/write", write(PLAN, "call_1"))["seq"] == 1
+            assert session.append("todo/write", write(PLAN, "call_2"))["seq"] == 2
+            assert session.append("todo/write", write(PLAN))["seq"] == 3
+            assert session.append("todo/write", write(PLAN))["seq"] == 4  # no id: never one call
+            assert session.append("note", write(PLAN, "call_1"))["seq"] == 5  # not a todo/write
+
+    def test_a_repeated_call_id_with_another_plan_is_refused_and_records_nothing(
+        self, open_session: Opener
+    ) -> None:
+        with open_session() as session:
+            session.append("turn/start", {})
+            session.append("todo/write", write(PLAN, "call_1"))
+            with pytest.raises(UsageError, match=r"'call_1' was already recorded in this turn"):
+                session.append("todo/write", write(OTHER_PLAN, "call_1"))
+            assert session.latest(RESUME) == {
+                "seq": 1,
+                "type": "todo/write",
+                "data": write(PLAN, "call_1"),
+            }
+            assert session.append("note", {})["seq"] == 2
+
+    @pytest.mark.parametrize("call", [7, None, ["call_1"], ""])
+    def test_a_call_id_that_is_not_a_string_is_refused(
+        self, open_session: Opener, call: object
+    ) -> None:
+        with open_session() as session:
+            with pytest.raises(
+                UsageError, match="callId must be the tool call's id as a non-empty str"
+            ):
+                session.append("todo/write", {"todos": PLAN, CALL_ID_KEY: call})
+            assert session.latest(RESUME) is None
+            assert session.append("note", {})["seq"] == 0
+
+    @pytest.mark.parametrize("data", [None, ["callId"], "callId"])
+    def test_a_malformed_write_without_a_mapping_is_recorded_as_before(
+        self, open_session: Opener, data: Any
+    ) -> None:
+        with open_session() as session:  # a host's bug, which the readers report
+            assert session.append("todo/write", data)["seq"] == 0
+            assert session.append("todo/write", data)["seq"] == 1
+
+    def test_hostile_call_ids_are_keys_like_any_other(self, open_session: Opener) -> None:
+        hostile = ["nul\x00", "lone\ud800", "x" * 10_000, "\U0001f642\u2028\x1b[2J"]
+        with open_session() as session:
+            session.append("turn/start", {})
+            firsts = [session.append("todo/write", write(PLAN, call)) for call in hostile]
+            assert [session.append("todo/write", write(PLAN, c)) for c in hostile] == firsts
+            assert [event["seq"] for event in firsts] == [1, 2, 3, 4]
+            assert session.append("note", {})["seq"] == 5
+
+    def test_threads_repeating_one_call_id_record_it_once(self, open_session: Opener) -> None:
+        with open_session() as session:
+            session.append("turn/start", {})
+            answers: list[int] = []
+
+            def work() -> None:
+                for n in range(10):
+                    answers.append(session.append("todo/write", write(PLAN, f"call_{n}"))["seq"])
+
+            threads = [threading.Thread(target=work) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert sorted(answers) == sorted(list(range(1, 11)) * 4)
+            assert session.append("note", {})["seq"] == 11
+
+    def test_the_host_resumes_a_plan_written_with_a_call_id(self, open_session: Opener) -> None:
+        with open_session() as session:
+            session.append("todo/write", write(PLAN, "call_1"))
+            host = new_host()
+            host.new_agent(session=session)
+            assert host.projection(session, "todos") == PLAN
+
 
 class DurableContract(SessionContract):
     """What a store whose log outlives its session objects adds: resume, one writer, readers."""
@@ -300,6 +416,16 @@ class DurableContract(SessionContract):
                 '{"todos":[{"content":"a","status":"pending"},{"content":"a","status":"pending"}]}',
                 "duplicate",
             ),
+            (
+                "todo/write",
+                '{"todos":[{"content":"a","status":"pending"}],"callId":7}',
+                "optionally with a non-empty string callId",
+            ),
+            (
+                "todo/write",
+                '{"todos":[{"content":"a","status":"pending"}],"callId":"c","x":1}',
+                "optionally callId",
+            ),
             ("note", "[1, 2]", ""),
             ("note", '"just a string"', ""),
         ],
@@ -328,6 +454,47 @@ class DurableContract(SessionContract):
         assert repr(events[0]["data"]) == repr(HOSTILE_DATA)
         assert repr(events[1]["data"]) == repr(FOREIGN_DATA)
         assert json.dumps(events[1]["data"]) == json.dumps(FOREIGN_DATA)
+
+    def test_a_call_id_of_the_current_turn_is_recognised_after_reopening(
+        self, open_session: Opener, read_log: Callable[[], list[Event]]
+    ) -> None:
+        with open_session() as session:
+            session.append("turn/start", {})
+            old = session.append("todo/write", write(PLAN, "call_old"))
+            session.append("turn/start", {})
+            first = session.append("todo/write", write(PLAN, "call_1"))
+            second = session.append("todo/write", write(OTHER_PLAN, "call_2"))
+            session.append("note", {})
+        logged = read_log()
+        heard: list[int] = []
+        with open_session() as session:  # a restarted process replays the whole run
+            session.subscribe(lambda event: heard.append(event["seq"]))
+            assert session.append("todo/write", write(PLAN, "call_1")) == first
+            assert session.append("todo/write", write(OTHER_PLAN, "call_2")) == second
+            assert session.append("todo/write", write(PLAN, "call_old"))["seq"] == 6  # old turn
+            with pytest.raises(UsageError, match="already recorded in this turn"):
+                session.append("todo/write", write(OTHER_PLAN, "call_1"))
+        assert old["seq"] == 1
+        assert heard == [6]
+        assert read_log()[:6] == logged
+        assert len(read_log()) == 7
+
+    def test_a_reopened_log_keys_calls_by_its_last_turn_start(self, open_session: Opener) -> None:
+        with open_session() as session:
+            session.append("turn/start", {})
+            session.append("todo/write", write(PLAN, "call_1"))
+        with open_session() as session:
+            session.append("turn/start", {})  # a new turn: the same id is a new call
+            assert session.append("todo/write", write(PLAN, "call_1"))["seq"] == 3
+        with open_session() as session:
+            assert session.append("todo/write", write(PLAN, "call_1"))["seq"] == 3
+
+    def test_readers_ignore_the_call_id(
+        self, open_session: Opener, read_log: Callable[[], list[Event]]
+    ) -> None:
+        with open_session() as session:
+            session.append("todo/write", write(PLAN, "call_1"))
+        assert read_log() == [{"seq": 0, "type": "todo/write", "data": write(PLAN, "call_1")}]
 
     def test_a_second_writer_is_refused_and_nothing_acknowledged_is_lost(
         self, open_session: Opener, read_log: Callable[[], list[Event]], log_name: str

@@ -522,3 +522,187 @@ def test_two_writers_starting_one_session_under_two_parents_record_one_link(
 
     asyncio.run(scenario())
     assert [event["data"] for event in postgres.read_tail(pg_dsn, "race")] == [{"parent": "lead"}]
+
+
+# --- idempotent appends across writers (issue 23) -------------------------------------
+
+CALL_PLAN = [{"content": "Plan", "status": "pending"}]
+
+
+def call_write(call: str) -> dict[str, object]:
+    return {"todos": CALL_PLAN, "callId": call}
+
+
+def test_the_database_itself_refuses_a_call_id_twice_in_a_turn(pg_dsn: str) -> None:
+    with PostgresSession(pg_dsn, SESSION) as session:
+        session.append("turn/start", {})
+        session.append("todo/write", call_write("call_1"))
+    params = {
+        "sid": SESSION,
+        "seq": 2,
+        "type": "todo/write",
+        "data": json.dumps(call_write("call_1")),
+        "turn": 0,
+        "call": postgres._core.call_key("call_1"),
+    }
+    insert = _sql.INSERT_CALL.split(" ON CONFLICT")[0]
+    with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.UniqueViolation, match=f"{postgres.TABLE}_call"):
+            conn.execute(insert, params)
+        params["turn"] = 5  # another turn: allowed
+        conn.execute(insert, params)
+
+
+def test_a_writer_waits_for_another_s_uncommitted_call_and_answers_with_it(
+    pg_dsn: str,
+) -> None:
+    with PostgresSession(pg_dsn, SESSION) as session:
+        session.append("turn/start", {})
+    late = PostgresSession(pg_dsn, SESSION)  # opened before the other's row: it wants seq 1
+    answers: list[Event] = []
+    with psycopg.Connection.connect(pg_dsn) as other:  # a transaction left open
+        other.execute(
+            _sql.INSERT_CALL,
+            {
+                "sid": SESSION,
+                "seq": 1,
+                "type": "todo/write",
+                "data": postgres._core.encode_data(call_write("call_1")),
+                "turn": 0,
+                "call": postgres._core.call_key("call_1"),
+            },
+        )
+        worker = threading.Thread(
+            target=lambda: answers.append(late.append("todo/write", call_write("call_1")))
+        )
+        worker.start()
+        worker.join(0.5)
+        assert worker.is_alive()  # held by the index entry, not answered from a read
+        other.commit()
+    worker.join(10)
+    assert answers == [{"seq": 1, "type": "todo/write", "data": call_write("call_1")}]
+    assert late.append("note", {})["seq"] == 2
+    assert [event["seq"] for event in postgres.read_tail(pg_dsn, SESSION)] == [0, 1, 2]
+
+
+def test_two_writers_racing_the_same_call_ids_record_each_once(pg_dsn: str) -> None:
+    rounds = 30
+    with PostgresSession(pg_dsn, SESSION) as session:
+        session.append("turn/start", {})
+    barrier = threading.Barrier(2)
+    answers: dict[int, list[int]] = {0: [], 1: []}
+    errors: list[BaseException] = []
+
+    def writer(me: int) -> None:
+        # a pool of its own: two writers, two sets of connections, as two processes have
+        with ConnectionPool(pg_dsn, min_size=1, max_size=1, open=True) as pool:
+            session = PostgresSession(pool, SESSION)
+            try:
+                for n in range(rounds):
+                    barrier.wait(10)
+                    answers[me].append(session.append("todo/write", call_write(f"c{n}"))["seq"])
+            except BaseException as error:  # collected: a thread's failure must fail the test
+                errors.append(error)
+                barrier.abort()
+
+    threads = [threading.Thread(target=writer, args=(me,)) for me in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert answers[0] == answers[1] == list(range(1, rounds + 1))
+    log = postgres.read_tail(pg_dsn, SESSION, limit=1000)
+    assert [event["data"].get("callId") for event in log[1:]] == [f"c{n}" for n in range(rounds)]
+    assert [event["seq"] for event in log] == list(range(rounds + 1))
+
+
+def test_a_schema_1_database_is_upgraded_and_a_read_only_role_still_follows(
+    empty_pg_dsn: str,
+) -> None:
+    with psycopg.Connection.connect(empty_pg_dsn, autocommit=True) as conn:
+        conn.execute(_sql.VERSION_DDL)
+        for statement in _sql.MIGRATIONS[0].split(";"):
+            conn.execute(statement.encode())
+        conn.execute(_sql.RECORD_VERSION, (1,))
+    insert_row(empty_pg_dsn, SESSION, 0, "turn/start", "{}")
+    insert_row(empty_pg_dsn, SESSION, 1, "todo/write", json.dumps({"todos": CALL_PLAN}))
+    role = f"viewer_{uuid.uuid4().hex[:12]}"
+    with psycopg.Connection.connect(empty_pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT SELECT ON {postgres.TABLE} TO {role}")
+    viewer = make_conninfo(empty_pg_dsn, user=role)
+    with pytest.raises(postgres.PostgresStoreError, match=r"version 1 is older than 3.*db init"):
+        PostgresSession(empty_pg_dsn, SESSION)
+    try:
+
+        async def main() -> None:
+            async with postgres.PostgresFollower(viewer, SESSION) as follower:
+                assert [e["seq"] for e in await take(follower, 2)] == [0, 1]
+                assert await asyncio.to_thread(postgres.setup, empty_pg_dsn) == 3
+                writer = PostgresSession(empty_pg_dsn, SESSION)
+                first = await asyncio.to_thread(writer.append, "todo/write", call_write("c1"))
+                again = await asyncio.to_thread(writer.append, "todo/write", call_write("c1"))
+                assert first == again
+                await asyncio.to_thread(writer.append, "note", {})
+                assert [e["seq"] for e in await take(follower, 2)] == [2, 3]
+            assert postgres.current_plan(viewer, SESSION) == CALL_PLAN
+
+        asyncio.run(main())
+    finally:
+        postgres.close_shared_pools()
+        with psycopg.Connection.connect(empty_pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+
+
+def test_the_async_session_records_a_repeated_call_id_once_after_reopening(pg_dsn: str) -> None:
+    async def main() -> None:
+        async with AsyncPostgresSession(pg_dsn, SESSION) as session:
+            await session.append("turn/start", {})
+            first = await session.append("todo/write", call_write("call_1"))
+            assert await session.append("todo/write", call_write("call_1")) == first
+        async with AsyncPostgresSession(pg_dsn, SESSION) as session:
+            heard: list[int] = []
+            session.subscribe(lambda event: heard.append(event["seq"]))
+            assert await session.append("todo/write", call_write("call_1")) == first
+            assert session.latest(["todo/write"]) == first
+            await session.append("turn/start", {})
+            assert (await session.append("todo/write", call_write("call_1")))["seq"] == 3
+            assert heard == [2, 3]
+        await postgres.close_async_shared_pools()
+
+    asyncio.run(main())
+
+
+def test_a_schema_2_database_is_upgraded_to_call_ids_by_setup(empty_pg_dsn: str) -> None:
+    # Version 2 (the session summaries) without version 3's call-id columns and index.
+    with psycopg.Connection.connect(empty_pg_dsn, autocommit=True) as conn:
+        conn.execute(_sql.VERSION_DDL)
+        for version, statements in enumerate(_sql.MIGRATIONS_BY_STATEMENT[:2], 1):
+            for statement in statements:
+                conn.execute(statement.encode())
+            conn.execute(_sql.RECORD_VERSION, (version,))
+    insert_row(empty_pg_dsn, SESSION, 0, "turn/start", "{}")
+    insert_row(empty_pg_dsn, SESSION, 1, "todo/write", json.dumps({"todos": CALL_PLAN}))
+    with pytest.raises(postgres.PostgresStoreError, match=r"version 2 is older than 3.*db init"):
+        PostgresSession(empty_pg_dsn, SESSION)
+    assert schema_versions(empty_pg_dsn) == [1, 2]
+    assert postgres.setup(empty_pg_dsn) == 3
+    assert schema_versions(empty_pg_dsn) == [1, 2, 3]
+    try:
+        with PostgresSession(empty_pg_dsn, SESSION) as writer:
+            first = writer.append("todo/write", call_write("c1"))
+            assert (
+                writer.append("todo/write", call_write("c1"))
+                == first
+                == {
+                    "seq": 2,
+                    "type": "todo/write",
+                    "data": call_write("c1"),
+                }
+            )
+        assert [e["seq"] for e in postgres.read_tail(empty_pg_dsn, SESSION)] == [0, 1, 2]
+        assert postgres.current_plan(empty_pg_dsn, SESSION) == CALL_PLAN
+    finally:
+        postgres.close_shared_pools()

@@ -346,7 +346,12 @@ class FlakyConnection(psycopg.Connection[Any]):
 @pytest.fixture(params=["autocommit", "transaction"])
 def flaky_pool(pg_dsn: str, request: pytest.FixtureRequest) -> Iterator[ConnectionPool[Any]]:
     """An autocommit pool (an append is its INSERT alone) or not (INSERT, then COMMIT)."""
-    FlakyConnection.faults = {_sql.INSERT: [], _sql.READ_ONE: [], "COMMIT": []}
+    FlakyConnection.faults = {
+        _sql.INSERT: [],
+        _sql.INSERT_CALL: [],
+        _sql.READ_ONE: [],
+        "COMMIT": [],
+    }
     with ConnectionPool(
         pg_dsn,
         connection_class=FlakyConnection,
@@ -358,9 +363,9 @@ def flaky_pool(pg_dsn: str, request: pytest.FixtureRequest) -> Iterator[Connecti
         yield pool
 
 
-def committing(pool: ConnectionPool[Any]) -> str:
+def committing(pool: ConnectionPool[Any], insert: str = _sql.INSERT) -> str:
     """The statement whose answer is the commit's: the INSERT alone, or the COMMIT after it."""
-    return _sql.INSERT if pool.kwargs.get("autocommit") else "COMMIT"  # type: ignore[union-attr]
+    return insert if pool.kwargs.get("autocommit") else "COMMIT"  # type: ignore[union-attr]
 
 
 def test_an_append_committed_before_the_connection_broke_is_acknowledged_once(
@@ -543,3 +548,49 @@ def test_a_session_on_an_unreachable_server_says_why_the_pool_got_no_connection(
         pytest.raises(postgres.StoreUnavailable, match=r"127\.0\.0\.1:1/none.*refused"),
     ):
         PostgresSession(pool, SESSION)
+
+
+# --- a call id whose commit answer was lost (issue 23) --------------------------------
+
+
+def keyed(n: int) -> dict[str, Any]:
+    return {"todos": plan(n), "callId": f"call_{n}"}
+
+
+@pytest.mark.parametrize("read_back", ["finds it", "misses it"])
+def test_a_keyed_append_whose_commit_answer_was_lost_is_recorded_and_heard_once(
+    pg_dsn: str, flaky_pool: ConnectionPool[Any], read_back: str
+) -> None:
+    session = PostgresSession(flaky_pool, SESSION)
+    heard: list[int] = []
+    session.subscribe(lambda event: heard.append(event["seq"]))
+    FlakyConnection.faults[committing(flaky_pool, _sql.INSERT_CALL)] += ["after"]
+    if read_back == "misses it":  # the resend meets our own row through the call index
+        FlakyConnection.faults[_sql.READ_ONE] += ["miss"]
+    first = session.append("todo/write", keyed(0))
+    assert first["seq"] == 0
+    assert session.append("todo/write", keyed(0)) == first  # the engine's retry
+    assert session.append("note", {})["seq"] == 1
+    assert [event["seq"] for event in rows(pg_dsn)] == [0, 1]
+    assert heard == [0, 1]
+    assert (
+        FlakyConnection.faults[committing(flaky_pool, _sql.INSERT_CALL)]
+        == FlakyConnection.faults[_sql.READ_ONE]
+        == []
+    )
+
+
+def test_a_keyed_append_left_unknown_is_settled_then_its_retry_is_the_same_call(
+    pg_dsn: str, flaky_pool: ConnectionPool[Any]
+) -> None:
+    session = PostgresSession(flaky_pool, SESSION)
+    heard: list[int] = []
+    session.subscribe(lambda event: heard.append(event["seq"]))
+    FlakyConnection.faults[committing(flaky_pool, _sql.INSERT_CALL)] += ["after"]
+    FlakyConnection.faults[_sql.READ_ONE] += ["before", "before"]
+    with pytest.raises(CommitUnknown, match="seq 0"):
+        session.append("todo/write", keyed(0))
+    answer = session.append("todo/write", keyed(0))  # settles seq 0 first: it was recorded
+    assert answer == {"seq": 0, "type": "todo/write", "data": keyed(0)}
+    assert heard == [0]
+    assert [event["data"] for event in rows(pg_dsn)] == [keyed(0)]

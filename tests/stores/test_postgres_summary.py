@@ -48,10 +48,10 @@ def test_an_upgrade_from_version_1_fills_the_summary_and_keeps_it(empty_pg_dsn: 
         finally:
             await reader.aclose()
 
-    with pytest.raises(StoreNotReady, match=r"older than 2.*db init"):
+    with pytest.raises(StoreNotReady, match=r"older than 3.*db init"):
         asyncio.run(listed())
 
-    assert postgres.setup(empty_pg_dsn) == 2
+    assert postgres.setup(empty_pg_dsn) == postgres.SCHEMA_VERSION
     assert summary(empty_pg_dsn) == {
         "child": (2, "boss"),
         "odd": (0, None),

@@ -30,16 +30,21 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
+from ...contract import CALL_ID_KEY, EVENT_TYPE, TURN_START
 from ...errors import LogBusy, UsageError
 from ...links import LINK_EVENT_TYPE, decide_link, link_data
 from ...listeners import Listener, Listeners
+from .._calls import call_id_of, same_call
 from .._closing import ClosedOnExit
 from ._lines import (
     Event,
     check_regular,
     events_backwards,
     events_forward,
+    invalid_line,
+    line_number,
     not_a_file,
+    parse_event,
     warn_torn,
     whole_end,
 )
@@ -82,6 +87,10 @@ class JsonlSession(ClosedOnExit):
     death), and a second session on the same file, in this process or
     another, is refused with :class:`~dsh_tool_todo.errors.LogBusy` before it
     reads or changes anything.
+
+    A ``todo/write`` whose ``callId`` was recorded since the last ``turn/start``
+    (read from the file at the first such append after opening) records
+    nothing: :meth:`append` returns the first one's event.
     """
 
     _fd = -1  # so that a session whose opening failed is collected quietly
@@ -101,6 +110,9 @@ class JsonlSession(ClosedOnExit):
         self.fsync = fsync
         self._listeners = Listeners()
         self._lock = threading.Lock()
+        # Where the current turn's todo/write of each call id starts (offsets, not events:
+        # a long turn must not pin its plans in memory); None until an append needs them.
+        self._calls: dict[str, int] | None = None
         fd = _open_claimed(self.path)
         try:
             # The next seq and the end of the whole lines, replaced together.
@@ -153,10 +165,17 @@ class JsonlSession(ClosedOnExit):
         return self._fd < 0
 
     def append(self, type: str, data: Mapping[str, Any], /) -> Event:
+        call = call_id_of(type, data)
         with self._lock:  # one line at a time, and listeners see events in log order
             fd = self._fd
             if fd < 0:
                 raise UsageError(f"{self.path}: the session log is closed")
+            calls = self._calls
+            if call is not None:
+                if calls is None:
+                    calls = self._calls = self._turn_calls(fd)
+                if call in calls:
+                    return same_call(self._event_at(fd, calls[call]), data, self.path)
             seq, end = self._next
             event: Event = {"seq": seq, "type": type, "data": data}
             line = _encode_line(event)
@@ -166,9 +185,14 @@ class JsonlSession(ClosedOnExit):
                     os.fsync(fd)
                 self._next = (seq + 1, end + len(line))  # one store: recorded, or not
             except BaseException:
+                self._calls = None  # recorded or not, the file says: read it again if asked
                 if self._next[0] == seq:  # not recorded: take back what reached the file
                     self._discard(fd, end, len(line))
                 raise
+            if type == TURN_START:
+                self._calls = {}
+            elif call is not None and calls is not None:  # read above, for this call
+                calls[call] = end
             self._listeners.notify(event)
         return event
 
@@ -192,6 +216,37 @@ class JsonlSession(ClosedOnExit):
                     if event["type"] in types:
                         return event
         return None
+
+    def _turn_calls(self, fd: int) -> dict[str, int]:
+        """Where each call id's ``todo/write`` of the current turn starts, read from the end.
+
+        Read once, at the first append with a call id, so opening stays cheap and
+        a log written without call ids is never read: back to the last
+        ``turn/start``, which is as far as a recovery that replays a whole run
+        can repeat a call.
+        """
+        calls: dict[str, int] = {}
+        with open(fd, "rb", closefd=False) as file:
+            for offset, event in events_backwards(file, self.path, self._next[1]):
+                kind = event["type"]
+                if kind == TURN_START:
+                    break
+                data = event["data"]
+                if kind == EVENT_TYPE and isinstance(data, Mapping):
+                    call = data.get(CALL_ID_KEY)
+                    if isinstance(call, str):
+                        calls[call] = offset  # read backwards: the first append wins
+        return calls
+
+    def _event_at(self, fd: int, offset: int) -> Event:
+        """The event of the whole line at ``offset``: a repeated call's first append."""
+        with open(fd, "rb", closefd=False) as file:
+            file.seek(offset)
+            line = file.readline(self._next[1] - offset)
+            event = parse_event(line[:-1]) if line.endswith(b"\n") else None
+            if event is None:  # the file changed under the session
+                raise invalid_line(self.path, line_number(file, offset))
+        return event
 
     def close(self) -> None:
         """Close the file, which releases the log to the next writer; closing twice is fine."""

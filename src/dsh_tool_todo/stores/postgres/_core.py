@@ -6,6 +6,7 @@ do the I/O; everything they decide without I/O is here, written once.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
@@ -16,10 +17,11 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from pydantic_core import PydanticSerializationError, to_json
 
 from ... import errors
-from ...contract import EVENT_TYPE
+from ...contract import EVENT_TYPE, TURN_START
 from ...errors import InvalidLog, LogBusy, TodoError, UsageError
 from ...listeners import Event, Listener, Listeners
 from ...projection import check_logged_write
+from .._calls import call_id_of, same_call
 from ._sql import RESUME_TYPES, SCHEMA_VERSION, TABLE
 
 if TYPE_CHECKING:
@@ -253,10 +255,18 @@ def probe_kwargs(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> dict[s
 
 
 class Pending(NamedTuple):
-    """An append whose commit outcome is unknown: checked before the next one."""
+    """An append on its way: its event and data text (and, with a call id, its keys)."""
 
     event: Event
     text: str
+    key: bytes | None = None  # the call id's digest (call_key), for a todo/write that has one
+    turn: int = -1  # the seq of the turn/start the call belongs to (turn_seq)
+
+
+def call_key(call: str) -> bytes:
+    """The indexed form of a call id: its SHA-256, so any text (NUL, lone surrogates, any
+    length) keys a fixed-size index entry."""
+    return hashlib.sha256(call.encode("utf-8", "surrogatepass")).digest()
 
 
 class SessionCore:
@@ -269,6 +279,7 @@ class SessionCore:
         self.where = where
         self._listeners = Listeners()
         self._seq = 0
+        self._turn = -1  # the seq of the newest turn/start: what a call id is keyed by
         self._closed = False
         self._opened_once = False
         self._stale: int | None = None  # the seq another writer took
@@ -291,9 +302,12 @@ class SessionCore:
         """Refuse further appends (a pool the session was given stays open: it is the host's)."""
         self._closed = True
 
-    def _opened(self, version: object, last_seq: object, resume: Mapping[str, Any]) -> None:
+    def _opened(
+        self, version: object, last_seq: object, turn: object, resume: Mapping[str, Any]
+    ) -> None:
         check_version(self.where, version)
         self._seq = 0 if last_seq is None else int(last_seq) + 1  # type: ignore[call-overload]
+        self._turn = -1 if turn is None else int(turn)  # type: ignore[call-overload]
         self._resume_read(resume)
         self._opened_once = True
 
@@ -315,6 +329,43 @@ class SessionCore:
             "data": text,
         }
 
+    def _prepare(self, kind: str, data: Mapping[str, Any], text: str) -> Pending:
+        call = call_id_of(kind, data)
+        event: Event = {"seq": self._seq, "type": kind, "data": data}
+        if call is None:
+            return Pending(event, text)
+        return Pending(event, text, call_key(call), self._turn)
+
+    def _call_params(self, pending: Pending) -> dict[str, Any]:
+        params = self._params(pending.event, pending.text)
+        params["turn"] = pending.turn
+        params["call"] = pending.key
+        return params
+
+    def _repeat(self, pending: Pending, row: tuple[Any, ...] | None, ours: bool) -> Event | None:
+        """The answer to an append whose call id the turn holds: the row found for it.
+
+        ``None`` when that row is this very append, recorded by a COMMIT whose
+        answer was lost (``ours``: the append is being sent again); else the
+        first append's event, and the next seq follows it.
+        """
+        if row is None:  # deleted between the insert that met it and this read
+            raise PostgresStoreError(
+                f"session {self.session_id!r}: this call id's first row in the turn was "
+                "deleted before it could be read: not recorded"
+            )
+        first = decode_row(self.session_id, *row)
+        same_call(first, pending.event["data"], f"session {self.session_id!r}")
+        if ours and first["seq"] == pending.event["seq"]:
+            return None
+        if first["seq"] >= self._seq:  # another writer's row, racing this very call
+            self._seq = first["seq"] + 1
+            self._adopted(first)
+        return first
+
+    def _adopted(self, event: Event) -> None:
+        """An event another writer recorded at this session's next seq, now known."""
+
     def _judge(self, pending: Pending, row: tuple[Any, ...] | None) -> bool:
         """Whether the row read back is the pending event (``False``: nothing recorded)."""
         if row is None:
@@ -327,6 +378,8 @@ class SessionCore:
     def _recorded(self, event: Event) -> Event:
         self._pending = None
         self._seq = event["seq"] + 1
+        if event["type"] == TURN_START:
+            self._turn = event["seq"]
         if self._notifier is not None:  # first: followers elsewhere wait on it, listeners don't
             self._notifier.post(self.session_id, event["seq"])
         self._listeners.notify(event)
@@ -399,6 +452,10 @@ class ResumeCache(SessionCore):
         if kind not in self._resume:  # a row read at open, checked only when it matters
             self._resume[kind] = decode_row(self.session_id, *self._resume_rows.pop(kind))
         return self._resume[kind]
+
+    def _adopted(self, event: Event) -> None:
+        self._resume[event["type"]] = event
+        self._resume_rows.pop(event["type"], None)
 
     def _recorded(self, event: Event) -> Event:
         if event["type"] in RESUME_TYPES:

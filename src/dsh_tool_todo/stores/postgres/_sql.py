@@ -14,7 +14,7 @@ CHANNEL = "dsh_todo_events"
 RESUME_TYPES: tuple[str, ...] = (EVENT_TYPE, TURN_START)
 """The event types that each fix the whole plan: what the partial index covers."""
 
-# The position of a migration in this list is the schema version it brings.
+# Version 1 as text (MIGRATIONS_BY_STATEMENT below lists every version).
 MIGRATIONS: tuple[str, ...] = (
     f"""
     CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -126,9 +126,30 @@ SUMMARY_MIGRATION: tuple[str, ...] = (
     ON CONFLICT (session_id) DO NOTHING
     """,
 )
+# 3: idempotent appends. A todo/write that carries a tool-call id records the turn it
+# belongs to (the seq of the turn/start before it, -1 before any) and a digest of the id;
+# the unique index records a call id once per turn, whoever writes it. Other rows leave
+# both NULL, so they are neither indexed nor any bigger. Adding NULL columns rewrites
+# nothing; building the index reads the table once.
+CALL_MIGRATION: tuple[str, ...] = (
+    f"""
+    ALTER TABLE {TABLE} ADD COLUMN IF NOT EXISTS turn_seq bigint,
+        ADD COLUMN IF NOT EXISTS call_key bytea
+    """,
+    f"""
+    CREATE UNIQUE INDEX IF NOT EXISTS {TABLE}_call ON {TABLE} (session_id, turn_seq, call_key)
+        WHERE call_key IS NOT NULL
+    """,
+    f"""
+    CREATE INDEX IF NOT EXISTS {TABLE}_turns ON {TABLE} (session_id, seq DESC)
+        WHERE type = '{TURN_START}'
+    """,
+)
+# The position of a migration in this list is the schema version it brings.
 MIGRATIONS_BY_STATEMENT: tuple[tuple[str, ...], ...] = (
     tuple(part for part in MIGRATIONS[0].split(";") if part.strip()),
     SUMMARY_MIGRATION,
+    CALL_MIGRATION,
 )
 """Each migration as the statements to run, in order (``MIGRATIONS`` holds the first as text)."""
 SCHEMA_VERSION = len(MIGRATIONS_BY_STATEMENT)
@@ -147,9 +168,21 @@ NOTIFY = (
 NEWEST = (
     f"SELECT id, (SELECT max(seq) FROM {TABLE} WHERE session_id = id) FROM unnest(%s::text[]) AS id"
 )
+# A repeated call id inserts nothing (rowcount 0): the after-commit notify is for rows only.
+INSERT_CALL = (
+    f"INSERT INTO {TABLE} (session_id, seq, type, data, turn_seq, call_key) "
+    "VALUES (%(sid)s, %(seq)s, %(type)s, %(data)s, %(turn)s, %(call)s) "
+    "ON CONFLICT (session_id, turn_seq, call_key) WHERE call_key IS NOT NULL DO NOTHING"
+)
+READ_CALL = (
+    f"SELECT seq, type, data::text FROM {TABLE} "
+    "WHERE session_id = %s AND turn_seq = %s AND call_key = %s"
+)
+# The newest turn/start (the turn a call id is keyed by): one probe of its partial index.
 OPEN = (
     f"SELECT (SELECT max(version) FROM {VERSION_TABLE}), "
-    f"(SELECT max(seq) FROM {TABLE} WHERE session_id = %s)"
+    f"(SELECT max(seq) FROM {TABLE} WHERE session_id = %s), "
+    f"(SELECT max(seq) FROM {TABLE} WHERE session_id = %s AND type = '{TURN_START}')"
 )
 READ_ONE = f"SELECT type, data::text FROM {TABLE} WHERE session_id = %s AND seq = %s"
 READ_AFTER = (

@@ -189,7 +189,10 @@ class PostgresSession(SessionCore, ClosedOnExit):
     share one pool of ``DEFAULT_POOL_SIZE`` connections: per process for the
     sync session, per event loop for the async one) or a pool the host owns.
     Opening reads the next seq; an append holds a pooled connection for one
-    transaction only, under the session's lock.
+    transaction only, under the session's lock. A ``todo/write`` whose
+    ``callId`` the current turn already holds records nothing: the unique index
+    on ``(session_id, turn_seq, call_key)`` finds the first one, whose event
+    ``append`` returns.
 
     A sync session opens when it is made. An async one opens when it is
     entered, by ``open()`` or at its first append, and reads the newest
@@ -291,8 +294,10 @@ class PostgresSession(SessionCore, ClosedOnExit):
             self._check_writable()
             if self._pending is not None:
                 self._settle_pending()
-            pending = Pending({"seq": self._seq, "type": type, "data": data}, text)
-            self._write(pending)
+            pending = self._prepare(type, data, text)
+            first = self._write(pending)
+            if first is not None:  # a repeated call id: nothing recorded, nobody told
+                return first
             return self._recorded(pending.event)
 
     def latest(self, types: Collection[str], /) -> Event | None:
@@ -325,7 +330,7 @@ class PostgresSession(SessionCore, ClosedOnExit):
         resume: dict[str, Any] = {}
         try:
             with pool.connection() as conn:
-                cursor = conn.execute(_sql.OPEN, (self.session_id,))
+                cursor = conn.execute(_sql.OPEN, (self.session_id, self.session_id))
                 row = cursor.fetchone()
                 for kind in self.resume_kinds:  # one index probe each; decoded when asked for
                     cursor = conn.execute(_sql.latest_query([kind]), (self.session_id,))
@@ -338,31 +343,43 @@ class PostgresSession(SessionCore, ClosedOnExit):
         except psycopg.Error as error:
             raise wrap(where, error) from None
         assert row is not None
-        self._opened(row[0], row[1], resume)
+        self._opened(row[0], row[1], row[2], resume)
 
     def _write(
         self, pending: Pending, *, retry: bool = True, lost: BaseException | None = None
-    ) -> None:
-        """Record ``pending`` (``lost``: the error that lost the answer to an earlier COMMIT)."""
+    ) -> Event | None:
+        """Record ``pending`` (``lost``: the error that lost the answer to an earlier COMMIT).
+
+        Returns ``None`` once it is recorded, or the event an earlier append of its
+        call id recorded in this turn (then nothing was).
+        """
         pool = self._pool()
         committing = False
+        repeated = False
         try:
             with pool.connection() as conn:
-                params = self._params(pending.event, pending.text)
+                if pending.key is None:
+                    statement, params = _sql.INSERT, self._params(pending.event, pending.text)
+                else:  # the unique index, not a read first, tells a repeat: writers race
+                    statement, params = _sql.INSERT_CALL, self._call_params(pending)
                 if conn.autocommit:
                     # One statement, its own transaction: one round trip. Once it is sent,
                     # the row may be committed, so a break is an unknown outcome.
                     committing = True
-                    conn.execute(_sql.INSERT, params)
-                    return
-                try:
-                    conn.execute(_sql.INSERT, params)
-                except BaseException:
-                    rollback_quietly(conn)
-                    raise
-                committing = True
-                conn.commit()
-            return
+                    cursor = conn.execute(statement, params)
+                    repeated = cursor.rowcount == 0
+                else:
+                    try:
+                        cursor = conn.execute(statement, params)
+                        repeated = cursor.rowcount == 0
+                    except BaseException:
+                        rollback_quietly(conn)
+                        raise
+                    committing = True
+                    conn.commit()
+            if repeated:
+                return self._find_call(pending, lost)
+            return None
         except PoolTimeout as error:  # (an OperationalError) no connection: nothing was sent
             raise self._failed(explained(pool, error)) from None
         except psycopg.OperationalError as error:
@@ -372,28 +389,55 @@ class PostgresSession(SessionCore, ClosedOnExit):
                 if not retry:
                     raise self._failed(error) from None
                 pool.check()  # after a restart, the idle connections are dead too
-                self._write(pending, retry=False, lost=lost)
-                return
+                return self._write(pending, retry=False, lost=lost)
             broken: BaseException = error
         except psycopg.errors.UniqueViolation as error:
             if lost is None:
+                if pending.key is not None:  # another writer took the seq: maybe with this call
+                    first = self._find_call(pending, None, error)
+                    if first is not None:
+                        return first
                 raise self._failed(error) from None
             # The seq was free when read back, taken now: maybe by our own first COMMIT,
             # which the server was still finishing (slow fsync, a synchronous standby).
             if self._read_back(pending, lost):
-                return
+                return None
             raise self._unknown(pending, error) from lost
         except psycopg.Error as error:
             raise self._failed(error) from None
         # COMMIT was sent and its answer lost: ask on a fresh connection before answering.
         pool.check()
         if self._read_back(pending, broken):
-            return
+            return None
         if not retry:
             raise StoreUnavailable(
                 f"session {self.session_id!r} on {self.where}: {reason(broken)}: not recorded"
             ) from None
-        self._write(pending, retry=False, lost=broken)  # absent: the same event, same seq
+        return self._write(pending, retry=False, lost=broken)  # absent: same event, seq
+
+    def _find_call(
+        self,
+        pending: Pending,
+        lost: BaseException | None,
+        missing: BaseException | None = None,
+    ) -> Event | None:
+        """The answer to ``pending`` when its call id is recorded in this turn (see
+        ``SessionCore._repeat``); with ``missing`` (the error that refused the insert),
+        ``None`` when it is not, to be reported as that error."""
+        pool = self._pool()
+        params = (self.session_id, pending.turn, pending.key)
+        try:
+            with pool.connection() as conn:
+                cursor = conn.execute(_sql.READ_CALL, params)
+                row = cursor.fetchone()
+                finish(conn)
+        except PoolTimeout as error:
+            raise self._failed(explained(pool, error)) from None
+        except psycopg.Error as error:
+            raise self._failed(error) from None
+        if row is None and missing is not None:
+            return None
+        return self._repeat(pending, row, ours=lost is not None)
 
     def _read_back(self, pending: Pending, broken: BaseException) -> bool:
         """Whether ``pending`` is recorded; :class:`CommitUnknown` when that cannot be asked."""
