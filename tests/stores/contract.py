@@ -424,7 +424,7 @@ class DurableContract(SessionContract):
             (
                 "todo/write",
                 '{"todos":[{"content":"a","status":"pending"}],"callId":"c","x":1}',
-                "optionally callId",
+                "optionally with a non-empty string callId",
             ),
             ("note", "[1, 2]", ""),
             ("note", '"just a string"', ""),
