@@ -197,3 +197,23 @@ def _ctx(deps: object) -> Any:
     ctx = Ctx()
     ctx.deps = deps  # type: ignore[attr-defined]
     return ctx
+
+
+@pytest.mark.parametrize(
+    "args",
+    ['{"todos": [', '{"todos": 5}', "[1, 2]", {"todos": [{"content": 1}]}, {"todos": "x"}, None],
+)
+def test_a_malformed_write_in_the_history_shows_no_plan(args: Any) -> None:
+    """Garbage arguments from the model never break the request; the reminder is still due."""
+    from pydantic_ai.messages import ToolCallPart
+
+    session = MemorySession()
+    session.append("todo/write", {"todos": PLAN_A})
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("hi")]),
+        ModelResponse(parts=[ToolCallPart("todo_write", args, tool_call_id="c1")]),
+        ModelRequest(parts=[UserPromptPart("go on")]),
+    ]
+    added = asyncio.run(plan_reminder_processor()(_ctx(session), messages))
+    assert added[:-1] == messages[:-1]
+    assert [part.content for part in added[-1].parts] == ["go on", plan_reminder(PLAN_A)]  # type: ignore[union-attr]

@@ -325,7 +325,7 @@ def _written(messages: list[ModelMessage]) -> list[object]:
             if isinstance(part, ToolCallPart) and part.tool_name == TOOL_NAME:
                 try:
                     written.append(part.args_as_dict().get("todos"))
-                except ValueError:  # arguments that are not JSON show no plan
+                except (TypeError, ValueError):  # arguments that are not JSON show no plan
                     continue
     return written
 
