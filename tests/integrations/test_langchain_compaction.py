@@ -143,3 +143,18 @@ def test_off_by_default_adds_no_model_hook() -> None:
 def test_a_non_bool_option_is_refused() -> None:
     with pytest.raises(UsageError, match="remind_after_compaction must be a bool, not str"):
         TodoWriteMiddleware(allow_parallel_in_progress=False, remind_after_compaction="yes")  # type: ignore[arg-type]
+
+
+def test_a_stale_reminder_or_a_refused_write_does_not_count_as_showing_the_plan() -> None:
+    middleware = TodoWriteMiddleware(allow_parallel_in_progress=False, remind_after_compaction=True)
+    stale = HumanMessage(plan_reminder(PLAN_A))
+    refused = call(7, "todo_write", {"todos": [todo("Read the code", "done")]})
+    state: Any = {"messages": [HumanMessage("summary"), stale, refused], "todos": PLAN_B}
+    update = middleware.before_model(state, None)  # type: ignore[arg-type]
+    assert update is not None
+    (added,) = update["messages"]
+    assert added.content == plan_reminder(PLAN_B)
+    # Once shown, nothing more; and no plan (a new turn) shows nothing.
+    assert middleware.before_model({**state, "messages": [*state["messages"], added]}, None) is None  # type: ignore[arg-type]
+    assert middleware.before_model({**state, "todos": None}, None) is None  # type: ignore[arg-type]
+    assert middleware.before_model({**state, "todos": []}, None) is None  # type: ignore[arg-type]
