@@ -52,3 +52,17 @@ def test_the_success_text_does_not_grow_with_the_list(make_host: HostFactory) ->
         todos = [todo(f"Step {n} of the plan", "completed") for n in range(size)]
         sizes[size] = tokens(host.call_tool("todo_write", {"todos": todos}, agent=agent))
     assert len(set(sizes.values())) == 1, sizes
+
+
+def test_the_compaction_reminder_costs_what_the_docs_say() -> None:
+    """docs/compaction-reminder.md quotes these counts."""
+    from dsh_tool_todo.contract import REMINDER_FOOTER, REMINDER_HEADER
+    from dsh_tool_todo.reminder import plan_reminder
+
+    assert tokens(f"{REMINDER_HEADER}\n{REMINDER_FOOTER}") == 44
+    example = [
+        todo("Read the report command", "completed"),
+        todo("Add the --json flag", "in_progress"),
+        todo("Write tests"),
+    ]
+    assert tokens(plan_reminder(example) or "") == 72

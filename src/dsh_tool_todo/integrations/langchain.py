@@ -41,6 +41,7 @@ from ..protocols import Event
 from ..tool import todo_write_tool
 from ._core import run_owned
 from ._extras import missing_extra
+from ._reminder import reminder_due
 
 try:
     from langchain.agents.middleware.types import (
@@ -50,7 +51,7 @@ try:
         ModelResponse,
         OmitFromInput,
     )
-    from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
     from langchain_core.tools import StructuredTool
     from langgraph.config import get_config
     from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -135,15 +136,33 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
     appends its prompt; ``tool_description`` is refused, since the description
     the model reads is the specification's. See
     ``docs/integrations/migrating-from-todolistmiddleware.md``.
+
+    ``remind_after_compaction`` (default ``False``) re-surfaces the plan after
+    a compaction: before a model call, when the plan is not empty and no
+    ``todo_write`` call (nor an earlier reminder) left in the messages shows
+    it, as after ``SummarizationMiddleware`` replaced them with a summary, it
+    appends one user message holding :func:`~dsh_tool_todo.reminder.plan_reminder`.
+    It adds a message after the newest one and edits none, so the prefix a
+    provider caches is unchanged. Put this middleware after the summarising one.
     """
 
     state_schema = TodoWriteState
 
-    def __new__(cls, *args: Any, system_prompt: str | None = None, **kwargs: Any) -> Any:
-        # The model-call hook exists only with a prompt to add: LangChain wraps every model
-        # call of an agent whose middleware class defines one, so without a prompt none is.
-        if cls is TodoWriteMiddleware and system_prompt is not None:
-            cls = _PromptedTodoWriteMiddleware
+    def __new__(
+        cls,
+        *args: Any,
+        system_prompt: str | None = None,
+        remind_after_compaction: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        # A hook exists only when asked for: LangChain wraps every model call (and adds a
+        # graph node before it) for a middleware class defining one, so by default none is.
+        if cls is TodoWriteMiddleware:
+            prompted = system_prompt is not None
+            if remind_after_compaction is True:
+                cls = _PromptedRemindingMiddleware if prompted else _RemindingMiddleware
+            elif prompted:
+                cls = _PromptedTodoWriteMiddleware
         return super().__new__(cls)
 
     def __init__(
@@ -153,8 +172,15 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         clear_on_new_turn: bool = True,
         system_prompt: str | None = None,
         tool_description: None = None,
+        remind_after_compaction: bool = False,
     ) -> None:
         super().__init__()
+        if not isinstance(remind_after_compaction, bool):
+            raise UsageError(
+                "remind_after_compaction must be a bool, "
+                f"not {type(remind_after_compaction).__qualname__}"
+            )
+        self.remind_after_compaction = remind_after_compaction
         if tool_description is not None:
             raise UsageError(
                 "tool_description= is not accepted: the model reads the specification's "
@@ -273,6 +299,45 @@ class _PromptedTodoWriteMiddleware(TodoWriteMiddleware):
                 {"type": "text", "text": f"\n\n{prompt}"},
             ]
         return request.override(system_message=SystemMessage(content=blocks))
+
+
+class _RemindingMiddleware(TodoWriteMiddleware):
+    """``TodoWriteMiddleware`` with ``remind_after_compaction``: it runs before each model call."""
+
+    @property
+    def name(self) -> str:
+        return TodoWriteMiddleware.__name__
+
+    def before_model(self, state: TodoWriteState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Append the plan reminder when the messages no longer show the current plan."""
+        messages = state.get("messages") or []
+        written = [
+            call["args"].get("todos")
+            for message in messages
+            if isinstance(message, AIMessage)
+            for call in message.tool_calls
+            if call["name"] == TOOL_NAME and isinstance(call["args"], Mapping)
+        ]
+        shown = [
+            message.content
+            for message in messages
+            if isinstance(message, HumanMessage) and isinstance(message.content, str)
+        ]
+        text = reminder_due(state.get("todos"), written, shown)
+        if text is None:
+            return None
+        # A state update, not a change to this one request: the reminder stays where it was
+        # added, so every later request starts with the same bytes.
+        return {"messages": [HumanMessage(content=text)]}
+
+    async def abefore_model(
+        self, state: TodoWriteState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        return self.before_model(state, runtime)
+
+
+class _PromptedRemindingMiddleware(_RemindingMiddleware, _PromptedTodoWriteMiddleware):
+    """Both a ``system_prompt`` and ``remind_after_compaction``."""
 
 
 def _written_this_turn(state: Any, call_id: str) -> list[Any] | None:

@@ -1,0 +1,219 @@
+"""plan_reminder_processor in real pydantic-ai runs against a mock OpenAI Chat Completions API."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from typing import Any
+
+import httpx2
+import pydantic_ai.models
+import pytest
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+from pydantic_ai.models import override_allow_model_requests
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+from dsh_tool_todo import UsageError
+from dsh_tool_todo.integrations.pydantic_ai import plan_reminder_processor, todo_write_toolset
+from dsh_tool_todo.reminder import plan_reminder
+from dsh_tool_todo.stores.memory import MemorySession
+from tests.conftest import todo
+
+PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
+PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
+SUMMARY = "The user asked to fix a bug; the code was read."
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("todo_write", {"todos": PLAN_A}),
+    ("todo_write", {"todos": PLAN_B}),
+    ("look", {"path": "a.py"}),
+    ("look", {"path": "b.py"}),
+    ("look", {"path": "c.py"}),  # the answer to the first request after the summary
+]
+
+
+@pytest.fixture(autouse=True)
+def _no_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
+
+
+def scripted_api(bodies: list[dict[str, Any]]) -> Any:
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(json.loads(request.content))
+        number = len(bodies)
+        if number <= len(CALLS):
+            name, args = CALLS[number - 1]
+            function = {"name": name, "arguments": json.dumps(args)}
+            call = {"id": f"c{number}", "type": "function", "function": function}
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+            finish = "tool_calls"
+        else:
+            message, finish = {"role": "assistant", "content": "Fixed."}, "stop"
+        choice = {"index": 0, "finish_reason": finish, "message": message}
+        body = {"id": "r", "object": "chat.completion", "created": 0, "model": "m"}
+        return httpx2.Response(200, json={**body, "choices": [choice]})
+
+    return answer
+
+
+def summarise(messages: list[ModelMessage]) -> list[ModelMessage]:
+    """A summarising history processor: past 7 messages, a summary and the last call kept."""
+    if len(messages) <= 7:
+        return messages
+    assert isinstance(messages[-2], ModelResponse)
+    return [ModelRequest(parts=[UserPromptPart(SUMMARY)]), *messages[-2:]]
+
+
+def look(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+def run_agent(*, remind: bool) -> tuple[list[list[bytes]], list[ModelMessage]]:
+    bodies: list[dict[str, Any]] = []
+
+    async def run_once() -> list[ModelMessage]:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(scripted_api(bodies))) as c:
+            processors: list[Any] = [ProcessHistory(summarise)]
+            if remind:  # capabilities run in order: the reminder after the summary
+                processors.append(ProcessHistory(plan_reminder_processor()))
+            agent = Agent(
+                OpenAIChatModel("gpt-test", provider=OpenAIProvider(api_key="t", http_client=c)),
+                instructions="You fix bugs.",
+                tools=[look],
+                toolsets=[todo_write_toolset(allow_parallel_in_progress=False)],
+                capabilities=processors,
+            )
+            with override_allow_model_requests(True):
+                result = await agent.run("Fix the parser bug", deps=MemorySession())
+            return result.all_messages()
+
+    history = asyncio.run(run_once())
+    requests = [
+        [json.dumps(message, sort_keys=True).encode() for message in body["messages"]]
+        for body in bodies
+    ]
+    return requests, history
+
+
+def test_the_plan_is_re_surfaced_once_after_a_summary_and_no_earlier_byte_changes() -> None:
+    plain, _ = run_agent(remind=False)
+    reminded, history = run_agent(remind=True)
+    text = plan_reminder(PLAN_B)
+    assert text is not None
+    reminder = json.dumps({"role": "user", "content": text}, sort_keys=True).encode()
+    assert len(plain) == len(reminded) == 6
+
+    # Across each write: the next request starts with every byte of the previous one.
+    for before, after in itertools.pairwise(reminded[:4]):
+        assert after[: len(before)] == before
+    assert reminded[:4] == plain[:4]
+    # The summary replaced the old turns, the writes with them.
+    assert SUMMARY.encode() in plain[4][1]
+    assert b"todo_write" not in b"".join(plain[4])
+    # The reminder comes after the newest message; every byte before it is as without it,
+    # the instructions first and unchanged.
+    assert reminded[4][-1] == reminder
+    assert reminded[4][:-1] == plain[4]
+    assert reminded[4][0] == reminded[0][0] == b'{"content": "You fix bugs.", "role": "system"}'
+    # pydantic-ai keeps the processed history: the next request starts with all of this one.
+    assert reminded[5][: len(reminded[4])] == reminded[4]
+    assert reminded[5].count(reminder) == 1
+    shown = [
+        part.content
+        for message in history
+        for part in message.parts
+        if isinstance(part, UserPromptPart)
+    ]
+    assert shown.count(text) == 1
+    assert all(reminder not in request for request in plain)
+
+
+def test_a_plan_the_messages_still_show_is_not_repeated() -> None:
+    reminded, _ = run_agent_without_summary()
+    text = plan_reminder(PLAN_B)
+    assert all(text.encode() not in b"".join(request) for request in reminded)  # type: ignore[union-attr]
+
+
+def run_agent_without_summary() -> tuple[list[list[bytes]], None]:
+    bodies: list[dict[str, Any]] = []
+
+    async def run_once() -> None:
+        async with httpx2.AsyncClient(transport=httpx2.MockTransport(scripted_api(bodies))) as c:
+            agent = Agent(
+                OpenAIChatModel("gpt-test", provider=OpenAIProvider(api_key="t", http_client=c)),
+                tools=[look],
+                toolsets=[todo_write_toolset(allow_parallel_in_progress=False)],
+                capabilities=[ProcessHistory(plan_reminder_processor())],
+            )
+            with override_allow_model_requests(True):
+                await agent.run("Fix the parser bug", deps=MemorySession())
+
+    asyncio.run(run_once())
+    assert len(bodies) == 6
+    return [[json.dumps(m).encode() for m in body["messages"]] for body in bodies], None
+
+
+def test_plan_finds_the_plan_elsewhere_and_a_cleared_plan_shows_nothing() -> None:
+    seen: list[object] = []
+
+    async def no_plan(ctx: RunContext[Any]) -> list[dict[str, str]] | None:
+        seen.append(ctx.deps)
+        return None
+
+    remind = plan_reminder_processor(plan=no_plan)
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("hi")])]
+    assert asyncio.run(remind(_ctx("deps"), messages)) is messages
+    assert seen == ["deps"]
+
+    session = MemorySession()
+    session.append("todo/write", {"todos": PLAN_A})
+    default = plan_reminder_processor()
+    added = asyncio.run(default(_ctx(session), messages))
+    assert added[-1].parts[-1] == UserPromptPart(
+        plan_reminder(PLAN_A), timestamp=added[-1].parts[-1].timestamp
+    )  # type: ignore[arg-type,union-attr]
+    assert messages[0].parts == [UserPromptPart("hi", timestamp=messages[0].parts[0].timestamp)]
+    session.append("turn/start", {})  # a new turn clears the plan: nothing is carried over
+    assert asyncio.run(default(_ctx(session), messages)) is messages
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(UsageError, match="plan must be a function of the RunContext, not str"):
+        plan_reminder_processor(plan="todos")  # type: ignore[arg-type]
+    remind = plan_reminder_processor()
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("hi")])]
+    with pytest.raises(UsageError, match="pass plan= a function of the RunContext"):
+        asyncio.run(remind(_ctx(42), messages))
+
+
+def _ctx(deps: object) -> Any:
+    class Ctx:
+        pass
+
+    ctx = Ctx()
+    ctx.deps = deps  # type: ignore[attr-defined]
+    return ctx
+
+
+@pytest.mark.parametrize(
+    "args",
+    ['{"todos": [', '{"todos": 5}', "[1, 2]", {"todos": [{"content": 1}]}, {"todos": "x"}, None],
+)
+def test_a_malformed_write_in_the_history_shows_no_plan(args: Any) -> None:
+    """Garbage arguments from the model never break the request; the reminder is still due."""
+    from pydantic_ai.messages import ToolCallPart
+
+    session = MemorySession()
+    session.append("todo/write", {"todos": PLAN_A})
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("hi")]),
+        ModelResponse(parts=[ToolCallPart("todo_write", args, tool_call_id="c1")]),
+        ModelRequest(parts=[UserPromptPart("go on")]),
+    ]
+    added = asyncio.run(plan_reminder_processor()(_ctx(session), messages))
+    assert added[:-1] == messages[:-1]
+    assert [part.content for part in added[-1].parts] == ["go on", plan_reminder(PLAN_A)]  # type: ignore[union-attr]
