@@ -268,20 +268,36 @@ class SessionContract(abc.ABC):
             assert session.append("todo/write", write(PLAN))["seq"] == 4  # no id: never one call
             assert session.append("note", write(PLAN, "call_1"))["seq"] == 5  # not a todo/write
 
-    def test_a_repeated_call_id_with_another_plan_is_refused_and_records_nothing(
+    def test_a_repeated_call_id_with_another_plan_is_a_new_call_and_is_recorded(
+        self, open_session: Opener
+    ) -> None:
+        # Providers that number ids afresh in every response send call_0 again, in the
+        # same turn, with the plan of the next step: it is a new call, not a retry.
+        heard: list[int] = []
+        with open_session() as session:
+            session.subscribe(lambda event: heard.append(event["seq"]))
+            session.append("turn/start", {})
+            session.append("todo/write", write(PLAN, "call_1"))
+            second = session.append("todo/write", write(OTHER_PLAN, "call_1"))
+            assert second == {"seq": 2, "type": "todo/write", "data": write(OTHER_PLAN, "call_1")}
+            assert session.latest(RESUME) == second
+            assert session.append("note", {})["seq"] == 3
+        assert heard == [0, 1, 2, 3]
+
+    def test_a_retry_after_another_call_answers_with_its_own_first_event(
         self, open_session: Opener
     ) -> None:
         with open_session() as session:
             session.append("turn/start", {})
-            session.append("todo/write", write(PLAN, "call_1"))
-            with pytest.raises(UsageError, match=r"'call_1' was already recorded in this turn"):
-                session.append("todo/write", write(OTHER_PLAN, "call_1"))
-            assert session.latest(RESUME) == {
-                "seq": 1,
-                "type": "todo/write",
-                "data": write(PLAN, "call_1"),
-            }
-            assert session.append("note", {})["seq"] == 2
+            first = session.append("todo/write", write(PLAN, "call_0"))
+            other = session.append("todo/write", write(OTHER_PLAN, "call_0"))
+            session.append("todo/write", write(OTHER_PLAN, "call_1"))
+            assert session.append("todo/write", write(PLAN, "call_0")) == first
+            assert session.append("todo/write", write(OTHER_PLAN, "call_0")) == other
+            assert session.append("todo/write", write(OTHER_PLAN, "call_1"))["seq"] == 3
+            reordered = {CALL_ID_KEY: "call_0", "todos": [dict(reversed(t.items())) for t in PLAN]}
+            assert session.append("todo/write", reordered) == first  # equal data: one call
+            assert session.append("note", {})["seq"] == 4  # no seq was consumed by a retry
 
     @pytest.mark.parametrize("call", [7, None, ["call_1"], ""])
     def test_a_call_id_that_is_not_a_string_is_refused(
@@ -472,12 +488,13 @@ class DurableContract(SessionContract):
             assert session.append("todo/write", write(PLAN, "call_1")) == first
             assert session.append("todo/write", write(OTHER_PLAN, "call_2")) == second
             assert session.append("todo/write", write(PLAN, "call_old"))["seq"] == 6  # old turn
-            with pytest.raises(UsageError, match="already recorded in this turn"):
-                session.append("todo/write", write(OTHER_PLAN, "call_1"))
+            other = session.append("todo/write", write(OTHER_PLAN, "call_1"))  # a new call
+            assert other["seq"] == 7
+            assert session.append("todo/write", write(OTHER_PLAN, "call_1")) == other
         assert old["seq"] == 1
-        assert heard == [6]
+        assert heard == [6, 7]
         assert read_log()[:6] == logged
-        assert len(read_log()) == 7
+        assert len(read_log()) == 8
 
     def test_a_reopened_log_keys_calls_by_its_last_turn_start(self, open_session: Opener) -> None:
         with open_session() as session:

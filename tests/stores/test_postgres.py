@@ -533,7 +533,7 @@ def call_write(call: str) -> dict[str, object]:
     return {"todos": CALL_PLAN, "callId": call}
 
 
-def test_the_database_itself_refuses_a_call_id_twice_in_a_turn(pg_dsn: str) -> None:
+def test_the_database_itself_refuses_the_same_call_twice_in_a_turn(pg_dsn: str) -> None:
     with PostgresSession(pg_dsn, SESSION) as session:
         session.append("turn/start", {})
         session.append("todo/write", call_write("call_1"))
@@ -543,7 +543,7 @@ def test_the_database_itself_refuses_a_call_id_twice_in_a_turn(pg_dsn: str) -> N
         "type": "todo/write",
         "data": json.dumps(call_write("call_1")),
         "turn": 0,
-        "call": postgres._core.call_key("call_1"),
+        "call": postgres._core.call_key(call_write("call_1")),
     }
     insert = _sql.INSERT_CALL.split(" ON CONFLICT")[0]
     with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
@@ -551,6 +551,9 @@ def test_the_database_itself_refuses_a_call_id_twice_in_a_turn(pg_dsn: str) -> N
             conn.execute(insert, params)
         params["turn"] = 5  # another turn: allowed
         conn.execute(insert, params)
+        other = {"todos": [{"content": "Other", "status": "pending"}], "callId": "call_1"}
+        params.update(seq=3, turn=0, data=json.dumps(other), call=postgres._core.call_key(other))
+        conn.execute(insert, params)  # the same id with another list: a new call
 
 
 def test_a_writer_waits_for_another_s_uncommitted_call_and_answers_with_it(
@@ -569,7 +572,7 @@ def test_a_writer_waits_for_another_s_uncommitted_call_and_answers_with_it(
                 "type": "todo/write",
                 "data": postgres._core.encode_data(call_write("call_1")),
                 "turn": 0,
-                "call": postgres._core.call_key("call_1"),
+                "call": postgres._core.call_key(call_write("call_1")),
             },
         )
         worker = threading.Thread(
@@ -615,6 +618,60 @@ def test_two_writers_racing_the_same_call_ids_record_each_once(pg_dsn: str) -> N
     log = postgres.read_tail(pg_dsn, SESSION, limit=1000)
     assert [event["data"].get("callId") for event in log[1:]] == [f"c{n}" for n in range(rounds)]
     assert [event["seq"] for event in log] == list(range(rounds + 1))
+
+
+def race_two_writers(pg_dsn: str, sid: str) -> tuple[dict[int, Event], dict[int, BaseException]]:
+    """Two writers, connections of their own, append "c0" with their own plans at once."""
+    barrier = threading.Barrier(2)
+    answers: dict[int, Event] = {}
+    errors: dict[int, BaseException] = {}
+
+    def writer(me: int) -> None:
+        with ConnectionPool(pg_dsn, min_size=1, max_size=1, open=True) as pool:
+            session = PostgresSession(pool, sid)
+            data = {"todos": [{"content": f"writer {me}", "status": "pending"}], "callId": "c0"}
+            barrier.wait(10)
+            try:
+                answers[me] = session.append("todo/write", data)
+            except BaseException as error:  # collected: judged by the caller
+                errors[me] = error
+
+    threads = [threading.Thread(target=writer, args=(me,)) for me in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers, errors
+
+
+def test_two_writers_racing_one_call_id_with_different_lists_never_answer_the_other_s_plan(
+    pg_dsn: str,
+) -> None:
+    # Providers numbering ids per response: two writers send "c0" at once, each its own plan.
+    # One session has one writer: the loser of the seq is told so (WriterConflict), never
+    # answered with the winner's event (its plan acknowledged, not recorded) nor refused as a
+    # UsageError; a third writer then records "c0" with its own plan too.
+    for race in range(8):
+        sid = f"race-{race}"
+        with PostgresSession(pg_dsn, sid) as session:
+            session.append("turn/start", {})
+        answers, errors = race_two_writers(pg_dsn, sid)
+        assert len(answers) == 1, (answers, errors)
+        [(winner, event)] = answers.items()
+        [error] = errors.values()
+        assert isinstance(error, WriterConflict), error
+        assert event["seq"] == 1
+        assert event["data"]["todos"][0]["content"] == f"writer {winner}"
+        with PostgresSession(pg_dsn, sid) as session:
+            third = {"todos": [{"content": "writer 2", "status": "pending"}], "callId": "c0"}
+            assert session.append("todo/write", third)["seq"] == 2
+            assert session.append("todo/write", event["data"]) == event  # a retry: the first
+        log = postgres.read_tail(pg_dsn, sid)
+        assert [e["data"].get("todos", [{}])[0].get("content") for e in log] == [
+            None,
+            f"writer {winner}",
+            "writer 2",
+        ]
 
 
 def test_a_schema_1_database_is_upgraded_and_a_read_only_role_still_follows(

@@ -1,24 +1,34 @@
-"""Idempotent appends: a ``todo/write`` whose tool-call id the current turn already holds.
+"""Idempotent appends: a ``todo/write`` that repeats an earlier call of the current turn.
 
 A durable-execution engine retries a step that did not finish, so a host may
 append the same ``todo_write`` call twice. When the call carries the
-framework's call id (``data["callId"]``), every store records it once per turn
-(since the last ``turn/start``): the repeat records nothing and answers with the
-first append's event, same seq. Only within a turn, because some providers
-number calls ``call_0``, ``call_1``, ... afresh in every response.
+framework's call id (``data["callId"]``), a ``todo/write`` whose call id AND
+list equal an earlier ``todo/write`` of the current turn (since the last
+``turn/start``) is a retry: it records nothing and answers with that earlier
+event, same seq.
 
-A repeat with a different plan is no retry: it is refused, so that a plan the
-tool reports as written is never silently dropped.
+The same call id with a different list is a new call, recorded as usual: some
+providers number calls ``call_0``, ``call_1``, ... afresh in every model
+response, so within one turn an id legitimately comes back with a new plan,
+and refusing it would lose a plan the model was told is written. The one
+ambiguity: a provider that reuses ids AND sends an earlier list again under
+the same id within one turn is taken as a retry (the plan it states is already
+recorded, so nothing the model sees is false).
+
+Every store keys the turn's calls by :func:`call_key`, a digest of the id and
+the data, so "the same call" means the same thing in memory, in a JSONL file
+and in PostgreSQL's unique index.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..contract import CALL_ID_KEY, EVENT_TYPE
 from ..errors import UsageError
-from ..listeners import Event
 
 
 def call_id_of(kind: str, data: Mapping[str, Any]) -> str | None:
@@ -43,21 +53,17 @@ def call_id_of(kind: str, data: Mapping[str, Any]) -> str | None:
     )
 
 
-def same_call(first: Event, data: Mapping[str, Any], where: str) -> Event:
-    """``first``, the event recorded for this call id in this turn, if ``data`` repeats it.
+def call_key(data: Mapping[str, Any]) -> bytes:
+    """The SHA-256 of a keyed ``todo/write``'s data (its call id included), canonical JSON.
 
-    A different plan under the same id is refused: answering with ``first``
-    would tell the model a plan was recorded that was not.
+    Canonical (sorted keys, ASCII escapes) so that the data a host passes and the
+    same data read back from a log give one key, whatever the key order, tuples
+    or lone surrogates; a fixed-size digest keys PostgreSQL's index entry.
+    A value JSON cannot hold is keyed by its ``repr``: at worst a retry of it is
+    recorded again, never a new plan dropped.
     """
-    recorded = first["data"]
-    if recorded is data or dict(recorded) == dict(data):
-        return first
-    raise call_conflict(where, data[CALL_ID_KEY], first["seq"])
-
-
-def call_conflict(where: str, call: str, seq: object) -> UsageError:
-    return UsageError(
-        f"{where}: call id {call!r} was already recorded in this turn with another plan "
-        f"(seq {seq}); a repeated call id must repeat its call (give each call its own id): "
-        "nothing was recorded"
-    )
+    try:
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=repr)
+    except TypeError:  # keys of mixed types cannot be sorted
+        text = json.dumps(data, separators=(",", ":"), default=repr)
+    return hashlib.sha256(text.encode("ascii")).digest()

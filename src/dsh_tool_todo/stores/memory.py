@@ -9,7 +9,7 @@ from typing import Any
 from ..contract import TURN_START
 from ..errors import UsageError
 from ..listeners import Event, Listener, Listeners
-from ._calls import call_id_of, same_call
+from ._calls import call_id_of, call_key
 from ._closing import ClosedOnExit
 
 __all__ = ["AsyncMemorySession", "MemorySession"]
@@ -22,8 +22,8 @@ class MemorySession(ClosedOnExit):
     ``append`` returns the event ``{seq, type, data}`` (``seq`` from 0),
     listeners run in log order in the appending thread, ``latest`` reads from
     the end, and a closed session refuses appends as a durable one does.
-    A ``todo/write`` whose call id was recorded in the current turn is not
-    recorded again: ``append`` returns the first one's event (see ``_calls.py``).
+    A ``todo/write`` whose call id and list equal one of the current turn is a
+    retry, not recorded again: ``append`` returns that event (see ``_calls.py``).
 
     ``events`` holds the recorded event objects themselves, not copies: this
     store keeps no encoded form because encoding each append would cost about
@@ -45,7 +45,7 @@ class MemorySession(ClosedOnExit):
         self._closed = False
         self._listeners = Listeners()
         self._lock = threading.Lock()
-        self._calls: dict[str, Event] = {}  # the current turn's todo/write events by call id
+        self._calls: dict[bytes, Event] = {}  # the current turn's keyed todo/writes by call_key
         if parent is not None:
             self.link(parent, parent_call_id=parent_call_id)
         elif parent_call_id is not None:
@@ -77,19 +77,19 @@ class MemorySession(ClosedOnExit):
         return self._closed
 
     def append(self, type: str, data: Mapping[str, Any], /) -> Event:
-        call = call_id_of(type, data)
+        key = None if call_id_of(type, data) is None else call_key(data)
         lock = self._lock
         lock.acquire()  # listeners see events in log order; try/finally: half a `with`'s cost
         try:
             if self._closed:
                 raise UsageError("the in-memory session log is closed")
-            if call is not None and call in self._calls:
-                return same_call(self._calls[call], data, "the in-memory session log")
+            if key is not None and key in self._calls:  # same id and list: a retry
+                return self._calls[key]
             event: Event = {"seq": self._seq, "type": type, "data": data}
             self.events.append(event)
             self._seq += 1
-            if call is not None:
-                self._calls[call] = event
+            if key is not None:
+                self._calls[key] = event
             elif type == TURN_START:
                 self._calls = {}
             self._listeners.notify(event)

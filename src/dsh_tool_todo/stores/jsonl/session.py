@@ -34,7 +34,7 @@ from ...contract import CALL_ID_KEY, EVENT_TYPE, TURN_START
 from ...errors import LogBusy, UsageError
 from ...links import LINK_EVENT_TYPE, decide_link, link_data
 from ...listeners import Listener, Listeners
-from .._calls import call_id_of, same_call
+from .._calls import call_id_of, call_key
 from .._closing import ClosedOnExit
 from ._lines import (
     Event,
@@ -110,9 +110,9 @@ class JsonlSession(ClosedOnExit):
         self.fsync = fsync
         self._listeners = Listeners()
         self._lock = threading.Lock()
-        # Where the current turn's todo/write of each call id starts (offsets, not events:
+        # Where the current turn's keyed todo/writes start, by call_key (offsets, not events:
         # a long turn must not pin its plans in memory); None until an append needs them.
-        self._calls: dict[str, int] | None = None
+        self._calls: dict[bytes, int] | None = None
         fd = _open_claimed(self.path)
         try:
             # The next seq and the end of the whole lines, replaced together.
@@ -165,17 +165,17 @@ class JsonlSession(ClosedOnExit):
         return self._fd < 0
 
     def append(self, type: str, data: Mapping[str, Any], /) -> Event:
-        call = call_id_of(type, data)
+        key = None if call_id_of(type, data) is None else call_key(data)
         with self._lock:  # one line at a time, and listeners see events in log order
             fd = self._fd
             if fd < 0:
                 raise UsageError(f"{self.path}: the session log is closed")
             calls = self._calls
-            if call is not None:
+            if key is not None:
                 if calls is None:
                     calls = self._calls = self._turn_calls(fd)
-                if call in calls:
-                    return same_call(self._event_at(fd, calls[call]), data, self.path)
+                if key in calls:  # same id and list as a call of this turn: a retry
+                    return self._event_at(fd, calls[key])
             seq, end = self._next
             event: Event = {"seq": seq, "type": type, "data": data}
             line = _encode_line(event)
@@ -191,8 +191,8 @@ class JsonlSession(ClosedOnExit):
                 raise
             if type == TURN_START:
                 self._calls = {}
-            elif call is not None and calls is not None:  # read above, for this call
-                calls[call] = end
+            elif key is not None and calls is not None:  # read above, for this call
+                calls.setdefault(key, end)
             self._listeners.notify(event)
         return event
 
@@ -217,15 +217,15 @@ class JsonlSession(ClosedOnExit):
                         return event
         return None
 
-    def _turn_calls(self, fd: int) -> dict[str, int]:
-        """Where each call id's ``todo/write`` of the current turn starts, read from the end.
+    def _turn_calls(self, fd: int) -> dict[bytes, int]:
+        """Where each keyed ``todo/write`` of the current turn starts (by call_key), from the end.
 
         Read once, at the first append with a call id, so opening stays cheap and
         a log written without call ids is never read: back to the last
         ``turn/start``, which is as far as a recovery that replays a whole run
         can repeat a call.
         """
-        calls: dict[str, int] = {}
+        calls: dict[bytes, int] = {}
         with open(fd, "rb", closefd=False) as file:
             for offset, event in events_backwards(file, self.path, self._next[1]):
                 kind = event["type"]
@@ -235,7 +235,7 @@ class JsonlSession(ClosedOnExit):
                 if kind == EVENT_TYPE and isinstance(data, Mapping):
                     call = data.get(CALL_ID_KEY)
                     if isinstance(call, str):
-                        calls[call] = offset  # read backwards: the first append wins
+                        calls[call_key(data)] = offset  # read backwards: the first one wins
         return calls
 
     def _event_at(self, fd: int, offset: int) -> Event:

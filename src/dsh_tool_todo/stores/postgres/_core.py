@@ -6,7 +6,6 @@ do the I/O; everything they decide without I/O is here, written once.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
@@ -21,7 +20,7 @@ from ...contract import EVENT_TYPE, TURN_START
 from ...errors import InvalidLog, LogBusy, TodoError, UsageError
 from ...listeners import Event, Listener, Listeners
 from ...projection import check_logged_write
-from .._calls import call_id_of, same_call
+from .._calls import call_id_of, call_key
 from ._sql import RESUME_TYPES, SCHEMA_VERSION, TABLE
 
 if TYPE_CHECKING:
@@ -259,14 +258,8 @@ class Pending(NamedTuple):
 
     event: Event
     text: str
-    key: bytes | None = None  # the call id's digest (call_key), for a todo/write that has one
+    key: bytes | None = None  # digest of the call id and list (call_key), for a keyed todo/write
     turn: int = -1  # the seq of the turn/start the call belongs to (turn_seq)
-
-
-def call_key(call: str) -> bytes:
-    """The indexed form of a call id: its SHA-256, so any text (NUL, lone surrogates, any
-    length) keys a fixed-size index entry."""
-    return hashlib.sha256(call.encode("utf-8", "surrogatepass")).digest()
 
 
 class SessionCore:
@@ -330,11 +323,10 @@ class SessionCore:
         }
 
     def _prepare(self, kind: str, data: Mapping[str, Any], text: str) -> Pending:
-        call = call_id_of(kind, data)
         event: Event = {"seq": self._seq, "type": kind, "data": data}
-        if call is None:
+        if call_id_of(kind, data) is None:
             return Pending(event, text)
-        return Pending(event, text, call_key(call), self._turn)
+        return Pending(event, text, call_key(data), self._turn)
 
     def _call_params(self, pending: Pending) -> dict[str, Any]:
         params = self._params(pending.event, pending.text)
@@ -354,8 +346,7 @@ class SessionCore:
                 f"session {self.session_id!r}: this call id's first row in the turn was "
                 "deleted before it could be read: not recorded"
             )
-        first = decode_row(self.session_id, *row)
-        same_call(first, pending.event["data"], f"session {self.session_id!r}")
+        first = decode_row(self.session_id, *row)  # same call_key: same id and list
         if ours and first["seq"] == pending.event["seq"]:
             return None
         if first["seq"] >= self._seq:  # another writer's row, racing this very call

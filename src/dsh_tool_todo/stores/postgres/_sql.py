@@ -127,8 +127,9 @@ SUMMARY_MIGRATION: tuple[str, ...] = (
     """,
 )
 # 3: idempotent appends. A todo/write that carries a tool-call id records the turn it
-# belongs to (the seq of the turn/start before it, -1 before any) and a digest of the id;
-# the unique index records a call id once per turn, whoever writes it. Other rows leave
+# belongs to (the seq of the turn/start before it, -1 before any) and a digest of its id
+# and list (_calls.call_key); the unique index records each (id, list) once per turn,
+# whoever writes it: a race of two writers is decided by the index. Other rows leave
 # both NULL, so they are neither indexed nor any bigger. Adding NULL columns rewrites
 # nothing; building the index reads the table once.
 CALL_MIGRATION: tuple[str, ...] = (

@@ -190,9 +190,10 @@ class PostgresSession(SessionCore, ClosedOnExit):
     sync session, per event loop for the async one) or a pool the host owns.
     Opening reads the next seq; an append holds a pooled connection for one
     transaction only, under the session's lock. A ``todo/write`` whose
-    ``callId`` the current turn already holds records nothing: the unique index
-    on ``(session_id, turn_seq, call_key)`` finds the first one, whose event
-    ``append`` returns.
+    ``callId`` and list equal one the current turn holds is a retry and records
+    nothing: the unique index on ``(session_id, turn_seq, call_key)`` (a digest
+    of id and list) finds the earlier one, whose event ``append`` returns. The
+    same id with another list is a new call, recorded as usual.
 
     A sync session opens when it is made. An async one opens when it is
     entered, by ``open()`` or at its first append, and reads the newest
