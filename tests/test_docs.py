@@ -19,7 +19,8 @@ PAGES = [
     if PYTHON_BLOCK.search(page.read_text(encoding="utf-8"))
 ]
 
-NEEDS_3_11 = {"google-adk.md"}  # google-adk 2.x
+# google-adk 2.x needs 3.11; dev installs LlamaIndex, Strands and the Claude Agent SDK on 3.11+
+NEEDS_3_11 = {"google-adk.md", "llama-index.md", "strands.md", "claude-agent-sdk.md"}
 
 
 def test_the_main_pages_have_examples() -> None:

@@ -17,10 +17,14 @@ import itertools
 import json
 import logging
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+
+if sys.version_info < (3, 11):  # pragma: no cover - dev installs claude-agent-sdk on 3.11+ only
+    pytest.skip("dev installs claude-agent-sdk on Python 3.11+", allow_module_level=True)
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, create_sdk_mcp_server, tool
 from claude_agent_sdk._internal.transport import Transport
 

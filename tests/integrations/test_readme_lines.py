@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,7 @@ def test_the_openai_agents_lines(readme: str) -> None:
 
 
 @pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="dev installs it on Python 3.11+")
 def test_the_strands_lines(readme: str) -> None:
     from tests.integrations.test_strands import ScriptedModel as StrandsModel
 
@@ -98,6 +100,7 @@ def test_the_strands_lines(readme: str) -> None:
 
 
 @pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="dev installs it on Python 3.11+")
 def test_the_claude_agent_sdk_lines(readme: str) -> None:
     from claude_agent_sdk import ClaudeSDKClient
 
