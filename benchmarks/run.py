@@ -27,6 +27,7 @@ import bench_instructions  # noqa: E402
 import bench_langchain  # noqa: E402
 import bench_memory  # noqa: E402
 import bench_model  # noqa: E402
+import bench_open  # noqa: E402
 import bench_otel  # noqa: E402
 import bench_postgres  # noqa: E402
 import bench_replay  # noqa: E402
@@ -73,6 +74,7 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
             "adapters: Strands per call",
             lambda: bench_strands.overhead_rows(budget.per_pair, 5 if budget is QUICK else 20),
         ),
+        ("adapters: open + first call", lambda: bench_open.rows(budget.per_pair)),
         ("langchain middleware", lambda: bench_langchain.rows(budget.per_pair)),
         ("web view", lambda: bench_web.rows(quick=budget is QUICK)),
         ("postgres store", lambda: bench_postgres.rows(quick=budget is QUICK)),
