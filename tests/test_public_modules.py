@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 
 import pytest
 
@@ -20,6 +21,7 @@ def _public_modules() -> list[str]:
 
 
 PUBLIC = _public_modules()
+NEEDS_3_11 = {"claude_agent_sdk", "google_adk", "llama_index", "strands"}
 
 
 def test_the_walk_finds_the_public_modules_and_skips_the_private_ones() -> None:
@@ -35,6 +37,8 @@ def test_the_walk_finds_the_public_modules_and_skips_the_private_ones() -> None:
 
 @pytest.mark.parametrize("name", PUBLIC)
 def test_every_public_module_declares_all_and_every_name_resolves(name: str) -> None:
+    if sys.version_info < (3, 11) and name.rpartition(".")[2] in NEEDS_3_11:
+        pytest.skip("dev installs this adapter's framework on Python 3.11+ (see pyproject)")
     module = importlib.import_module(name)
     exported = module.__dict__.get("__all__")
     assert isinstance(exported, list), f"{name} has no __all__: list its API, or prefix it with _"
