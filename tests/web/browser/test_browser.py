@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 from psycopg.conninfo import conninfo_to_dict
 
 from dsh_tool_todo.stores import postgres
@@ -192,6 +192,35 @@ def test_a_dropped_connection_is_followed_by_a_resumed_stream(
     expect(page.locator("main")).to_have_attribute("data-frames", "0 1 2", timeout=10_000)
     expect(page.locator("#calls .seq")).to_have_text(["#2", "#1", "#0"])
     assert [error for error in page_errors if "net::ERR_" not in error] == []  # but the cut
+
+
+def test_an_answer_cut_short_is_asked_again_not_read_as_empty(
+    tmp_path: Path,
+    writer: JsonlSession,
+    serve_process: Starter,
+    page: Page,
+    page_errors: PageErrors,
+) -> None:
+    # a connection dropped mid-body leaves a 200 whose JSON does not parse; read as `{}` it
+    # threw in the page ("Cannot read properties of undefined")
+    write(writer, todo("A", "completed"), todo("B", "in_progress"))
+    child = serve_process(tmp_path)
+    cut: list[str] = []
+
+    def cut_the_first(route: Route) -> None:
+        if any(route.request.url.split("?")[0] == seen.split("?")[0] for seen in cut):
+            route.continue_()
+            return
+        cut.append(route.request.url)
+        route.fulfill(status=200, content_type="application/json", body='{"events": [{"se')
+
+    page.route("**/api/sessions/live/family", cut_the_first)
+    page.route("**/api/sessions/live/events?*", cut_the_first)
+    page.goto(f"{child.url}/s/live")
+    expect(page.locator("#calls .seq")).to_have_text(["#0"], timeout=5_000)
+    expect(page.locator("#plan-figures")).to_have_text("1/2 completed")
+    assert len(cut) == 2, cut
+    assert page_errors == []
 
 
 def test_the_session_list_shows_a_new_log_when_it_appears(

@@ -58,8 +58,10 @@ class HttpError extends Error {
 
 async function getJSON(url) {
   const response = await fetch(url, { headers: { accept: "application/json" } });
-  const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw new HttpError(response.status, body.error ?? `${response.status}`);
+  const body = await response.json().catch(() => undefined);
+  if (!response.ok) throw new HttpError(response.status, body?.error ?? `${response.status}`);
+  // A 200 whose body was cut (a dropped connection) is no answer: the caller asks again.
+  if (body === undefined) throw new HttpError(0, "the answer was cut off");
   return body;
 }
 
