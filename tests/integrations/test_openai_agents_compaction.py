@@ -132,3 +132,33 @@ def test_bad_arguments_are_refused() -> None:
         plan_reminder_filter(owner="ada", owners={})  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="compact must be a call_model_input_filter"):
         plan_reminder_filter(owner="ada", owners=owners, compact="trim")  # type: ignore[arg-type]
+
+
+def test_what_shows_the_plan_and_what_does_not() -> None:
+    owners = OwnerRegistry()
+    owners.session("ada").append("todo/write", {"todos": PLAN_B})
+    remind = plan_reminder_filter(owner="ada", owners=owners)
+    text = plan_reminder(PLAN_B)
+    hi: Any = {"role": "user", "content": "hi"}
+
+    def due(*items: Any) -> bool:
+        data: Any = CallModelData(
+            model_data=ModelInputData(input=[hi, *items], instructions=None),
+            agent=None,
+            context=None,
+        )
+        return asyncio.run(remind(data)).input[-1] != (items or [hi])[-1]
+
+    def write(arguments: str) -> Any:
+        return {
+            "type": "function_call",
+            "name": "todo_write",
+            "arguments": arguments,
+            "call_id": "c",
+        }
+
+    assert not due(write(json.dumps({"todos": PLAN_B})))
+    assert not due({"role": "user", "content": [{"type": "input_text", "text": text}]})
+    assert due(write(json.dumps({"todos": PLAN_A})))  # a stale list
+    assert due(write('{"todos": ['))  # arguments that are not JSON show nothing
+    assert due({"type": "function_call", "name": "look", "arguments": "{}", "call_id": "d"})

@@ -207,18 +207,24 @@ def _written(items: list[TResponseInputItem]) -> list[object]:
     return [
         todos_of(item.get("arguments"))
         for item in items
-        if item.get("type") == "function_call" and item.get("name") == TOOL_NAME
+        if isinstance(item, dict)
+        and item.get("type") == "function_call"
+        and item.get("name") == TOOL_NAME
     ]
 
 
 def _shown(items: list[TResponseInputItem]) -> list[str]:
     shown: list[str] = []
     for item in items:
-        if item.get("role") != "user":
+        if not isinstance(item, dict) or item.get("role") != "user":
             continue
         content = item.get("content")
         if isinstance(content, str):
             shown.append(content)
         elif isinstance(content, list):
-            shown += [part["text"] for part in content if part.get("type") == "input_text"]
+            shown += [
+                part["text"]
+                for part in content
+                if isinstance(part, dict) and part.get("type") == "input_text"
+            ]
     return shown
