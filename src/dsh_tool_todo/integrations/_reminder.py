@@ -6,17 +6,51 @@ framework's way of compacting, an adapter asks one question of the messages the
 model is about to read: does any ``todo_write`` call, or an earlier reminder,
 still show the current plan? If not, the reminder is due, once: appended after
 the newest message, it shows the plan from then on.
+
+Each adapter only reads its framework's messages (the ``todos`` of each
+``todo_write`` call, the text of each user message) and puts the text after the
+newest one; the plan itself comes from the owner's session (:func:`plan_in`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from typing import Any
 
 from ..checklist import Todos
+from ..contract import EVENT_TYPE, TURN_START
 from ..errors import UsageError
 from ..reminder import plan_reminder
+from ..stores.owners import OwnerRegistry
 
-__all__ = ["reminder_due"]
+__all__ = ["aplan_of", "plan_in", "reminder_due", "todos_of"]
+
+
+def plan_in(session: Any) -> Todos | None:
+    """The current plan of ``session``: its latest ``todo/write``; ``None`` after a
+    ``turn/start`` (a new turn clears the plan) or before any write."""
+    event = session.latest((EVENT_TYPE, TURN_START))
+    if event is None or event["type"] != EVENT_TYPE:
+        return None
+    todos: Todos = event["data"]["todos"]
+    return todos
+
+
+async def aplan_of(owners: OwnerRegistry, owner: str) -> Todos | None:
+    """:func:`plan_in` for ``owner`` of ``owners``, read under the owner's lock."""
+    async with owners.alocked(owner) as session:
+        return plan_in(session)
+
+
+def todos_of(arguments: object) -> object:
+    """The ``todos`` of a call's arguments, as a dict or as JSON text; ``None`` if neither."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:  # arguments that are not JSON show no plan
+            return None
+    return arguments.get("todos") if isinstance(arguments, dict) else None
 
 
 def reminder_due(plan: Todos | None, written: Iterable[object], shown: Iterable[str]) -> str | None:

@@ -20,7 +20,11 @@ What the model gets (extra ``claude-agent-sdk``):
   failure to record ``isError: true`` with
   :data:`~dsh_tool_todo.contract.NOT_RECORDED` (cause logged on ``dsh_tool_todo``);
 - ``todo.hooks`` appends ``turn/start`` for the owner on each ``UserPromptSubmit``:
-  a user prompt starts on an empty plan.
+  a user prompt starts on an empty plan;
+- with ``remind_after_compaction=True`` (opt-in), ``todo.hooks`` also re-surfaces the plan
+  after Claude Code compacted the conversation: ``PreCompact`` marks it, and the next
+  ``PostToolUse`` (of any tool) returns the plan reminder as ``additionalContext``, which
+  Claude Code adds after that tool's result.
 
 No call id is recorded: the tool call reaches the server as an MCP ``tools/call``,
 whose JSON-RPC id is per connection. :func:`stdio_config` is the same server as a
@@ -35,8 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from ..contract import TOOL_NAME
+from ..errors import UsageError
 from ..stores.owners import OwnerRegistry
 from ._extras import missing_extra
+from ._reminder import aplan_of, reminder_due, todos_of
 
 try:
     from claude_agent_sdk.types import (
@@ -80,27 +86,69 @@ def todo_write_for_claude(
     allow_parallel_in_progress: bool,
     owner: str,
     owners: OwnerRegistry | None = None,
+    remind_after_compaction: bool = False,
 ) -> ClaudeTodo:
     """``todo_write`` as an in-process MCP server whose plan belongs to ``owner`` of ``owners``.
 
     One per ``ClaudeSDKClient`` (or ``query``): the server has one owner, the client's
     user or conversation. ``owners`` defaults to an in-memory registry of its own; pass
     yours to read the plan back, or ``OwnerRegistry(directory)`` to keep it on disk.
+
+    ``remind_after_compaction=True`` (opt-in) adds two hooks. Claude Code compacts the
+    conversation itself and shows a hook none of its messages, so the signal is its
+    ``PreCompact`` event: from then on the plan counts as no longer shown, and the next
+    ``PostToolUse`` answers with :func:`~dsh_tool_todo.reminder.plan_reminder` as
+    ``additionalContext`` (once; nothing when the plan is empty, or when that tool call is
+    a ``todo_write`` of the current plan, which shows it).
     """
+    if not isinstance(remind_after_compaction, bool):
+        raise UsageError(
+            f"remind_after_compaction must be a bool, not {type(remind_after_compaction).__name__}"
+        )
     registry = OwnerRegistry() if owners is None else owners
     server = build_server(
         allow_parallel_in_progress=allow_parallel_in_progress, owners=registry, owner=owner
     )
+    compacted = False  # from a PreCompact until the next PostToolUse
 
     async def start_turn(
         input: HookInput, tool_use_id: str | None, context: HookContext
     ) -> HookJSONOutput:
+        nonlocal compacted
+        compacted = False  # a new turn: its plan is empty, nothing to re-surface
         await registry.astart_turn(owner)
         return {}  # no decision: the prompt goes on as the user wrote it
 
+    async def before_compaction(
+        input: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        nonlocal compacted
+        compacted = True
+        return {}  # nothing about how Claude Code compacts changes
+
+    async def remind(
+        input: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        nonlocal compacted
+        if not compacted or input["hook_event_name"] != "PostToolUse":
+            return {}
+        compacted = False
+        written = [todos_of(input["tool_input"])] if input["tool_name"] == tool_name else []
+        text = reminder_due(await aplan_of(registry, owner), written, [])
+        if text is None:
+            return {}
+        return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": text}}
+
+    tool_name = f"mcp__{SERVER_KEY}__{TOOL_NAME}"
+    hooks: dict[HookEvent, list[HookMatcher]] = {
+        "UserPromptSubmit": [HookMatcher(hooks=[start_turn])]
+    }
+    if remind_after_compaction:
+        hooks["PreCompact"] = [HookMatcher(hooks=[before_compaction])]
+        hooks["PostToolUse"] = [HookMatcher(hooks=[remind])]
     return ClaudeTodo(
         server={"type": "sdk", "name": SERVER_KEY, "instance": server},
-        hooks={"UserPromptSubmit": [HookMatcher(hooks=[start_turn])]},
+        hooks=hooks,
         owners=registry,
         owner=owner,
     )

@@ -21,7 +21,8 @@ The owner is the ADK session of the call (``ToolContext.session.id``, or what
 ``owner=`` picks from the ``ToolContext``); its plan lives in an owner
 registry, and calls for one owner are recorded one at a time, in call order.
 Each call's ``ToolContext.function_call_id`` is recorded with it (``callId``).
-See ``docs/integrations/google-adk.md``.
+``before_model_callback=tool.remind_after_compaction`` (opt-in) re-surfaces the plan
+when a compaction left the model without it. See ``docs/integrations/google-adk.md``.
 """
 
 from __future__ import annotations
@@ -29,14 +30,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..contract import TOOL_NAME
 from ..errors import UsageError
 from ..schema import parameters
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
 from ._core import NoOwnerWarning, Outcome, arun_for_owner, refused_no_owner
 from ._extras import missing_extra
+from ._reminder import aplan_of, reminder_due, todos_of
 
 try:
+    from google.adk.agents.callback_context import CallbackContext
+    from google.adk.models.llm_request import LlmRequest
     from google.adk.tools.base_tool import BaseTool
     from google.adk.tools.tool_context import ToolContext
     from google.genai import types
@@ -100,7 +105,55 @@ class TodoWriteAdkTool(BaseTool):
         )
         return _response(outcome)
 
+    async def remind_after_compaction(
+        self, callback_context: CallbackContext, llm_request: LlmRequest
+    ) -> None:
+        """A ``before_model_callback`` re-surfacing the plan after a compaction (opt-in).
+
+        ``LlmAgent(tools=[tool], before_model_callback=tool.remind_after_compaction)``:
+        when the owner's current plan is not empty and no ``todo_write`` call (nor an
+        earlier reminder) left in the request's contents shows it (ADK's event
+        compaction summarised them away), :func:`~dsh_tool_todo.reminder.plan_reminder`
+        is added as a text part at the end of the newest user content (or as a user
+        content after it). Nothing before it changes. ADK rebuilds the contents from its
+        events for each request, so the reminder is added to each request until a write
+        shows the plan again, always last.
+        """
+        contents = llm_request.contents
+        if not contents:
+            return
+        key = self._owner if isinstance(self._owner, str) else self._owner(callback_context)
+        if key is None:
+            return
+        text = reminder_due(await aplan_of(self.owners, key), _written(contents), _shown(contents))
+        if text is None:
+            return
+        newest, part = contents[-1], types.Part(text=text)
+        if newest.role == "user":  # a copy: the contents may share their parts with the events
+            contents[-1] = newest.model_copy(update={"parts": [*(newest.parts or []), part]})
+        else:
+            contents.append(types.Content(role="user", parts=[part]))
+
 
 def _response(outcome: Outcome) -> dict[str, str]:
     # ADK's function responses are objects; "error" is the key its own tools use for failures
     return {"error" if outcome.is_error else "result": outcome.text}
+
+
+def _written(contents: list[types.Content]) -> list[object]:
+    return [
+        todos_of(part.function_call.args)
+        for content in contents
+        for part in content.parts or []
+        if part.function_call is not None and part.function_call.name == TOOL_NAME
+    ]
+
+
+def _shown(contents: list[types.Content]) -> list[str]:
+    return [
+        part.text
+        for content in contents
+        if content.role == "user"
+        for part in content.parts or []
+        if part.text is not None
+    ]

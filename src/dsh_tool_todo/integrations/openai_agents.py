@@ -24,25 +24,32 @@ The SDK runs the tool calls of one model response concurrently; calls for one
 owner are serialised here, in call order, so two ``todo_write`` calls in one
 response end on the later list. Each call's ``ToolContext.tool_call_id`` is
 recorded with it (``callId``), so a store recognises a retried call within the
-turn. See ``docs/integrations/openai-agents.md``.
+turn. :func:`plan_reminder_filter` (opt-in, a ``RunConfig.call_model_input_filter``)
+re-surfaces the plan when a compaction left the model without it. See
+``docs/integrations/openai-agents.md``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ..contract import TOOL_NAME
 from ..errors import UsageError
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
 from ._core import NoOwnerWarning, atext_for_owner, refused_no_owner
 from ._extras import missing_extra
 from ._links import OwnerLinks, delegating
+from ._reminder import aplan_of, reminder_due, todos_of
 
 try:
     # Submodules by name (never a bare `import agents`: too generic a name, a
     # user's own agents.py would pass for the SDK and fail later, deep inside).
+    from agents.items import TResponseInputItem
+    from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
     from agents.tool import FunctionTool
     from agents.tool_context import ToolContext
 except ImportError as _error:
@@ -50,11 +57,20 @@ except ImportError as _error:
         "dsh_tool_todo.integrations.openai_agents", "openai-agents", _error, module="agents"
     ) from _error
 
-__all__ = ["OwnerOf", "linked_agent_tool", "todo_write_function_tool"]
+__all__ = [
+    "OwnerOf",
+    "RunOwnerOf",
+    "linked_agent_tool",
+    "plan_reminder_filter",
+    "todo_write_function_tool",
+]
 
 OwnerOf = Callable[[ToolContext[Any]], str | None]
 """Picks a call's owner key from its tool context (``ctx.context`` is the run's context);
 ``None``: the call has no owner."""
+
+RunOwnerOf = Callable[[Any], str | None]
+"""Picks the owner key from the run's context (what ``Runner.run(context=...)`` took)."""
 
 
 def todo_write_function_tool(
@@ -136,3 +152,79 @@ def _agent_name(ctx: ToolContext[Any]) -> str | None:
     agent = getattr(ctx, "agent", None)
     name = getattr(agent, "name", None)
     return name if isinstance(name, str) and name else None
+
+
+def plan_reminder_filter(
+    *,
+    owner: str | RunOwnerOf,
+    owners: OwnerRegistry,
+    compact: CallModelInputFilter | None = None,
+) -> CallModelInputFilter:
+    """A ``RunConfig.call_model_input_filter`` re-surfacing the plan after a compaction (opt-in).
+
+    ``compact`` is your own filter, if any (the one that summarises or trims); it
+    runs first. Then, when ``owner``'s current plan in ``owners`` is not empty and
+    no ``todo_write`` call (nor an earlier reminder) left in the input shows it,
+    :func:`~dsh_tool_todo.reminder.plan_reminder` is added as a user message after
+    the newest item. Nothing before it changes. The SDK keeps no filtered input in
+    its history, so the reminder is added to each request until a write shows the
+    plan again, always last: its tokens are paid per request, the prefix before it
+    stays cacheable.
+
+    ``owner`` is the owner key the tool uses, or a function of the run's context
+    returning it (``lambda context: context["user"]``); ``None``: no reminder.
+    """
+    if not isinstance(owner, str) and not callable(owner):
+        raise UsageError(
+            f"owner must be an owner key (str) or a function of the run context, not {owner!r}"
+        )
+    if not isinstance(owners, OwnerRegistry):
+        raise UsageError(f"owners must be the tool's OwnerRegistry, not {type(owners).__name__}")
+    if compact is not None and not callable(compact):
+        raise UsageError(f"compact must be a call_model_input_filter, not {compact!r}")
+    owner_of: RunOwnerOf = (lambda context: owner) if isinstance(owner, str) else owner
+
+    async def remind(data: CallModelData[Any]) -> ModelInputData:
+        if compact is not None:
+            filtered = compact(data)
+            data = dataclasses.replace(
+                data, model_data=await filtered if inspect.isawaitable(filtered) else filtered
+            )
+        items = data.model_data.input
+        key = owner_of(data.context)
+        if key is None:
+            return data.model_data
+        text = reminder_due(await aplan_of(owners, key), _written(items), _shown(items))
+        if text is None:
+            return data.model_data
+        reminder: TResponseInputItem = {"role": "user", "content": text}
+        return dataclasses.replace(data.model_data, input=[*items, reminder])
+
+    return remind
+
+
+def _written(items: list[TResponseInputItem]) -> list[object]:
+    return [
+        todos_of(item.get("arguments"))
+        for item in items
+        if isinstance(item, dict)
+        and item.get("type") == "function_call"
+        and item.get("name") == TOOL_NAME
+    ]
+
+
+def _shown(items: list[TResponseInputItem]) -> list[str]:
+    shown: list[str] = []
+    for item in items:
+        if not isinstance(item, dict) or item.get("role") != "user":
+            continue
+        content = item.get("content")
+        if isinstance(content, str):
+            shown.append(content)
+        elif isinstance(content, list):
+            shown += [
+                part["text"]
+                for part in content
+                if isinstance(part, dict) and part.get("type") == "input_text"
+            ]
+    return shown

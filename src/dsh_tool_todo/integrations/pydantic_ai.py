@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from .. import wire
 from ..checklist import Todos
-from ..contract import EVENT_TYPE, TOOL_NAME, TURN_START
+from ..contract import TOOL_NAME
 from ..errors import UsageError
 from ..model import TodoItem
 from ..protocols import Session
@@ -45,7 +45,7 @@ from ._core import (
 )
 from ._extras import missing_extra
 from ._links import OwnerLinks, delegating
-from ._reminder import reminder_due
+from ._reminder import plan_in, reminder_due
 
 try:
     from pydantic_ai import RunContext, ToolReturn
@@ -451,8 +451,4 @@ def _plan_from_deps(ctx: RunContext[Any]) -> Todos | None:
             "plan_reminder_processor finds the plan in the run's session (deps=session, with "
             "latest()); pass plan= a function of the RunContext returning the current plan"
         )
-    event = latest((EVENT_TYPE, TURN_START))
-    if event is None or event["type"] != EVENT_TYPE:
-        return None
-    todos: Todos = event["data"]["todos"]
-    return todos
+    return plan_in(session)

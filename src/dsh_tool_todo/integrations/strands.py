@@ -25,7 +25,9 @@ Strands runs the tool calls of one model message concurrently; calls for one
 owner are serialised here, in call order. Each call's ``toolUseId`` is recorded
 with it (``callId``). As a hook provider, the tool appends ``turn/start`` for the
 agent's owner before each invocation (``BeforeInvocationEvent``), so each user
-request starts on an empty plan. See ``docs/integrations/strands.md``.
+request starts on an empty plan. With ``remind_after_compaction=True`` it also
+re-surfaces the plan after a conversation manager summarised or trimmed it away
+(``BeforeModelCallEvent``). See ``docs/integrations/strands.md``.
 """
 
 from __future__ import annotations
@@ -33,14 +35,18 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
+from ..contract import TOOL_NAME
+from ..errors import UsageError
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
 from ._core import NoOwnerWarning, arun_for_owner, refused_no_owner
 from ._extras import missing_extra
+from ._reminder import aplan_of, reminder_due, todos_of
 
 try:
     from strands.agent import Agent
-    from strands.hooks import BeforeInvocationEvent, HookRegistry
+    from strands.hooks import BeforeInvocationEvent, BeforeModelCallEvent, HookRegistry
+    from strands.types.content import Messages
     from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
 except ImportError as _error:
     raise missing_extra(
@@ -64,8 +70,15 @@ class TodoWriteAgentTool(AgentTool):
         allow_parallel_in_progress: bool,
         owner: str | OwnerOf,
         owners: OwnerRegistry | None = None,
+        remind_after_compaction: bool = False,
     ) -> None:
+        if not isinstance(remind_after_compaction, bool):
+            raise UsageError(
+                "remind_after_compaction must be a bool, not "
+                f"{type(remind_after_compaction).__name__}"
+            )
         super().__init__()
+        self.remind_after_compaction = remind_after_compaction
         self._tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
         self.owners = OwnerRegistry() if owners is None else owners
         self._owner_of: OwnerOf = (lambda agent: owner) if isinstance(owner, str) else owner
@@ -119,13 +132,51 @@ class TodoWriteAgentTool(AgentTool):
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         """``Agent(hooks=[tool])``: ``turn/start`` for the agent's owner before each
-        invocation (a new user request clears the plan)."""
+        invocation (a new user request clears the plan); with ``remind_after_compaction``,
+        the plan reminder before a model call whose messages no longer show the plan."""
         registry.add_callback(BeforeInvocationEvent, self._start_turn)
+        if self.remind_after_compaction:
+            registry.add_callback(BeforeModelCallEvent, self._remind)
 
     async def _start_turn(self, event: BeforeInvocationEvent) -> None:
         key = self._owner_of(event.agent)
         if key is not None:
             await self.owners.astart_turn(key)
+
+    async def _remind(self, event: BeforeModelCallEvent) -> None:
+        # Registered after the conversation manager's own hook (Strands adds the agent's
+        # hooks last), so a proactive summary has already replaced the old messages.
+        messages = event.agent.messages
+        if not messages or messages[-1]["role"] != "user":
+            return
+        key = self._owner_of(event.agent)
+        if key is None:
+            return
+        text = reminder_due(await aplan_of(self.owners, key), _written(messages), _shown(messages))
+        if text is not None:
+            # A text block at the end of the newest (user) message, kept in agent.messages:
+            # every message before it, and every later request's prefix, stays as it was.
+            messages[-1]["content"].append({"text": text})
+
+
+def _written(messages: Messages) -> list[object]:
+    return [
+        todos_of(block["toolUse"].get("input"))
+        for message in messages
+        if message["role"] == "assistant"
+        for block in message["content"]
+        if "toolUse" in block and block["toolUse"].get("name") == TOOL_NAME
+    ]
+
+
+def _shown(messages: Messages) -> list[str]:
+    return [
+        block["text"]
+        for message in messages
+        if message["role"] == "user"
+        for block in message["content"]
+        if "text" in block
+    ]
 
 
 def todo_write_strands_tool(
@@ -133,6 +184,7 @@ def todo_write_strands_tool(
     allow_parallel_in_progress: bool,
     owner: str | OwnerOf,
     owners: OwnerRegistry | None = None,
+    remind_after_compaction: bool = False,
 ) -> TodoWriteAgentTool:
     """The ``todo_write`` tool for Strands; each call's plan belongs to ``owner``.
 
@@ -142,7 +194,16 @@ def todo_write_strands_tool(
     back, or ``OwnerRegistry(directory)`` for durable plans). A call whose owner is
     ``None`` reads the tool's "requires an owning agent session" text, and the first
     such call logs a WARNING on the ``dsh_tool_todo`` logger.
+
+    ``remind_after_compaction=True`` (opt-in; the tool must also be in ``hooks=``): before
+    each model call whose messages no longer show the current plan (no ``todo_write``
+    call, nor an earlier reminder, left after a conversation manager summarised or
+    trimmed them), :func:`~dsh_tool_todo.reminder.plan_reminder` is added once as a text
+    block at the end of the newest message. Nothing before it changes.
     """
     return TodoWriteAgentTool(
-        allow_parallel_in_progress=allow_parallel_in_progress, owner=owner, owners=owners
+        allow_parallel_in_progress=allow_parallel_in_progress,
+        owner=owner,
+        owners=owners,
+        remind_after_compaction=remind_after_compaction,
     )

@@ -1,0 +1,172 @@
+"""remind_after_compaction in a real Strands ``Agent`` whose ``SummarizingConversationManager``
+summarises on a context overflow; the scripted model records what Strands hands it."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+if sys.version_info < (3, 11):  # pragma: no cover - dev installs strands-agents on 3.11+ only
+    pytest.skip("dev installs strands-agents on Python 3.11+", allow_module_level=True)
+from strands import Agent, tool
+from strands.agent.conversation_manager import SummarizingConversationManager
+from strands.models import Model
+from strands.types.exceptions import ContextWindowOverflowException
+
+from dsh_tool_todo import UsageError
+from dsh_tool_todo.integrations.strands import todo_write_strands_tool
+from dsh_tool_todo.reminder import plan_reminder
+from dsh_tool_todo.stores.owners import OwnerRegistry
+from tests.conftest import todo
+
+PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
+PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
+SUMMARY = "The user asked to fix a bug; the code was read."
+SYSTEM = "You fix bugs."
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("todo_write", {"todos": PLAN_A}),
+    ("todo_write", {"todos": PLAN_B}),
+    ("look", {"path": "a.py"}),
+    ("look", {"path": "b.py"}),
+    ("look", {"path": "c.py"}),  # the answer to the first request after the summary
+]
+
+
+@tool
+def look(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+class ScriptedModel(Model):
+    """Answers with the next scripted call, or a text; ``overflow_at`` raises a context
+    overflow once on that request, as a provider does when the prompt is too long."""
+
+    def __init__(self, script: list[tuple[str, dict[str, Any]] | str], overflow_at: int = 0):
+        self.script = script
+        self.overflow_at = overflow_at
+        self.requests: list[list[bytes]] = []
+
+    def update_config(self, **model_config: Any) -> None:
+        pass
+
+    def get_config(self) -> Any:
+        return {}
+
+    def structured_output(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    async def stream(  # type: ignore[override]
+        self,
+        messages: Any,
+        tool_specs: Any = None,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[dict[str, Any]]:
+        if len(self.requests) + 1 == self.overflow_at:
+            self.overflow_at = 0
+            raise ContextWindowOverflowException("prompt is too long")
+        # one line of bytes per message, the system prompt first, as a provider reads them
+        self.requests.append(
+            [json.dumps(system_prompt).encode()]
+            + [json.dumps(m, sort_keys=True).encode() for m in messages]
+        )
+        step = self.script[len(self.requests) - 1]
+        yield {"messageStart": {"role": "assistant"}}
+        if isinstance(step, str):
+            yield {"contentBlockDelta": {"delta": {"text": step}}}
+            yield {"contentBlockStop": {}}
+            yield {"messageStop": {"stopReason": "end_turn"}}
+            return
+        name, args = step
+        number = len(self.requests)
+        start = {"toolUse": {"toolUseId": f"call-{number}", "name": name}}
+        yield {"contentBlockStart": {"start": start}}
+        yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(args)}}}}
+        yield {"contentBlockStop": {}}
+        yield {"messageStop": {"stopReason": "tool_use"}}
+
+
+def run_agent(*, remind: bool, overflow: bool = True) -> tuple[list[list[bytes]], Agent]:
+    model = ScriptedModel([*CALLS, "Fixed."], overflow_at=5 if overflow else 0)
+    summariser = Agent(model=ScriptedModel([SUMMARY]), callback_handler=None)
+    todo_tool = todo_write_strands_tool(
+        allow_parallel_in_progress=False,
+        owner="ada",
+        owners=OwnerRegistry(),
+        remind_after_compaction=remind,
+    )
+    agent = Agent(
+        model=model,
+        system_prompt=SYSTEM,
+        tools=[todo_tool, look],
+        hooks=[todo_tool],
+        callback_handler=None,
+        # 9 messages at the overflow: the oldest 7 summarised, the last call and result kept
+        conversation_manager=SummarizingConversationManager(
+            summary_ratio=0.8, preserve_recent_messages=2, summarization_agent=summariser
+        ),
+    )
+    asyncio.run(agent.invoke_async("Fix the parser bug"))
+    return model.requests, agent
+
+
+def test_the_plan_is_re_surfaced_once_after_a_summary_and_no_earlier_byte_changes() -> None:
+    plain, _ = run_agent(remind=False)
+    reminded, agent = run_agent(remind=True)
+    text = plan_reminder(PLAN_B)
+    assert text is not None
+    block = json.dumps({"text": text}).encode()
+    assert len(plain) == len(reminded) == 6
+
+    # Across each write: the next request starts with every byte of the previous one.
+    for before, after in itertools.pairwise(reminded[:4]):
+        assert after[: len(before)] == before
+    assert reminded[:4] == plain[:4]
+    # The summary replaced the old messages, the writes with them.
+    assert SUMMARY.encode() in plain[4][1]
+    assert b"todo_write" not in b"".join(plain[4])
+    # The reminder is a text block at the end of the newest message; every byte before
+    # that message is as without it, the system prompt first and unchanged.
+    assert reminded[4][:-1] == plain[4][:-1]
+    assert reminded[4][0] == reminded[0][0] == json.dumps(SYSTEM).encode()
+    newest = json.loads(reminded[4][-1])
+    assert newest["content"][-1] == {"text": text}
+    assert {**newest, "content": newest["content"][:-1]} == json.loads(plain[4][-1])
+    # Strands keeps it in agent.messages: the next request starts with all of this one.
+    assert reminded[5][: len(reminded[4])] == reminded[4]
+    assert b"".join(reminded[5]).count(block[1:-1]) == 1
+    assert all(block[1:-1] not in b"".join(request) for request in plain)
+    shown = [b.get("text") for m in agent.messages for b in m["content"]]
+    assert shown.count(text) == 1
+
+
+def test_a_plan_the_messages_still_show_is_not_repeated() -> None:
+    reminded, _ = run_agent(remind=True, overflow=False)
+    plain, _ = run_agent(remind=False, overflow=False)
+    assert reminded == plain
+
+
+def test_a_new_invocation_clears_the_plan_and_nothing_is_carried_over() -> None:
+    _, agent = run_agent(remind=True)
+    agent.messages[:] = agent.messages[-1:]  # as if trimmed: no write left in the messages
+    agent.model = model = ScriptedModel(["Hello."])
+    asyncio.run(agent.invoke_async("Something else"))
+    text = plan_reminder(PLAN_B)
+    assert text is not None
+    assert text.encode() not in b"".join(model.requests[0])
+
+
+def test_a_non_bool_option_is_refused() -> None:
+    with pytest.raises(UsageError, match="remind_after_compaction must be a bool, not str"):
+        todo_write_strands_tool(
+            allow_parallel_in_progress=False,
+            owner="ada",
+            remind_after_compaction="yes",  # type: ignore[arg-type]
+        )
