@@ -25,11 +25,14 @@ from agent_framework import (
     Content,
     FunctionInvocationLayer,
     Message,
+    SlidingWindowStrategy,
+    tool,
 )
 
 from dsh_tool_todo import contract
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.agent_framework import TodoWriteProvider
+from dsh_tool_todo.reminder import plan_reminder
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
@@ -257,3 +260,87 @@ def test_start_turn_false_appends_no_turn_start() -> None:
 def test_an_owner_that_is_neither_a_key_nor_a_function_is_refused() -> None:
     with pytest.raises(UsageError, match="owner must be an owner key"):
         TodoWriteProvider(allow_parallel_in_progress=False, owner=7)  # type: ignore[arg-type]
+
+
+@tool(name="lookup", approval_mode="never_require")
+def lookup(q: str) -> str:
+    """Look something up."""
+    return f"found {q}"
+
+
+class LookingUp(ScriptedClient):
+    """Calls whose id starts with L are ``lookup`` calls."""
+
+    def __init__(self, script: Sequence[Step]) -> None:
+        super().__init__(script)
+        self.seen: list[list[tuple[Any, ...]]] = []  # each request as the model reads it, then
+
+    def _answer(self, messages: Sequence[Message], options: Mapping[str, Any]) -> Message:
+        self.seen.append(
+            [
+                (m.role, c.type, c.name, c.call_id, c.arguments, c.text, c.result)
+                for m in messages
+                for c in m.contents
+            ]
+        )
+        answer = super()._answer(messages, options)
+        for content in answer.contents:
+            if content.type == "function_call" and str(content.call_id).startswith("L"):
+                content.name = "lookup"
+        return answer
+
+
+def compacted_run(*, remind: bool, stream: bool = False) -> LookingUp:
+    """Write the plan, then four lookups, with a window that drops the write by request 4."""
+    lookups: list[Step] = [[(f"L{n}", {"q": str(n)})] for n in range(1, 5)]
+    client = LookingUp([[("w1", PLAN)], *lookups, "done"])
+    client.compaction_strategy = SlidingWindowStrategy(keep_last_groups=3)
+    provider = TodoWriteProvider(allow_parallel_in_progress=False, remind_after_compaction=remind)
+    agent = Agent(client=client, tools=[lookup], context_providers=[provider])
+
+    async def go() -> None:
+        if stream:
+            async for _ in agent.run("plan it", stream=True):
+                pass
+        else:
+            await agent.run("plan it")
+
+    asyncio.run(go())
+    assert client.script == []
+    return client
+
+
+def texts_of(messages: Sequence[Message]) -> list[str]:
+    return [c.text for m in messages if m.role == "user" for c in m.contents if c.text]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_after_a_compaction_drops_the_write_the_reminder_is_the_last_message(stream: bool) -> None:
+    reminder = plan_reminder(PLAN["todos"])
+    assert reminder is not None
+    client = compacted_run(remind=True, stream=stream)
+    assert reminder not in texts_of(client.requests[0]["messages"])  # no plan yet
+    for request in client.requests[1:4]:  # the write is still in the messages: no reminder
+        assert reminder not in texts_of(request["messages"])
+        assert any(
+            c.type == "function_call" and c.name == "todo_write"
+            for m in request["messages"]
+            for c in m.contents
+        )
+    for request in client.requests[4:]:  # dropped: the reminder, once, after the newest message
+        messages = request["messages"]
+        assert texts_of(messages).count(reminder) == 1
+        assert (messages[-1].role, messages[-1].text) == ("user", reminder)
+    without = compacted_run(remind=False, stream=stream)
+    assert all(reminder not in texts_of(r["messages"]) for r in without.requests)
+    # before the reminder, each request is the one the same run sends without the option
+    for mine, plain in zip(client.seen[4:], without.seen[4:], strict=True):
+        assert mine[:-1] == plain
+
+
+def test_no_reminder_when_nothing_is_compacted() -> None:
+    client = LookingUp([[("w1", PLAN)], [("L1", {"q": "a"})], "done"])
+    provider = TodoWriteProvider(allow_parallel_in_progress=False, remind_after_compaction=True)
+    asyncio.run(Agent(client=client, tools=[lookup], context_providers=[provider]).run("go"))
+    reminder = plan_reminder(PLAN["todos"])
+    assert all(reminder not in texts_of(r["messages"]) for r in client.requests)

@@ -25,23 +25,28 @@ The owner is the agent's session (``AgentSession.session_id``, or what ``owner=`
 picks from the session); its plan lives in an owner registry, and calls for one
 owner are recorded one at a time, in call order. Each call's ``call_id`` is
 recorded with it (``callId``). The provider appends ``turn/start`` for the owner
-at the start of each run (one ``agent.run`` is one user turn). See
+at the start of each run (one ``agent.run`` is one user turn). With
+``remind_after_compaction=True`` it re-surfaces the plan when a compaction left the
+model without it (:class:`RemindAfterCompaction`). See
 ``docs/integrations/agent-framework.md``.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
+from ..contract import EVENT_TYPE, TOOL_NAME, TURN_START
 from ..errors import UsageError
 from ..schema import parameters
 from ..stores.owners import OwnerRegistry
 from ..tool import TodoWriteTool, todo_write_tool
 from ._core import NoOwnerWarning, Outcome, arun_for_owner, refused_no_owner
 from ._extras import missing_extra
+from ._reminder import reminder_due
 
 try:
     from agent_framework import (
@@ -52,7 +57,9 @@ try:
         ContextProvider,
         FunctionInvocationContext,
         FunctionTool,
+        Message,
         SessionContext,
+        included_messages,
     )
 except ImportError as _error:
     raise missing_extra(
@@ -65,6 +72,7 @@ except ImportError as _error:
 __all__ = [
     "MarkRefusals",
     "OwnerOf",
+    "RemindAfterCompaction",
     "TodoWriteFunctionTool",
     "TodoWriteProvider",
     "session_owner",
@@ -180,6 +188,68 @@ def mark(messages: Sequence[Any]) -> None:
                 content.exception = items[0].text
 
 
+class RemindAfterCompaction(ChatMiddleware):
+    """Re-surfaces the plan after a compaction: ``TodoWriteProvider(remind_after_compaction=True)``.
+
+    Before each model request it wraps the request's compaction strategy (the one
+    passed for the call, else the client's ``compaction_strategy``, else none): after
+    that strategy ran, when the session's plan is not empty and no ``todo_write``
+    call (nor an earlier reminder) among the messages the model will read shows it,
+    :func:`~dsh_tool_todo.reminder.plan_reminder` is appended as a user message.
+    """
+
+    def __init__(self, owners: OwnerRegistry, owner_of: OwnerOf) -> None:
+        self.owners = owners
+        self.owner_of = owner_of
+
+    async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        key = None if context.session is None else self.owner_of(context.session)
+        if key is not None:
+            inner = context.kwargs.get("compaction_strategy")
+            if inner is None:
+                inner = getattr(context.client, "compaction_strategy", None)
+            context.kwargs["compaction_strategy"] = _Reminding(inner, self.owners, key)
+        await call_next()
+
+
+class _Reminding:
+    """A compaction strategy: the inner one, then the reminder when it is due."""
+
+    def __init__(self, inner: Any, owners: OwnerRegistry, key: str) -> None:
+        self.inner = inner
+        self.owners = owners
+        self.key = key
+        self.tokenizer = getattr(inner, "tokenizer", None)  # what the framework reads
+
+    async def __call__(self, messages: list[Message]) -> bool:
+        changed = False if self.inner is None else bool(await self.inner(messages))
+        async with self.owners.alocked(self.key) as session:
+            found = session.latest((EVENT_TYPE, TURN_START))
+            event = await found if inspect.isawaitable(found) else found
+        todos = None if event is None or event["type"] != EVENT_TYPE else event["data"]["todos"]
+        shown, written = _shown_and_written(included_messages(messages))
+        text = reminder_due(todos, written, shown)
+        if text is None:
+            return changed
+        messages.append(Message(role="user", contents=[text]))
+        return True
+
+
+def _shown_and_written(messages: Sequence[Message]) -> tuple[list[str], list[object]]:
+    shown: list[str] = []
+    written: list[object] = []
+    for message in messages:
+        for content in message.contents:
+            if content.type == "text" and message.role == "user" and content.text:
+                shown.append(content.text)
+            elif content.type == "function_call" and content.name == TOOL_NAME:
+                try:
+                    written.append((content.parse_arguments() or {}).get("todos"))
+                except (TypeError, ValueError):  # arguments that are not JSON show no plan
+                    continue
+    return shown, written
+
+
 class TodoWriteProvider(ContextProvider):
     """``todo_write`` for an Agent Framework agent: ``Agent(context_providers=[provider])``.
 
@@ -195,6 +265,8 @@ class TodoWriteProvider(ContextProvider):
     A call whose owner function returns ``None`` gets the tool's "requires an
     owning agent session" text as an error result, and the first such call logs
     a WARNING on the ``dsh_tool_todo`` logger.
+
+    ``remind_after_compaction=True`` adds :class:`RemindAfterCompaction` (off by default).
     """
 
     def __init__(
@@ -204,6 +276,7 @@ class TodoWriteProvider(ContextProvider):
         owner: str | OwnerOf = session_owner,
         owners: OwnerRegistry | None = None,
         start_turn: bool = True,
+        remind_after_compaction: bool = False,
         source_id: str = "dsh_todo",
     ) -> None:
         if not isinstance(owner, str) and not callable(owner):
@@ -220,7 +293,9 @@ class TodoWriteProvider(ContextProvider):
             owner,
             "owner= returned None: return the session's owner key",
         )
-        self.middleware = MarkRefusals()
+        self.middleware: list[ChatMiddleware] = [MarkRefusals()]
+        if remind_after_compaction:
+            self.middleware.append(RemindAfterCompaction(self.owners, self.owner_of))
 
     def owner_of(self, session: AgentSession) -> str | None:
         """The owner key of ``session``'s calls (``None``: no owner)."""
@@ -240,4 +315,4 @@ class TodoWriteProvider(ContextProvider):
             if key is not None:
                 await self.owners.astart_turn(key)
         context.extend_tools(self.source_id, [self.tool])
-        context.extend_middleware(self.source_id, [self.middleware])
+        context.extend_middleware(self.source_id, self.middleware)
