@@ -19,6 +19,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # the sibling modules, also when run from elsewhere
 
 import bench_adapters  # noqa: E402
+import bench_agent_framework  # noqa: E402
 import bench_calls  # noqa: E402
 import bench_durable  # noqa: E402
 import bench_fleet  # noqa: E402
@@ -73,6 +74,13 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
         (
             "adapters: Strands per call",
             lambda: bench_strands.overhead_rows(budget.per_pair, 5 if budget is QUICK else 20),
+        ),
+        ("adapters: Agent Framework tokens per request", bench_agent_framework.token_rows),
+        (
+            "adapters: Agent Framework per call",
+            lambda: bench_agent_framework.overhead_rows(
+                budget.per_pair, 5 if budget is QUICK else 20
+            ),
         ),
         ("adapters: open + first call", lambda: bench_open.rows(budget.per_pair)),
         ("langchain middleware", lambda: bench_langchain.rows(budget.per_pair)),

@@ -27,6 +27,7 @@ FRAMEWORKS = (
     "google.adk",
     "strands",
     "claude_agent_sdk",
+    "agent_framework",
 )
 ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.mcp": ("mcp", "mcp"),
@@ -38,6 +39,7 @@ ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.otel": ("opentelemetry", "otel"),
     "dsh_tool_todo.integrations.strands": ("strands", "strands"),
     "dsh_tool_todo.integrations.claude_agent_sdk": ("claude_agent_sdk", "claude-agent-sdk"),
+    "dsh_tool_todo.integrations.agent_framework": ("agent_framework", "agent-framework"),
 }
 
 
@@ -128,6 +130,7 @@ def test_the_version_is_pyprojects_and_the_cli_prints_it() -> None:
     [
         ("mcp", "mcp"),
         ("openai-agents", "openai-agents"),
+        ("agent-framework", "agent-framework-core"),
         pytest.param(
             "strands",
             "strands-agents",

@@ -122,3 +122,26 @@ def test_the_claude_agent_sdk_lines(readme: str) -> None:
     assert result["isError"] is False
     assert [event["type"] for event in owners.session("ada").events] == ["turn/start", "todo/write"]
     assert namespace["todo"].tool_name == "mcp__todo__todo_write"
+
+
+@pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
+def test_the_agent_framework_lines(readme: str) -> None:
+    from tests.integrations.test_agent_framework import ScriptedClient
+
+    owners = OwnerRegistry()
+    model = ScriptedClient([[("t1", {"todos": PLAN})], "On it."])
+    namespace: dict[str, Any] = {"owners": owners, "model": model}
+    exec(
+        "from agent_framework import Agent\n" + lines(readme, "Microsoft Agent Framework"),
+        namespace,
+    )
+    agent = namespace["agent"]
+    session = agent.create_session()
+    asyncio.run(agent.run("Fix it", session=session))
+    assert [event["type"] for event in owners.session(session.session_id).events] == [
+        "turn/start",
+        "todo/write",
+    ]
+    written = owners.session(session.session_id).latest(["todo/write"])
+    assert written is not None
+    assert written["data"] == {"todos": PLAN, "callId": "t1"}

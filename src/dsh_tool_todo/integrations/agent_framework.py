@@ -1,0 +1,318 @@
+"""Microsoft Agent Framework: ``TodoWriteProvider``, a context provider for ``Agent``.
+
+Give it to an agent as a context provider; it adds the tool to each run::
+
+    from agent_framework import Agent
+    agent = Agent(client=client, context_providers=[TodoWriteProvider(
+        allow_parallel_in_progress=False, owners=owners)])
+
+What the model gets (extra ``agent-framework``):
+
+- a function tool with exactly our name, description and parameters (the JSON
+  Schema as it is, ``additionalProperties: false`` included);
+- the arguments as the model sent them, to this library's validation: the
+  framework's own checks of a dict schema (required keys, unknown keys, top-level
+  types) would answer ``Error: Argument parsing failed.`` instead of our text, so
+  the tool declares a permissive input model and offers our schema;
+- a function result holding the tool's text; a refusal and a failure to record
+  (:data:`~dsh_tool_todo.contract.NOT_RECORDED`, the cause logged on the
+  ``dsh_tool_todo`` logger) also carry the text as the result's ``exception``,
+  the framework's error channel (Anthropic's ``is_error``; the consecutive-error
+  count of its tool loop). A chat middleware the provider adds to each run sets
+  it before the result reaches the model: a tool's return value cannot.
+
+The owner is the agent's session (``AgentSession.session_id``, or what ``owner=``
+picks from the session); its plan lives in an owner registry, and calls for one
+owner are recorded one at a time, in call order. Each call's ``call_id`` is
+recorded with it (``callId``). The provider appends ``turn/start`` for the owner
+at the start of each run (one ``agent.run`` is one user turn). With
+``remind_after_compaction=True`` it re-surfaces the plan when a compaction left the
+model without it (:class:`RemindAfterCompaction`). See
+``docs/integrations/agent-framework.md``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict
+
+from ..contract import EVENT_TYPE, TOOL_NAME, TURN_START
+from ..errors import UsageError
+from ..schema import parameters
+from ..stores.owners import OwnerRegistry
+from ..tool import TodoWriteTool, todo_write_tool
+from ._core import NoOwnerWarning, Outcome, arun_for_owner, refused_no_owner
+from ._extras import missing_extra
+from ._reminder import reminder_due
+
+try:
+    from agent_framework import (
+        AgentSession,
+        ChatContext,
+        ChatMiddleware,
+        Content,
+        ContextProvider,
+        FunctionInvocationContext,
+        FunctionTool,
+        Message,
+        SessionContext,
+        included_messages,
+    )
+except ImportError as _error:
+    raise missing_extra(
+        "dsh_tool_todo.integrations.agent_framework",
+        "agent-framework",
+        _error,
+        module="agent_framework",
+    ) from _error
+
+__all__ = [
+    "MarkRefusals",
+    "OwnerOf",
+    "RemindAfterCompaction",
+    "TodoWriteFunctionTool",
+    "TodoWriteProvider",
+    "session_owner",
+]
+
+OwnerOf = Callable[[AgentSession], "str | None"]
+"""Finds a call's owner key from the agent's session; ``None``: the call has no owner."""
+
+# The marker on the text item of an error result, read by MarkRefusals. It stays on the
+# item in the history (the providers send a text item's text, not its properties).
+_ERROR: Final = "dsh_todo_error"
+_CALL_ID: Final = "dsh_todo_call_id"
+
+
+def session_owner(session: AgentSession) -> str | None:
+    """The default owner: the agent session's id (one plan per conversation)."""
+    return session.session_id or None
+
+
+class _Arguments(BaseModel):
+    """Accepts any object as it is: the tool validates, not the framework."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class TodoWriteFunctionTool(FunctionTool):
+    """The ``todo_write`` function tool; :class:`TodoWriteProvider` builds and adds it.
+
+    It reads the call's session from the framework's ``FunctionInvocationContext``,
+    so it needs the agent loop (or a context passed to ``invoke``).
+    """
+
+    def __init__(
+        self, tool: TodoWriteTool, owners: OwnerRegistry, owner: str | OwnerOf, remedy: str
+    ) -> None:
+        super().__init__(
+            name=tool.name,
+            description=tool.description,
+            func=self._call,
+            input_model=_Arguments,
+        )
+        self.todo_tool = tool
+        self.owners = owners
+        self._owner = owner
+        self._no_owner = NoOwnerWarning(remedy)
+        self._parameters = parameters()
+
+    def parameters(self) -> dict[str, Any]:
+        """Our JSON Schema, as the request builders read it."""
+        return self._parameters
+
+    async def invoke(
+        self,
+        *,
+        arguments: Any = None,
+        context: FunctionInvocationContext | None = None,
+        tool_call_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        # the framework tells the tool its call id here, not in the context it hands it
+        if context is not None and tool_call_id:
+            context.metadata[_CALL_ID] = tool_call_id
+        return await super().invoke(
+            arguments=arguments, context=context, tool_call_id=tool_call_id, **kwargs
+        )
+
+    async def _call(self, invocation: FunctionInvocationContext, **_: Any) -> Content:
+        # the arguments as the framework parsed them (the keyword arguments hold the same,
+        # but a model's key named like this parameter would be replaced by the context)
+        arguments = invocation.arguments
+        session = invocation.session
+        if isinstance(self._owner, str):
+            key: str | None = self._owner
+        else:
+            key = None if session is None else self._owner(session)
+        if key is None:
+            return _content(refused_no_owner(self._no_owner))
+        call_id = invocation.metadata.get(_CALL_ID) or invocation.metadata.get("call_id")
+        outcome = await arun_for_owner(
+            self.todo_tool, dict(arguments), self.owners, key, call_id=call_id
+        )
+        return _content(outcome)
+
+
+def _content(outcome: Outcome) -> Content:
+    if outcome.is_error:
+        return Content.from_text(outcome.text, additional_properties={_ERROR: True})
+    return Content.from_text(outcome.text)
+
+
+class MarkRefusals(ChatMiddleware):
+    """Sets ``exception`` on each ``todo_write`` error result before a model request.
+
+    A function's return value becomes a result without an ``exception``; the
+    framework sets one only when a tool raises, and then the model reads
+    ``Error: Function failed.`` rather than the tool's text. This middleware
+    gives a refusal both: the tool's text as the result, and as its exception.
+    """
+
+    async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        mark(context.messages)
+        await call_next()
+
+
+def mark(messages: Sequence[Any]) -> None:
+    """Mark the error results among ``messages`` (each a framework ``Message``)."""
+    for message in messages:
+        for content in message.contents:
+            if content.type != "function_result" or content.exception is not None:
+                continue
+            items = content.items or []
+            if len(items) == 1 and items[0].additional_properties.get(_ERROR):
+                content.exception = items[0].text
+
+
+class RemindAfterCompaction(ChatMiddleware):
+    """Re-surfaces the plan after a compaction: ``TodoWriteProvider(remind_after_compaction=True)``.
+
+    Before each model request it wraps the request's compaction strategy (the one
+    passed for the call, else the client's ``compaction_strategy``, else none): after
+    that strategy ran, when the session's plan is not empty and no ``todo_write``
+    call (nor an earlier reminder) among the messages the model will read shows it,
+    :func:`~dsh_tool_todo.reminder.plan_reminder` is appended as a user message.
+    """
+
+    def __init__(self, owners: OwnerRegistry, owner_of: OwnerOf) -> None:
+        self.owners = owners
+        self.owner_of = owner_of
+
+    async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        key = None if context.session is None else self.owner_of(context.session)
+        if key is not None:
+            inner = context.kwargs.get("compaction_strategy")
+            if inner is None:
+                inner = getattr(context.client, "compaction_strategy", None)
+            context.kwargs["compaction_strategy"] = _Reminding(inner, self.owners, key)
+        await call_next()
+
+
+class _Reminding:
+    """A compaction strategy: the inner one, then the reminder when it is due."""
+
+    def __init__(self, inner: Any, owners: OwnerRegistry, key: str) -> None:
+        self.inner = inner
+        self.owners = owners
+        self.key = key
+        self.tokenizer = getattr(inner, "tokenizer", None)  # what the framework reads
+
+    async def __call__(self, messages: list[Message]) -> bool:
+        changed = False if self.inner is None else bool(await self.inner(messages))
+        async with self.owners.alocked(self.key) as session:
+            found = session.latest((EVENT_TYPE, TURN_START))
+            event = await found if inspect.isawaitable(found) else found
+        todos = None if event is None or event["type"] != EVENT_TYPE else event["data"]["todos"]
+        shown, written = _shown_and_written(included_messages(messages))
+        text = reminder_due(todos, written, shown)
+        if text is None:
+            return changed
+        messages.append(Message(role="user", contents=[text]))
+        return True
+
+
+def _shown_and_written(messages: Sequence[Message]) -> tuple[list[str], list[object]]:
+    shown: list[str] = []
+    written: list[object] = []
+    for message in messages:
+        for content in message.contents:
+            if content.type == "text" and message.role == "user" and content.text:
+                shown.append(content.text)
+            elif content.type == "function_call" and content.name == TOOL_NAME:
+                try:
+                    written.append((content.parse_arguments() or {}).get("todos"))
+                except (TypeError, ValueError):  # arguments that are not JSON show no plan
+                    continue
+    return shown, written
+
+
+class TodoWriteProvider(ContextProvider):
+    """``todo_write`` for an Agent Framework agent: ``Agent(context_providers=[provider])``.
+
+    Before each run it adds the tool and :class:`MarkRefusals` to the run, and
+    appends ``turn/start`` for the session's owner (``start_turn=False``: never).
+
+    ``owner``: a fixed owner key, or a function of the ``AgentSession`` (default
+    :func:`session_owner`: the session's id; a run without ``session=`` gets a
+    new session from the agent, so a new plan). ``owners`` holds the sessions
+    (default: an in-memory registry of the provider's own; pass your own to read
+    plans back, or ``OwnerRegistry(directory)`` for durable plans).
+
+    A call whose owner function returns ``None`` gets the tool's "requires an
+    owning agent session" text as an error result, and the first such call logs
+    a WARNING on the ``dsh_tool_todo`` logger.
+
+    ``remind_after_compaction=True`` adds :class:`RemindAfterCompaction` (off by default).
+    """
+
+    def __init__(
+        self,
+        *,
+        allow_parallel_in_progress: bool,
+        owner: str | OwnerOf = session_owner,
+        owners: OwnerRegistry | None = None,
+        start_turn: bool = True,
+        remind_after_compaction: bool = False,
+        source_id: str = "dsh_todo",
+    ) -> None:
+        if not isinstance(owner, str) and not callable(owner):
+            raise UsageError(
+                f"owner must be an owner key (str) or a function of the AgentSession, not {owner!r}"
+            )
+        super().__init__(source_id)
+        self.owners = OwnerRegistry() if owners is None else owners
+        self.start_turn = start_turn
+        self._owner = owner
+        self.tool = TodoWriteFunctionTool(
+            todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress),
+            self.owners,
+            owner,
+            "owner= returned None: return the session's owner key",
+        )
+        self.middleware: list[ChatMiddleware] = [MarkRefusals()]
+        if remind_after_compaction:
+            self.middleware.append(RemindAfterCompaction(self.owners, self.owner_of))
+
+    def owner_of(self, session: AgentSession) -> str | None:
+        """The owner key of ``session``'s calls (``None``: no owner)."""
+        return self._owner if isinstance(self._owner, str) else self._owner(session)
+
+    async def before_run(
+        self,
+        *,
+        agent: Any,
+        session: AgentSession,
+        context: SessionContext,
+        state: dict[str, Any],
+    ) -> None:
+        """Start the owner's turn, and add the tool and the middleware to this run."""
+        if self.start_turn:
+            key = self.owner_of(session)
+            if key is not None:
+                await self.owners.astart_turn(key)
+        context.extend_tools(self.source_id, [self.tool])
+        context.extend_middleware(self.source_id, self.middleware)
