@@ -27,6 +27,7 @@ FRAMEWORKS = (
     "google.adk",
     "strands",
     "claude_agent_sdk",
+    "crewai",
 )
 ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.mcp": ("mcp", "mcp"),
@@ -38,6 +39,7 @@ ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.otel": ("opentelemetry", "otel"),
     "dsh_tool_todo.integrations.strands": ("strands", "strands"),
     "dsh_tool_todo.integrations.claude_agent_sdk": ("claude_agent_sdk", "claude-agent-sdk"),
+    "dsh_tool_todo.integrations.crewai": ("crewai", "crewai"),
 }
 
 
