@@ -32,6 +32,7 @@ with warnings.catch_warnings():
     # crewai.rag refuses the attribute the import system sets for a submodule
     warnings.filterwarnings("ignore", "Cannot set an attribute on 'crewai.rag'", ImportWarning)
     from crewai import Agent, Crew, Task
+    from crewai.hooks import register_before_llm_call_hook, unregister_before_llm_call_hook
     from crewai.llms.base_llm import BaseLLM
     from crewai.tools import BaseTool
     from crewai.utilities.pydantic_schema_utils import (
@@ -43,6 +44,7 @@ from pydantic import Field
 from dsh_tool_todo import contract, todo_write_tool
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.crewai import TodoWriteCrewTool
+from dsh_tool_todo.reminder import plan_reminder
 from dsh_tool_todo.schema import parameters
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
@@ -326,3 +328,55 @@ def test_the_installed_crewai_is_within_the_extras_range() -> None:
     floor, ceiling = declared.groups()
     installed = tuple(int(part) for part in version("crewai").split(".")[:3])
     assert tuple(int(part) for part in floor.split(".")) <= installed < (int(ceiling),)
+
+
+class CompactingLLM(ScriptedLLM):
+    """A step that is an exception is raised (a context overflow); ``acall`` summarises."""
+
+    def call(self, messages: Any, tools: Any = None, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        answer = super().call(messages, tools, *args, **kwargs)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    async def acall(self, messages: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        return "<summary>The user asked for a plan; one was written.</summary>"
+
+
+def test_remind_shows_the_plan_again_after_crewais_summary_and_only_then() -> None:
+    owners = OwnerRegistry()
+    tool = TodoWriteCrewTool(allow_parallel_in_progress=False, owner="ada", owners=owners)
+    overflow = RuntimeError(
+        "This model's maximum context length is 10 tokens (context_length_exceeded)"
+    )
+    llm = CompactingLLM(
+        model="scripted", script=[[call("c1", PLAN)], overflow, [call("c2", PLAN)], "done"]
+    )
+    register_before_llm_call_hook(tool.remind)
+    try:
+        crew_of(tool, llm).kickoff()
+    finally:
+        assert unregister_before_llm_call_hook(tool.remind)
+    reminder = plan_reminder(PLAN["todos"])
+    assert reminder is not None
+    first, before, after, last = (request["messages"] for request in llm.requests)
+    assert reminder not in json.dumps([first, before])  # the call still shows the plan
+    # the summary replaced the call: the reminder follows it, as the newest message
+    assert after[-1] == {"role": "user", "content": reminder}
+    assert "one was written" in after[-2]["content"]
+    assert [m for m in last if m.get("content") == reminder] == [after[-1]]  # added once
+
+
+def test_remind_leaves_the_calls_of_agents_without_the_tool_alone() -> None:
+    owners = OwnerRegistry()
+    tool = TodoWriteCrewTool(allow_parallel_in_progress=False, owner="ada", owners=owners)
+    owners.session("ada").append("todo/write", PLAN)
+    llm = ScriptedLLM(model="scripted", script=["done"])
+    agent = Agent(role="other", goal="g", backstory="b", llm=llm)
+    task = Task(description="Do it", expected_output="x", agent=agent)
+    register_before_llm_call_hook(tool.remind)
+    try:
+        Crew(agents=[agent], tasks=[task]).kickoff()
+    finally:
+        unregister_before_llm_call_hook(tool.remind)
+    assert "todo_write" not in json.dumps(llm.requests[0]["messages"])

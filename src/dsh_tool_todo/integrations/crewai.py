@@ -29,23 +29,27 @@ is recorded. Calls for one owner are recorded one at a time, in call order:
 CrewAI runs the calls of one model message on threads unless one of them has a
 usage limit, so the tool declares one it never reaches. Its tool-result cache
 never answers for this tool (``cache_function`` is false): a repeated list is a
-new call.
+new call. After CrewAI summarises a conversation that outgrew the context window,
+``remind`` (a before-LLM-call hook, opt-in) shows the model the plan again.
 See ``docs/integrations/crewai.md``.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from ..contract import EVENT_TYPE, TOOL_NAME, TURN_START
 from ..errors import UsageError
 from ..schema import parameters
 from ..stores.owners import OwnerRegistry
 from ..tool import TodoWriteTool, todo_write_tool
 from ._core import run_for_owner
 from ._extras import missing_extra
+from ._reminder import reminder_due
 
 try:
     from crewai.tools import BaseTool
@@ -145,3 +149,52 @@ class TodoWriteCrewTool(BaseTool):
         kickoff; the inputs pass through unchanged."""
         self.start_turn()
         return inputs
+
+    def remind(self, context: Any) -> None:
+        """A before-LLM-call hook re-surfacing the plan after a compaction (opt-in).
+
+        Register it with ``crewai.hooks.register_before_llm_call_hook(todo.remind)``.
+        Before each model call of an agent that holds this tool, when the owner's
+        current plan is not empty and no ``todo_write`` call (nor an earlier reminder)
+        left in the messages shows it (CrewAI's ``respect_context_window``
+        summary replaced them), it appends
+        :func:`~dsh_tool_todo.reminder.plan_reminder` as a user message. The
+        messages are the agent's own, so the reminder stays and is added once.
+        """
+        tools = getattr(getattr(context, "agent", None), "tools", None) or []
+        if not any(tool is self for tool in tools):
+            return
+        messages: list[Any] = context.messages
+        event = self._owners.session(self._owner).latest((EVENT_TYPE, TURN_START))
+        todos = event["data"]["todos"] if event and event["type"] == EVENT_TYPE else None
+        text = reminder_due(todos, _written(messages), _shown(messages))
+        if text is not None:
+            messages.append({"role": "user", "content": text})
+
+
+def _written(messages: list[Any]) -> list[object]:
+    """The ``todos`` of each ``todo_write`` call in CrewAI's (OpenAI-style) messages."""
+    written: list[object] = []
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            if function.get("name") != TOOL_NAME:
+                continue
+            arguments = function.get("arguments")
+            try:
+                args = json.loads(arguments) if isinstance(arguments, str) else arguments
+            except ValueError:  # arguments that are not JSON show no plan
+                continue
+            if isinstance(args, dict):
+                written.append(args.get("todos"))
+    return written
+
+
+def _shown(messages: list[Any]) -> list[str]:
+    return [
+        message["content"]
+        for message in messages
+        if message.get("role") == "user" and isinstance(message.get("content"), str)
+    ]
