@@ -380,3 +380,58 @@ def test_remind_leaves_the_calls_of_agents_without_the_tool_alone() -> None:
     finally:
         unregister_before_llm_call_hook(tool.remind)
     assert "todo_write" not in json.dumps(llm.requests[0]["messages"])
+
+
+class TextLLM(ScriptedLLM):
+    """An LLM without native function calling: CrewAI's ReAct text prompt and parser."""
+
+    def supports_function_calling(self) -> bool:
+        return False
+
+
+def test_the_text_path_shows_our_words_and_reads_back_our_texts() -> None:
+    session = MemorySession()
+    owners = OwnerRegistry(open_session=lambda key: session)
+    tool = TodoWriteCrewTool(allow_parallel_in_progress=False, owner="me", owners=owners)
+    item = {"content": "a", "status": "pending"}
+
+    def action(args: Any) -> str:
+        return f"Thought: plan\nAction: todo_write\nAction Input: {json.dumps(args)}"
+
+    nested = {"todos": [{**item, "priority": 1}]}  # refused by this library
+    top = {"todos": [item], "merge": True}  # CrewAI drops the key it does not list
+    llm = TextLLM(
+        model="scripted",
+        script=[action(nested), action(top), "Thought: done\nFinal Answer: ok"],
+    )
+    crew_of(tool, llm).kickoff()
+    system = llm.requests[0]["messages"][0]["content"]
+    assert tool.formatted_description in system
+    assert json.dumps(parameters(), indent=2) in tool.formatted_description
+    assert contract.DESCRIPTION_SINGLE in tool.formatted_description
+    observed = [
+        m["content"].rpartition("\nObservation: ")[2]
+        for m in llm.requests[-1]["messages"]
+        if m["role"] == "assistant"
+    ]
+    refusal = todo_write_tool(allow_parallel_in_progress=False).call(nested, MemorySession())
+    assert observed == [refusal, "Updated todo list: 1 pending, 0 in progress, 0 completed."]
+    assert [event["data"] for event in session.events] == [{"todos": [item]}]
+
+
+def test_a_raise_policy_aborts_on_a_refusal_unless_the_tool_says_warn() -> None:
+    from crewai.tools.tool_failure import ToolExecutionFailedError, ToolFailurePolicy
+
+    def crew(policy: ToolFailurePolicy | None) -> Crew:
+        tool = TodoWriteCrewTool(allow_parallel_in_progress=False, owner="me")
+        tool.tool_failure_policy = policy
+        llm = ScriptedLLM(model="scripted", script=[[call("bad", {"todos": "x"})], "done"])
+        agent = Agent(
+            role="p", goal="g", backstory="b", llm=llm, tools=[tool], tool_failure_policy="raise"
+        )
+        task = Task(description="Plan it", expected_output="a plan", agent=agent)
+        return Crew(agents=[agent], tasks=[task])
+
+    with pytest.raises(ToolExecutionFailedError, match="todo_write"):
+        crew(None).kickoff()
+    assert crew(ToolFailurePolicy.WARN).kickoff().raw == "done"
