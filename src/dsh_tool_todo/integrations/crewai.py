@@ -5,7 +5,8 @@ Give it to an agent as any other tool, and start a new turn at each kickoff::
     from crewai import Agent, Crew
     todo = TodoWriteCrewTool(allow_parallel_in_progress=False, owner=user_id, owners=owners)
     agent = Agent(role=..., goal=..., backstory=..., llm=llm, tools=[todo])
-    crew = Crew(agents=[agent], tasks=[task], before_kickoff_callbacks=[todo.before_kickoff])
+    todo.start_turn()  # each user request starts on an empty plan
+    Crew(agents=[agent], tasks=[task]).kickoff()
 
 What the model gets (extra ``crewai``):
 
@@ -14,7 +15,9 @@ What the model gets (extra ``crewai``):
   ``args_schema`` answers ``model_json_schema()`` with our schema, which
   CrewAI's request builder passes through (its strict-mode rewrites leave this
   schema unchanged; a test reads the request). CrewAI adds ``"strict": true``
-  beside them;
+  beside them. Without native function calling, CrewAI's ReAct prompt shows
+  them in a block of its own, and drops top-level argument keys the schema does
+  not list before the tool runs (see the page);
 - the arguments as the model sent them, to this library's validation (the
   schema declares no pydantic fields, so CrewAI validates nothing first);
 - the tool's text: a recorded call's as its result, a refusal and a failure
