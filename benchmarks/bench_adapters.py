@@ -13,6 +13,12 @@
 - Google ADK (Python 3.11+): a whole `InMemoryRunner.run_async` turn with a
   scripted `BaseLlm` with our `BaseTool` vs a no-op `BaseTool` with the same
   declaration; and the bare `run_async` of each.
+- CrewAI (its own section, "adapters: CrewAI per call": dev does not install
+  crewai, so run it where it is, e.g. `.venv-crewai/bin/python benchmarks/run.py
+  --only "adapters: CrewAI"`; skipped where it is missing): a whole
+  `Crew.kickoff` with a scripted `BaseLLM` (one tool call, then a final text)
+  with our `BaseTool` vs a no-op `BaseTool` with the same name, description and
+  `args_schema`; and the bare `BaseTool.run` of each.
 
 Run alone: python benchmarks/run.py --only adapters [--quick]
 """
@@ -24,12 +30,13 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from report import Row, fmt_ns
+from report import Row, fmt_ns, skipped
 from timing import quiet_gc, spread
 from workloads import real_todos
 
@@ -417,6 +424,86 @@ def google_adk_rows(seconds: float, batch: int) -> list[Row]:
     turns, bare = asyncio.run(measure())
     cases = [("InMemoryRunner.run_async, one tool call", turns), ("run_async alone", bare)]
     return _pair_rows("Google ADK", cases, "TodoWriteAdkTool", "no-op BaseTool")
+
+
+def crewai_rows(seconds: float, batch: int) -> list[Row]:
+    import logging
+
+    group = "adapters: CrewAI"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # crewai.rag's ImportWarning
+            from crewai import Agent, Crew, Task
+            from crewai.llms.base_llm import BaseLLM
+            from crewai.tools import BaseTool
+    except ImportError:  # not in dev (crewai needs openai<3): .ci/run's .venv-crewai has it
+        return [skipped(group, "6 items", "crewai not installed (pip install '.[crewai]')")]
+    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+    warnings.filterwarnings("ignore", category=DeprecationWarning, module="crewai")
+    warnings.filterwarnings("ignore", "function_calling_llm is deprecated", DeprecationWarning)
+    logging.getLogger("crewai").setLevel(logging.ERROR)  # a token-count notice per request
+
+    from dsh_tool_todo.integrations.crewai import TodoWriteArguments, TodoWriteCrewTool
+    from dsh_tool_todo.stores.owners import OwnerRegistry
+
+    owners = OwnerRegistry()
+    ours = TodoWriteCrewTool(allow_parallel_in_progress=False, owner="bench", owners=owners)
+    answer = "Updated todo list: 0 pending, 0 in progress, 0 completed."
+
+    class Noop(BaseTool):
+        def _run(self, **kwargs: Any) -> str:
+            return answer
+
+    noop = Noop(name=ours.name, description=ours.description, args_schema=TodoWriteArguments)
+    tool_call = {
+        "id": "c",
+        "type": "function",
+        "function": {"name": "todo_write", "arguments": RAW},
+    }
+
+    class Scripted(BaseLLM):
+        def call(self, messages: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            return "ok" if any(m["role"] == "tool" for m in messages) else [tool_call]
+
+        def supports_function_calling(self) -> bool:
+            return True
+
+        def get_context_window_size(self) -> int:
+            return 100_000
+
+    def turn(tool: Any) -> AsyncCall:
+        agent = Agent(
+            role="bench", goal="plan", backstory="b", llm=Scripted(model="s"), tools=[tool]
+        )
+        crew = Crew(
+            agents=[agent], tasks=[Task(description="plan", expected_output="ok", agent=agent)]
+        )
+
+        async def run() -> object:
+            return await crew.kickoff_async()
+
+        return run
+
+    def invoke(tool: Any) -> AsyncCall:
+        async def run() -> object:
+            return tool.run(**ARGS)
+
+        return run
+
+    async def measure() -> tuple[dict[str, Any], dict[str, Any]]:
+        sides = {"ours": turn(ours), "noop": turn(noop)}
+        turns = await _rounds(sides, reference="noop", seconds=seconds, batch=batch)
+        owners.session("bench").events.clear()  # type: ignore[attr-defined]
+        sides = {"ours": invoke(ours), "noop": invoke(noop)}
+        bare = await _rounds(sides, reference="noop", seconds=seconds, batch=batch * 50)
+        return turns, bare
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        turns, bare = asyncio.run(measure())
+    cases = [("Crew.kickoff_async, one tool call", turns), ("BaseTool.run alone", bare)]
+    return _pair_rows("CrewAI", cases, "TodoWriteCrewTool", "no-op BaseTool")
 
 
 def rows(seconds: float, *, quick: bool) -> list[Row]:

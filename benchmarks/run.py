@@ -83,6 +83,10 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
             ),
         ),
         ("adapters: open + first call", lambda: bench_open.rows(budget.per_pair)),
+        (
+            "adapters: CrewAI per call",
+            lambda: bench_adapters.crewai_rows(budget.per_pair, 5 if budget is QUICK else 20),
+        ),
         ("langchain middleware", lambda: bench_langchain.rows(budget.per_pair)),
         ("web view", lambda: bench_web.rows(quick=budget is QUICK)),
         ("postgres store", lambda: bench_postgres.rows(quick=budget is QUICK)),

@@ -20,7 +20,8 @@ def _public_modules() -> list[str]:
     return names
 
 
-PUBLIC = _public_modules()
+# dev does not install crewai: tests/integrations/test_crewai.py checks that adapter's __all__
+PUBLIC = [name for name in _public_modules() if name != "dsh_tool_todo.integrations.crewai"]
 NEEDS_3_11 = {"claude_agent_sdk", "google_adk", "llama_index", "strands"}
 
 

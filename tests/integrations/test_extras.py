@@ -28,6 +28,7 @@ FRAMEWORKS = (
     "strands",
     "claude_agent_sdk",
     "agent_framework",
+    "crewai",
 )
 ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.mcp": ("mcp", "mcp"),
@@ -40,6 +41,7 @@ ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.strands": ("strands", "strands"),
     "dsh_tool_todo.integrations.claude_agent_sdk": ("claude_agent_sdk", "claude-agent-sdk"),
     "dsh_tool_todo.integrations.agent_framework": ("agent_framework", "agent-framework"),
+    "dsh_tool_todo.integrations.crewai": ("crewai", "crewai"),
 }
 
 

@@ -1,0 +1,203 @@
+"""CrewAI: ``TodoWriteCrewTool``, a ``BaseTool`` for ``Agent(tools=[...])``.
+
+Give it to an agent as any other tool, and start a new turn at each kickoff::
+
+    from crewai import Agent, Crew
+    todo = TodoWriteCrewTool(allow_parallel_in_progress=False, owner=user_id, owners=owners)
+    agent = Agent(role=..., goal=..., backstory=..., llm=llm, tools=[todo])
+    todo.start_turn()  # each user request starts on an empty plan
+    Crew(agents=[agent], tasks=[task]).kickoff()
+
+What the model gets (extra ``crewai``):
+
+- with native function calling (an LLM whose ``supports_function_calling()``
+  is true), exactly our name, description and parameters: the tool's
+  ``args_schema`` answers ``model_json_schema()`` with our schema, which
+  CrewAI's request builder passes through (its strict-mode rewrites leave this
+  schema unchanged; a test reads the request). CrewAI adds ``"strict": true``
+  beside them. Without native function calling, CrewAI's ReAct prompt shows
+  them in a block of its own, and drops top-level argument keys the schema does
+  not list before the tool runs (see the page);
+- the arguments as the model sent them, to this library's validation (the
+  schema declares no pydantic fields, so CrewAI validates nothing first);
+- the tool's text: a recorded call's as its result, a refusal and a failure
+  to record (:data:`~dsh_tool_todo.contract.NOT_RECORDED`, the cause logged on
+  the ``dsh_tool_todo`` logger) as a ``ToolFailure``, CrewAI's channel for a
+  tool that ran but did not succeed: the model reads the same text, and the
+  task records the failure under the agent's ``tool_failure_policy``.
+
+CrewAI gives a tool neither the agent nor the call id, so the owner is a fixed
+key on the tool (one tool per agent, or per crew, is the scope) and no call id
+is recorded. Calls for one owner are recorded one at a time, in call order:
+CrewAI runs the calls of one model message on threads unless one of them has a
+usage limit, so the tool declares one it never reaches. Its tool-result cache
+never answers for this tool (``cache_function`` is false): a repeated list is a
+new call. After CrewAI summarises a conversation that outgrew the context window,
+``remind`` (a before-LLM-call hook, opt-in) shows the model the plan again.
+See ``docs/integrations/crewai.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from ..contract import EVENT_TYPE, TOOL_NAME, TURN_START
+from ..errors import UsageError
+from ..schema import parameters
+from ..stores.owners import OwnerRegistry
+from ..tool import TodoWriteTool, todo_write_tool
+from ._core import run_for_owner
+from ._extras import missing_extra
+from ._reminder import reminder_due
+
+try:
+    from crewai.tools import BaseTool
+    from crewai.tools.tool_failure import ToolFailure
+except ImportError as _error:
+    raise missing_extra(
+        "dsh_tool_todo.integrations.crewai", "crewai", _error, module="crewai"
+    ) from _error
+
+__all__ = ["TodoWriteArguments", "TodoWriteCrewTool"]
+
+
+class TodoWriteArguments(BaseModel):
+    """The tool's ``args_schema``: its JSON schema is this library's, as it is.
+
+    It declares no fields, so ``BaseTool.run`` hands the model's arguments to
+    this library's validation untouched (CrewAI validates against the fields of
+    an ``args_schema`` that has some, and would answer with its own text).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return parameters()  # a fresh copy: CrewAI's request builder edits what it gets
+
+
+def _never_cache(args: Any = None, result: Any = None) -> bool:
+    # CrewAI's tool cache would answer a repeated list from memory, unrecorded
+    return False
+
+
+class TodoWriteCrewTool(BaseTool):
+    """``todo_write`` as a CrewAI tool; every call's plan belongs to ``owner``.
+
+    ``owner`` is the owner key of the agent (or crew) the tool is given to.
+    ``owners`` holds the sessions (default: an in-memory registry of the tool's
+    own; pass your own to read plans back, or ``OwnerRegistry(directory)`` for
+    durable plans). ``before_kickoff`` (for ``Crew(before_kickoff_callbacks=[...])``)
+    and ``start_turn`` append ``turn/start``: a new user request clears the plan.
+    """
+
+    _todo: TodoWriteTool = PrivateAttr()
+    _owners: OwnerRegistry = PrivateAttr()
+    _owner: str = PrivateAttr()
+
+    def __init__(
+        self,
+        *,
+        allow_parallel_in_progress: bool,
+        owner: str,
+        owners: OwnerRegistry | None = None,
+    ) -> None:
+        if not isinstance(owner, str) or not owner:
+            raise UsageError(
+                f"owner must be the owner key (a non-empty str) of the agent or crew, not {owner!r}"
+            )
+        tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+        super().__init__(
+            name=tool.name,
+            description=tool.description,
+            args_schema=TodoWriteArguments,
+            cache_function=_never_cache,
+            # CrewAI runs a message's calls in order, one after another, when one of them
+            # has a usage limit (on threads otherwise): the calls are recorded in call order
+            max_usage_count=sys.maxsize,
+        )
+        self._todo = tool
+        self._owners = OwnerRegistry() if owners is None else owners
+        self._owner = owner
+
+    @property
+    def owners(self) -> OwnerRegistry:
+        """The registry holding the owner's session."""
+        return self._owners
+
+    @property
+    def owner(self) -> str:
+        """The owner key every call of this tool records for."""
+        return self._owner
+
+    def _run(self, *args: Any, **kwargs: Any) -> str | ToolFailure:
+        """One call: the tool's text, or a ``ToolFailure`` carrying it."""
+        if args:
+            raise UsageError("todo_write takes keyword arguments only: tool.run(todos=[...])")
+        outcome = run_for_owner(self._todo, kwargs, self._owners, self._owner)
+        if outcome.is_error:
+            return ToolFailure(message=outcome.text)
+        return outcome.text
+
+    def start_turn(self) -> None:
+        """Append ``turn/start`` for the owner: call it before ``agent.kickoff(...)``."""
+        self._owners.start_turn(self._owner)
+
+    def before_kickoff(self, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``Crew(before_kickoff_callbacks=[tool.before_kickoff])``: ``turn/start`` at each
+        kickoff; the inputs pass through unchanged."""
+        self.start_turn()
+        return inputs
+
+    def remind(self, context: Any) -> None:
+        """A before-LLM-call hook re-surfacing the plan after a compaction (opt-in).
+
+        Register it with ``crewai.hooks.register_before_llm_call_hook(todo.remind)``.
+        Before each model call of an agent that holds this tool, when the owner's
+        current plan is not empty and no ``todo_write`` call (nor an earlier reminder)
+        left in the messages shows it (CrewAI's ``respect_context_window``
+        summary replaced them), it appends
+        :func:`~dsh_tool_todo.reminder.plan_reminder` as a user message. The
+        messages are the agent's own, so the reminder stays and is added once.
+        """
+        tools = getattr(getattr(context, "agent", None), "tools", None) or []
+        if not any(tool is self for tool in tools):
+            return
+        messages: list[Any] = context.messages
+        event = self._owners.session(self._owner).latest((EVENT_TYPE, TURN_START))
+        todos = event["data"]["todos"] if event and event["type"] == EVENT_TYPE else None
+        text = reminder_due(todos, _written(messages), _shown(messages))
+        if text is not None:
+            messages.append({"role": "user", "content": text})
+
+
+def _written(messages: list[Any]) -> list[object]:
+    """The ``todos`` of each ``todo_write`` call in CrewAI's (OpenAI-style) messages."""
+    written: list[object] = []
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            if function.get("name") != TOOL_NAME:
+                continue
+            arguments = function.get("arguments")
+            try:
+                args = json.loads(arguments) if isinstance(arguments, str) else arguments
+            except ValueError:  # arguments that are not JSON show no plan
+                continue
+            if isinstance(args, dict):
+                written.append(args.get("todos"))
+    return written
+
+
+def _shown(messages: list[Any]) -> list[str]:
+    return [
+        message["content"]
+        for message in messages
+        if message.get("role") == "user" and isinstance(message.get("content"), str)
+    ]
