@@ -1080,3 +1080,22 @@ def test_a_subscriber_is_still_told_after_the_registry_evicts_and_reopens_the_ow
 
     with owners:
         assert asyncio.run(run()) == [DONE, 2]
+
+
+def test_the_pages_subscription_example_runs_on_the_installed_line(tmp_path: Path) -> None:
+    """docs/integrations/mcp.md's first example, as printed, on whichever line of the SDK is
+    installed (CI runs this file on 1.x and 2.x; `pip install '.[mcp]'` installs 2.x): its
+    notification handler once read only 1.x's wrapped messages and waited forever on 2.x."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "integrations" / "mcp.md").read_text(
+        encoding="utf-8"
+    )
+    example = page.split("```python\n")[1].split("```")[0]
+    assert "on_the_2x_line" in example and "on_the_1x_line" in example
+    script = tmp_path / "example.py"
+    script.write_text(example, encoding="utf-8")
+
+    run = subprocess.run(
+        [sys.executable, "-W", "error", str(script)], capture_output=True, text=True, timeout=60
+    )
+
+    assert run.returncode == 0, run.stderr
