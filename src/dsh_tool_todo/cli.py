@@ -272,8 +272,20 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
         raise FileExistsError(f"{log} already exists: the demo writes a new log, pick another")
     text = _text_out(out, args.ascii)
     run_demo(log, text, parallel=args.parallel, draw=_drawer(text, args.ascii))
-    shown, folder = shlex.quote(str(log)), shlex.quote(str(log.parent))
-    print(f"next: dsh-todo show {shown}    (or: dsh-todo serve {folder})", file=text)
+    # as this shell can run it: `dsh-todo` only when PATH finds this one, and `serve` only
+    # when the web extra is installed
+    import importlib.util
+    import shutil
+
+    command = _own_command()
+    found = shutil.which("dsh-todo")
+    if found is not None and [os.path.realpath(found)] == [*map(os.path.realpath, command)]:
+        command = ["dsh-todo"]
+    me = shlex.join(command)
+    hint = f"next: {me} show {shlex.quote(str(log))}"
+    if all(importlib.util.find_spec(name) for name in ("starlette", "uvicorn", "sse_starlette")):
+        hint += f"    (or: {me} serve {shlex.quote(str(log.parent))})"
+    print(hint, file=text)
     return 0
 
 
@@ -417,15 +429,7 @@ def _mcp_client_config(args: argparse.Namespace) -> dict[str, Any]:
     Absolute paths throughout: a client runs the command without this environment's
     ``bin`` on its PATH, without a shell to expand ``~``, from a directory of its own.
     """
-    import sysconfig
-
-    script = Path(sysconfig.get_path("scripts")) / (
-        "dsh-todo.exe" if os.name == "nt" else "dsh-todo"
-    )
-    if os.access(script, os.X_OK):
-        command, server_args = str(script), ["mcp"]
-    else:  # not installed as a script here (run from a checkout): the module does the same
-        command, server_args = sys.executable, ["-m", "dsh_tool_todo", "mcp"]
+    command, *server_args = [*_own_command(), "mcp"]
     if args.parallel:
         server_args.append("--parallel")
     if args.log_dir is not None:
@@ -438,6 +442,19 @@ def _mcp_client_config(args: argparse.Namespace) -> dict[str, Any]:
     if args.wait_owner is not None:
         server_args += ["--wait-owner", f"{args.wait_owner:g}"]
     return {"mcpServers": {"todo": {"command": command, "args": server_args}}}
+
+
+def _own_command() -> list[str]:
+    """This ``dsh-todo`` by absolute paths: the script of this environment, or, where it is
+    not installed as a script (run from a checkout), this Python running the module."""
+    import sysconfig
+
+    script = Path(sysconfig.get_path("scripts")) / (
+        "dsh-todo.exe" if os.name == "nt" else "dsh-todo"
+    )
+    if os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "dsh_tool_todo"]
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:
