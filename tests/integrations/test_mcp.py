@@ -1090,7 +1090,8 @@ def test_the_pages_subscription_example_runs_on_the_installed_line(tmp_path: Pat
         encoding="utf-8"
     )
     example = page.split("```python\n")[1].split("```")[0]
-    assert "on_the_2x_line" in example and "on_the_1x_line" in example
+    assert "on_the_2x_line" in example
+    assert "on_the_1x_line" in example
     script = tmp_path / "example.py"
     script.write_text(example, encoding="utf-8")
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..contract import TOOL_NAME
 from ..stores.owners import OwnerRegistry
+from ._core import check_owner, check_owners
 from ._extras import missing_extra
 
 try:
@@ -87,6 +88,8 @@ def todo_write_for_claude(
     user or conversation. ``owners`` defaults to an in-memory registry of its own; pass
     yours to read the plan back, or ``OwnerRegistry(directory)`` to keep it on disk.
     """
+    check_owner("todo_write_for_claude", owner, function_of=None)
+    check_owners("todo_write_for_claude", owners)
     registry = OwnerRegistry() if owners is None else owners
     server = build_server(
         allow_parallel_in_progress=allow_parallel_in_progress, owners=registry, owner=owner

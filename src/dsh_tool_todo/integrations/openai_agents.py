@@ -36,7 +36,7 @@ from typing import Any
 from ..errors import UsageError
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
-from ._core import NoOwnerWarning, atext_for_owner, refused_no_owner
+from ._core import NoOwnerWarning, atext_for_owner, check_owner, check_owners, refused_no_owner
 from ._extras import missing_extra
 from ._links import OwnerLinks, delegating
 
@@ -76,7 +76,9 @@ def todo_write_function_tool(
     an owning agent session" text, and the first such call logs a WARNING on
     the ``dsh_tool_todo`` logger.
     """
+    check_owner("todo_write_function_tool", owner, function_of="ToolContext")
     tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+    check_owners("todo_write_function_tool", owners)
     registry = OwnerRegistry() if owners is None else owners
     owner_of: OwnerOf = (lambda ctx: owner) if isinstance(owner, str) else owner
     links = OwnerLinks(registry)

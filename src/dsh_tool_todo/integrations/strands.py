@@ -35,7 +35,7 @@ from typing import Any
 
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
-from ._core import NoOwnerWarning, arun_for_owner, refused_no_owner
+from ._core import NoOwnerWarning, arun_for_owner, check_owner, check_owners, refused_no_owner
 from ._extras import missing_extra
 
 try:
@@ -65,6 +65,8 @@ class TodoWriteAgentTool(AgentTool):
         owner: str | OwnerOf,
         owners: OwnerRegistry | None = None,
     ) -> None:
+        check_owner("todo_write_strands_tool", owner, function_of="Agent")
+        check_owners("todo_write_strands_tool", owners)
         super().__init__()
         self._tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
         self.owners = OwnerRegistry() if owners is None else owners
