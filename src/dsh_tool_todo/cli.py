@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     parallel_flag(mcp, "allow several todos in_progress at once (allowParallelInProgress)")
     mcp.add_argument(
         "--log-dir",
-        type=lambda text: Path(text).expanduser(),
+        type=_log_dir_flag,
         metavar="DIR",
         help="keep the session log in DIR (~ is expanded; a relative DIR is relative to the "
         "client's working directory)",
@@ -359,20 +359,15 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError("--log-dir and --owner go together: the log is DIR/<owner's file>")
     # first, so a config is never printed for a server that cannot start (no extra, bad owner)
     from .integrations.mcp import DEFAULT_OWNER, serve_stdio
-    from .stores.owners import owner_file_name
 
-    if args.owner is not None:
-        owner_file_name(args.owner)
-    if (
-        args.log_dir is not None
-        and os.path.exists(args.log_dir)
-        and not os.path.isdir(args.log_dir)
-    ):
-        raise UsageError(
-            f"--log-dir {args.log_dir}: is not a directory; name a directory (it is created "
-            "if missing)"
-        )
+    _check_mcp_server(args, "--log-dir")
     if args.print_config:
+        if args.log_dir is not None and not args.log_dir.exists():  # a typo, perhaps: say so
+            print(
+                f"dsh-todo mcp: note: --log-dir {os.path.abspath(args.log_dir)} does not exist "
+                "yet; the server creates it when it starts",
+                file=sys.stderr,
+            )
         _print_utf8(out, json.dumps(_mcp_client_config(args), indent=2, ensure_ascii=False))
         return 0
     import asyncio
@@ -402,6 +397,38 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
         except LogBusy as busy:
             raise LogBusy(f"{busy}; waited {wait:g} s for it (--wait-owner)") from None
     return 0
+
+
+def _check_mcp_server(args: argparse.Namespace, flag: str) -> None:
+    """Refuse, before a config is printed or a server started, what the server would refuse
+    (an owner no file can be named after) or fail on (a log directory it cannot make)."""
+    from .stores.owners import owner_file_name
+
+    if args.owner is not None:
+        owner_file_name(args.owner)
+    if args.log_dir is None:
+        return
+    log_dir = Path(args.log_dir)
+    if log_dir.exists() and not log_dir.is_dir():
+        raise UsageError(
+            f"{flag} {log_dir}: is not a directory; name a directory (it is created if missing)"
+        )
+    parent = Path(os.path.abspath(log_dir))
+    while not parent.exists():
+        parent = parent.parent
+    if not (parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)):
+        raise UsageError(
+            f"{flag} {log_dir}: cannot be written: {parent} is not a directory this user can "
+            "write to; name another"
+        )
+
+
+def _log_dir_flag(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "is empty: name the directory of the session logs (created if missing)"
+        )
+    return Path(text).expanduser()
 
 
 def _serving_a_terminal() -> None:

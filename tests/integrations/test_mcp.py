@@ -654,6 +654,57 @@ def test_a_log_dir_that_is_not_a_directory_is_named_as_such(tmp_path: Path) -> N
     assert run.stdout == ""
 
 
+@pytest.mark.parametrize("print_config", [[], ["--print-config"]], ids=["serve", "print-config"])
+def test_an_empty_log_dir_is_refused(print_config: list[str]) -> None:
+    # Path("") is ".": the server would have written to the client's working directory
+    run = subprocess.run(
+        [DSH_TODO, "mcp", *print_config, "--log-dir", "", "--owner", "alice"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.count("\n") == 1
+    assert "argument --log-dir: is empty: name the directory of the session logs" in run.stderr
+
+
+@pytest.mark.parametrize("print_config", [[], ["--print-config"]], ids=["serve", "print-config"])
+def test_a_log_dir_that_cannot_be_made_is_refused_before_anything(
+    tmp_path: Path, print_config: list[str]
+) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    log_dir = tmp_path / "a-file" / "plans"
+    run = subprocess.run(
+        [DSH_TODO, "mcp", *print_config, "--log-dir", str(log_dir), "--owner", "alice"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr == (
+        f"dsh-todo: error: --log-dir {log_dir}: cannot be written: {tmp_path / 'a-file'} is not "
+        "a directory this user can write to; name another\n"
+    )
+
+
+def test_print_config_says_the_log_dir_does_not_exist_yet(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [DSH_TODO, "mcp", "--print-config", "--log-dir", str(tmp_path / "plans"), "--owner", "a"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(run.stdout)["mcpServers"]["todo"]["args"][2] == str(tmp_path / "plans")
+    assert run.stderr == (
+        f"dsh-todo mcp: note: --log-dir {tmp_path / 'plans'} does not exist yet; the server "
+        "creates it when it starts\n"
+    )
+    assert not (tmp_path / "plans").exists()
+
+
 # --- the plan as a resource ------------------------------------------------------------------
 
 
