@@ -248,3 +248,37 @@ def test_each_example_imports_only_what_its_page_says_to_install(page: Path) -> 
         f"{page.name}'s examples import {sorted(missing)}, which its install lines "
         f"({[str(r) for r in wanted[1:]]}) do not bring in"
     )
+
+
+# --- the README's list of where agents run -------------------------------------------------
+
+# modules of dsh_tool_todo.integrations that are not a place an agent runs, and where they are
+NOT_WHERE_AGENTS_RUN = {
+    "a2a": "the plan as A2A artifacts: a wire format (docs/wire-formats.md)",
+    "otel": "spans of every call, wherever the agent runs (docs/otel.md)",
+}
+WHERE_AGENTS_RUN = {"README.md": "- **Where agents run:**", "README.zh.md": "- **智能体运行之处：**"}
+
+
+@pytest.mark.parametrize("readme", sorted(WHERE_AGENTS_RUN))
+def test_the_readme_lists_every_adapter_where_agents_run(readme: str) -> None:
+    """Each adapter module (found in the package, so one added later is caught) is linked,
+    by its page docs/integrations/<module>.md, from the README's "where agents run" item."""
+    import pkgutil
+
+    import dsh_tool_todo.integrations
+
+    adapters = {
+        info.name.replace("_", "-")
+        for info in pkgutil.iter_modules(dsh_tool_todo.integrations.__path__)
+        if not info.name.startswith("_") and info.name not in NOT_WHERE_AGENTS_RUN
+    }
+    text = (ROOT / readme).read_text(encoding="utf-8")
+    start = text.index(WHERE_AGENTS_RUN[readme])
+    item = text[start : text.index("\n- ", start)]
+    linked = set(re.findall(r"\]\(docs/integrations/([\w-]+)\.md\)", item))
+
+    assert {"mcp", "langchain", "pydantic-ai", "strands"} <= adapters
+    assert adapters <= linked, f"{readme} does not name {sorted(adapters - linked)}"
+    for page in linked:
+        assert (ROOT / "docs" / "integrations" / f"{page}.md").is_file(), page
