@@ -257,7 +257,10 @@ NOT_WHERE_AGENTS_RUN = {
     "a2a": "the plan as A2A artifacts: a wire format (docs/wire-formats.md)",
     "otel": "spans of every call, wherever the agent runs (docs/otel.md)",
 }
-WHERE_AGENTS_RUN = {"README.md": "- **Where agents run:**", "README.zh.md": "- **智能体运行之处：**"}
+WHERE_AGENTS_RUN = {
+    "README.md": "- **Where agents run:**",
+    "README.zh.md": "- **智能体运行之处：**",
+}
 
 
 @pytest.mark.parametrize("readme", sorted(WHERE_AGENTS_RUN))
