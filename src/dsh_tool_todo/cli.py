@@ -356,7 +356,10 @@ def _db(args: argparse.Namespace, out: TextIO) -> int:
 
 def _mcp(args: argparse.Namespace, out: TextIO) -> int:
     if (args.log_dir is None) != (args.owner is None):
-        raise UsageError("--log-dir and --owner go together: the log is DIR/<owner's file>")
+        raise UsageError(
+            "--log-dir and --owner go together: pass both for a durable plan (the log is "
+            "DIR/<owner's file>), or neither for a plan in memory"
+        )
     # first, so a config is never printed for a server that cannot start (no extra, bad owner)
     from .integrations.mcp import DEFAULT_OWNER, serve_stdio
 

@@ -313,7 +313,8 @@ def test_owner_and_log_dir_go_together(tmp_path: Path) -> None:
     )
     assert run.returncode == 2
     assert run.stderr == (
-        "dsh-todo: error: --log-dir and --owner go together: the log is DIR/<owner's file>\n"
+        "dsh-todo: error: --log-dir and --owner go together: pass both for a durable plan (the "
+        "log is DIR/<owner's file>), or neither for a plan in memory\n"
     )
     assert run.stdout == ""
 
