@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dsh_tool_todo import ToolCallRejected, ToolFailure, UsageError, contract
+from dsh_tool_todo import ToolCallRejected, ToolFailure, UsageError, contract, todo_write_tool
 from dsh_tool_todo.host import AsyncMemorySession, Host, HostAgent
 from tests.conftest import HostFactory, todo
 
@@ -77,6 +77,18 @@ def test_a_failing_append_is_a_tool_failure_not_a_model_error(host: Host) -> Non
     assert not isinstance(info.value, ToolCallRejected)
     with pytest.raises(ToolFailure, match="disk full"):
         asyncio.run(tool.aexecute(ARGS, Call(HostAgent(AsyncFailingSession()))))
+
+
+@pytest.mark.parametrize("session", [None, {}, "session", 42], ids=repr)
+def test_a_session_without_append_is_the_programs_mistake_not_a_failure_to_record(
+    session: Any,
+) -> None:
+    tool = todo_write_tool(allow_parallel_in_progress=False)
+    said = r"^todo_write\.a?call\(args, session\): session is the session log .*MemorySession\(\)"
+    with pytest.raises(UsageError, match=said):
+        tool.call(ARGS, session)
+    with pytest.raises(UsageError, match=said):
+        asyncio.run(tool.acall(ARGS, session))
 
 
 def test_a_rejected_call_never_reaches_the_session(host: Host) -> None:

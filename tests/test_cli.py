@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -60,9 +62,7 @@ def test_demo_plays_a_whole_session(demo_log: tuple[Path, str]) -> None:
     assert "tool  → Updated todo list: 3 pending, 1 in progress, 0 completed." in out
     assert "tool  → Error: invalid todos: at most one task may be in_progress (got 2)" in out
     assert "tool  → Error: invalid todo at index 0: `status` must be one of" in out
-    assert out.rstrip().endswith(
-        f"session log: {log}\nnext: dsh-todo show {log}    (or: dsh-todo serve {log.parent})"
-    )
+    assert f"session log: {log}\nnext: " in out
     events = read_events(log)
     assert [e["type"] for e in events].count("turn/start") == 2
     assert sum(e["type"] == "todo/write" for e in events) == out.count("tool  → Updated")
@@ -246,18 +246,59 @@ def test_watch_help_states_the_smallest_interval() -> None:
 
 
 def test_the_demo_names_its_next_step_in_a_form_a_shell_takes(tmp_path: Path) -> None:
+    """Run as a new user does, ``.venv/bin/dsh-todo demo`` with the environment not on PATH:
+    the printed commands run as printed, in a shell whose PATH lacks the environment."""
     log = tmp_path / "with space" / "it's.jsonl"
     log.parent.mkdir()
+    script = Path(sysconfig.get_path("scripts")) / "dsh-todo"
+    bare = {**ENV, "PATH": "/usr/bin:/bin"}
 
-    out = dsh_todo("demo", "--log", str(log)).stdout
-    command = out.rstrip().splitlines()[-1].removeprefix("next: ").split("    (or:")[0]
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    out = subprocess.run(
+        [script, "demo", "--log", str(log)], capture_output=True, text=True, env=bare, check=True
+    ).stdout
+    hint = out.rstrip().splitlines()[-1].removeprefix("next: ")
+    show, _, serve = hint.partition("    (or: ")
     shown = subprocess.run(
-        command, shell=True, capture_output=True, text=True, env={**ENV, "PATH": path}, check=False
+        show, shell=True, capture_output=True, text=True, env=bare, check=False, cwd=tmp_path
     )
 
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == dsh_todo("show", str(log)).stdout
+    # dev installs the web extra: serve is offered, by the same absolute path
+    assert serve == f"{shlex.quote(str(script))} serve {shlex.quote(str(log.parent))})"
+
+
+def test_the_demo_says_dsh_todo_when_path_finds_this_one(tmp_path: Path) -> None:
+    log = tmp_path / "session.jsonl"
+    script = Path(sysconfig.get_path("scripts")) / "dsh-todo"
+    path = {**ENV, "PATH": f"{script.parent}{os.pathsep}/usr/bin:/bin"}
+
+    out = subprocess.run(
+        [script, "demo", "--log", str(log)], capture_output=True, text=True, env=path, check=True
+    ).stdout
+
+    assert out.rstrip().splitlines()[-1].startswith(f"next: dsh-todo show {log}    (or: ")
+
+
+def test_the_demo_offers_serve_only_with_the_web_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    from dsh_tool_todo import cli
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *rest: None if name == "starlette" else find_spec(name, *rest),
+    )
+
+    assert cli.main(["demo", "--log", str(tmp_path / "session.jsonl")]) == 0
+
+    hint = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert hint.startswith("next: ")
+    assert "(or:" not in hint
 
 
 def start_watch(*args: str) -> subprocess.Popen[str]:

@@ -1067,3 +1067,19 @@ def test_a_writer_killed_mid_run_keeps_every_acknowledged_call(tmp_path: Path) -
     for owner, content in acknowledged:
         assert content in recorded[owner]
     assert len(recorded["a"]) + len(recorded["b"]) <= len(acknowledged) + 1  # at most one unread
+
+
+@pytest.mark.parametrize("directory", ["~/plans", "~", Path("~/.plans")], ids=str)
+def test_a_directory_starting_with_a_tilde_is_refused_not_made_here(
+    directory: str | Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `dsh-todo mcp --log-dir ~/plans` expands it; Python does not, and would make ./~/plans
+    monkeypatch.chdir(tmp_path)
+    shown = str(directory)
+    with pytest.raises(
+        UsageError,
+        match=rf"^directory '{re.escape(shown)}' starts with ~.*"
+        rf"Path\('{re.escape(shown)}'\)\.expanduser\(\)$",
+    ):
+        OwnerRegistry(directory)
+    assert list(tmp_path.iterdir()) == []

@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     parallel_flag(mcp, "allow several todos in_progress at once (allowParallelInProgress)")
     mcp.add_argument(
         "--log-dir",
-        type=lambda text: Path(text).expanduser(),
+        type=_log_dir_flag,
         metavar="DIR",
         help="keep the session log in DIR (~ is expanded; a relative DIR is relative to the "
         "client's working directory)",
@@ -272,8 +272,20 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
         raise FileExistsError(f"{log} already exists: the demo writes a new log, pick another")
     text = _text_out(out, args.ascii)
     run_demo(log, text, parallel=args.parallel, draw=_drawer(text, args.ascii))
-    shown, folder = shlex.quote(str(log)), shlex.quote(str(log.parent))
-    print(f"next: dsh-todo show {shown}    (or: dsh-todo serve {folder})", file=text)
+    # as this shell can run it: `dsh-todo` only when PATH finds this one, and `serve` only
+    # when the web extra is installed
+    import importlib.util
+    import shutil
+
+    command = _own_command()
+    found = shutil.which("dsh-todo")
+    if found is not None and [os.path.realpath(found)] == [*map(os.path.realpath, command)]:
+        command = ["dsh-todo"]
+    me = shlex.join(command)
+    hint = f"next: {me} show {shlex.quote(str(log))}"
+    if all(importlib.util.find_spec(name) for name in ("starlette", "uvicorn", "sse_starlette")):
+        hint += f"    (or: {me} serve {shlex.quote(str(log.parent))})"
+    print(hint, file=text)
     return 0
 
 
@@ -344,23 +356,21 @@ def _db(args: argparse.Namespace, out: TextIO) -> int:
 
 def _mcp(args: argparse.Namespace, out: TextIO) -> int:
     if (args.log_dir is None) != (args.owner is None):
-        raise UsageError("--log-dir and --owner go together: the log is DIR/<owner's file>")
+        raise UsageError(
+            "--log-dir and --owner go together: pass both for a durable plan (the log is "
+            "DIR/<owner's file>), or neither for a plan in memory"
+        )
     # first, so a config is never printed for a server that cannot start (no extra, bad owner)
     from .integrations.mcp import DEFAULT_OWNER, serve_stdio
-    from .stores.owners import owner_file_name
 
-    if args.owner is not None:
-        owner_file_name(args.owner)
-    if (
-        args.log_dir is not None
-        and os.path.exists(args.log_dir)
-        and not os.path.isdir(args.log_dir)
-    ):
-        raise UsageError(
-            f"--log-dir {args.log_dir}: is not a directory; name a directory (it is created "
-            "if missing)"
-        )
+    _check_mcp_server(args, "--log-dir")
     if args.print_config:
+        if args.log_dir is not None and not args.log_dir.exists():  # a typo, perhaps: say so
+            print(
+                f"dsh-todo mcp: note: --log-dir {os.path.abspath(args.log_dir)} does not exist "
+                "yet; the server creates it when it starts",
+                file=sys.stderr,
+            )
         _print_utf8(out, json.dumps(_mcp_client_config(args), indent=2, ensure_ascii=False))
         return 0
     import asyncio
@@ -392,6 +402,38 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _check_mcp_server(args: argparse.Namespace, flag: str) -> None:
+    """Refuse, before a config is printed or a server started, what the server would refuse
+    (an owner no file can be named after) or fail on (a log directory it cannot make)."""
+    from .stores.owners import owner_file_name
+
+    if args.owner is not None:
+        owner_file_name(args.owner)
+    if args.log_dir is None:
+        return
+    log_dir = Path(args.log_dir)
+    if log_dir.exists() and not log_dir.is_dir():
+        raise UsageError(
+            f"{flag} {log_dir}: is not a directory; name a directory (it is created if missing)"
+        )
+    parent = Path(os.path.abspath(log_dir))
+    while not parent.exists():
+        parent = parent.parent
+    if not (parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)):
+        raise UsageError(
+            f"{flag} {log_dir}: cannot be written: {parent} is not a directory this user can "
+            "write to; name another"
+        )
+
+
+def _log_dir_flag(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "is empty: name the directory of the session logs (created if missing)"
+        )
+    return Path(text).expanduser()
+
+
 def _serving_a_terminal() -> None:
     """Run by hand: say what the silence is, and let Ctrl-C end it.
 
@@ -417,15 +459,7 @@ def _mcp_client_config(args: argparse.Namespace) -> dict[str, Any]:
     Absolute paths throughout: a client runs the command without this environment's
     ``bin`` on its PATH, without a shell to expand ``~``, from a directory of its own.
     """
-    import sysconfig
-
-    script = Path(sysconfig.get_path("scripts")) / (
-        "dsh-todo.exe" if os.name == "nt" else "dsh-todo"
-    )
-    if os.access(script, os.X_OK):
-        command, server_args = str(script), ["mcp"]
-    else:  # not installed as a script here (run from a checkout): the module does the same
-        command, server_args = sys.executable, ["-m", "dsh_tool_todo", "mcp"]
+    command, *server_args = [*_own_command(), "mcp"]
     if args.parallel:
         server_args.append("--parallel")
     if args.log_dir is not None:
@@ -438,6 +472,19 @@ def _mcp_client_config(args: argparse.Namespace) -> dict[str, Any]:
     if args.wait_owner is not None:
         server_args += ["--wait-owner", f"{args.wait_owner:g}"]
     return {"mcpServers": {"todo": {"command": command, "args": server_args}}}
+
+
+def _own_command() -> list[str]:
+    """This ``dsh-todo`` by absolute paths: the script of this environment, or, where it is
+    not installed as a script (run from a checkout), this Python running the module."""
+    import sysconfig
+
+    script = Path(sysconfig.get_path("scripts")) / (
+        "dsh-todo.exe" if os.name == "nt" else "dsh-todo"
+    )
+    if os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "dsh_tool_todo"]
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:

@@ -96,7 +96,9 @@ def missing_extra(
     its import failed (a version the extra does not allow), the message gives
     the failure itself.
     """
-    absent = isinstance(cause, ModuleNotFoundError) and module in (None, cause.name)
+    absent = isinstance(cause, ModuleNotFoundError) and (
+        module in (None, cause.name) or _nowhere(cause.name)
+    )
     # A module not found (shadowed, or a submodule missing) keeps the guess; any other import
     # error inside the installed framework is a version the extra does not allow.
     broken = module is not None and not isinstance(cause, ModuleNotFoundError)
@@ -113,6 +115,21 @@ def missing_extra(
         f"{adapter} needs the {extra!r} extra: install dsh-tool-todo[{extra}] "
         f"(from this repository: pip install '.[{extra}]'){shadowed} ({cause})"
     )
+
+
+def _nowhere(name: str | None) -> bool:
+    """Whether no top-level module ``name`` is found at all: a dependency of the framework
+    that is not installed (psycopg's pool, say), which nothing of the user's can be hiding."""
+    from importlib import util
+
+    if not name:
+        return False
+    try:
+        return util.find_spec(name.partition(".")[0]) is None
+    except ModuleNotFoundError:
+        return True
+    except (ImportError, ValueError):
+        return False
 
 
 def _installed_version(module: str) -> str | None:

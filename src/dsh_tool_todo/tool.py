@@ -131,10 +131,14 @@ class TodoWriteTool:
         ``call_id``: the framework's id of this tool call, recorded beside the
         list (``callId``) so a store can recognise a retried call within the turn.
         """
+        if not callable(getattr(session, "append", None)):
+            raise _not_a_session("call", session)
         return self.run(args, _Owner(session, call_id))
 
     async def acall(self, args: Any, session: Session, *, call_id: str | None = None) -> str:
         """:meth:`call` for asyncio hosts; the session's ``append`` may be a coroutine."""
+        if not callable(getattr(session, "append", None)):
+            raise _not_a_session("acall", session)
         return await self.arun(args, _Owner(session, call_id))
 
     def _success_text(self, counts: tuple[int, int, int]) -> str:
@@ -220,6 +224,16 @@ def install_tool(ctx: PluginContext) -> TodoWriteTool:
     tool = TodoWriteTool(TodoOptions.from_context(ctx.options))
     ctx.tools.register(tool)
     return tool
+
+
+def _not_a_session(method: str, session: object) -> UsageError:
+    """A program's mistake, not a failure to record: answering the model NOT_RECORDED for
+    it would hide it behind a text the model reads as "try again"."""
+    return UsageError(
+        f"todo_write.{method}(args, session): session is the session log the plan is appended "
+        "to, with an append(type, data) method (e.g. dsh_tool_todo.stores.memory.MemorySession()"
+        f"), not {type(session).__qualname__}: nothing was recorded"
+    )
 
 
 def _append(session: Session, result: TodoResult, call_id: object) -> object:

@@ -258,7 +258,7 @@ def test_start_turn_false_appends_no_turn_start() -> None:
 
 
 def test_an_owner_that_is_neither_a_key_nor_a_function_is_refused() -> None:
-    with pytest.raises(UsageError, match="owner must be an owner key"):
+    with pytest.raises(UsageError, match=r"^TodoWriteProvider: owner= takes an owner key"):
         TodoWriteProvider(allow_parallel_in_progress=False, owner=7)  # type: ignore[arg-type]
 
 

@@ -29,6 +29,7 @@ from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, create_sdk_mcp
 from claude_agent_sdk._internal.transport import Transport
 
 from dsh_tool_todo import contract, todo_write_tool
+from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.claude_agent_sdk import stdio_config, todo_write_for_claude
 from dsh_tool_todo.schema import parameters
 from dsh_tool_todo.stores.memory import MemorySession
@@ -228,6 +229,37 @@ def test_calls_sent_at_once_are_recorded_one_at_a_time_in_order() -> None:
     assert all(result["isError"] is False for result in results)
     assert not session.overlapped
     assert [data["todos"] for data in session.data] == [plan["todos"] for plan in plans]
+
+
+@pytest.mark.parametrize(
+    ("log_dir", "said"),
+    [
+        ("", r"^stdio_config: log_dir= takes the directory of the session logs, an absolute"),
+        (" ", r"^stdio_config: log_dir= takes the directory"),
+        (7, r"^stdio_config: log_dir= takes the directory.*not 7$"),
+        ("plans", r"^stdio_config: log_dir='plans' is relative.*Path\('plans'\)\.resolve\(\)"),
+    ],
+)
+def test_the_stdio_config_refuses_a_log_dir_the_server_could_not_use(
+    log_dir: Any, said: str
+) -> None:
+    with pytest.raises(UsageError, match=said):
+        stdio_config(allow_parallel_in_progress=False, log_dir=log_dir)
+
+
+def test_the_stdio_config_refuses_a_log_dir_under_a_file_and_a_bad_owner(tmp_path: Any) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    with pytest.raises(UsageError, match=r"cannot be written: .*a-file is not a directory"):
+        stdio_config(allow_parallel_in_progress=False, log_dir=tmp_path / "a-file" / "plans")
+    with pytest.raises(UsageError, match="owner key must be a non-empty string"):
+        stdio_config(allow_parallel_in_progress=False, log_dir=tmp_path, owner="")
+    with pytest.raises(UsageError, match=r"^stdio_config: owner= takes an owner key"):
+        stdio_config(allow_parallel_in_progress=False, owner=None)  # type: ignore[arg-type]
+
+
+def test_the_stdio_config_takes_a_log_dir_to_be_made(tmp_path: Any) -> None:
+    config = stdio_config(allow_parallel_in_progress=False, log_dir=tmp_path / "new" / "plans")
+    assert config["args"][1:3] == ["--log-dir", str(tmp_path / "new" / "plans")]
 
 
 def test_the_stdio_config_starts_dsh_todo_mcp(tmp_path: Any) -> None:

@@ -111,6 +111,28 @@ def test_a_missing_framework_names_the_extra_to_install(adapter: str) -> None:
     )
 
 
+def test_a_missing_dependency_of_the_framework_is_not_blamed_on_a_module_of_yours() -> None:
+    # pip install '.[dbos]' once brought psycopg but not psycopg-pool: the error said the
+    # user's own 'psycopg' might be hiding psycopg, which was installed and fine
+    code = (
+        "import sys\n"
+        "class NotInstalled:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'psycopg_pool':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, NotInstalled())\n"
+        "try:\n    import dsh_tool_todo.stores.postgres\n"
+        "except ImportError as error:\n    print(error)\n"
+    )
+    run = python(code)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == (
+        "dsh_tool_todo.stores.postgres needs the 'postgres' extra: install "
+        "dsh-tool-todo[postgres] (from this repository: pip install '.[postgres]') "
+        "(No module named 'psycopg_pool')"
+    )
+
+
 def test_missing_extra_is_an_import_error_and_a_usage_error() -> None:
     assert issubclass(MissingExtra, ImportError)
     assert issubclass(MissingExtra, dsh_tool_todo.UsageError)

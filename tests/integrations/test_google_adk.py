@@ -157,7 +157,7 @@ def test_an_owner_function_picks_the_key_and_none_is_refused_once_warned(
     ours = [r for r in caplog.records if r.name == "dsh_tool_todo"]
     assert [r.levelno for r in ours] == [logging.WARNING]
     assert owners.owners() == ["ada"]
-    with pytest.raises(UsageError, match="owner must be an owner key"):
+    with pytest.raises(UsageError, match="owner= takes an owner key"):
         TodoWriteAdkTool(allow_parallel_in_progress=False, owner=7)  # type: ignore[arg-type]
 
 

@@ -235,7 +235,7 @@ def test_the_sync_call_records_and_refuses_an_awaitable_owner() -> None:
 
 
 def test_an_owner_that_is_neither_a_key_nor_a_function_is_refused() -> None:
-    with pytest.raises(UsageError, match="owner must be an owner key"):
+    with pytest.raises(UsageError, match="owner= takes an owner key"):
         todo_write_llama_tool(allow_parallel_in_progress=False, owner=7)  # type: ignore[arg-type]
 
 

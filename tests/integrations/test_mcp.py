@@ -313,7 +313,8 @@ def test_owner_and_log_dir_go_together(tmp_path: Path) -> None:
     )
     assert run.returncode == 2
     assert run.stderr == (
-        "dsh-todo: error: --log-dir and --owner go together: the log is DIR/<owner's file>\n"
+        "dsh-todo: error: --log-dir and --owner go together: pass both for a durable plan (the "
+        "log is DIR/<owner's file>), or neither for a plan in memory\n"
     )
     assert run.stdout == ""
 
@@ -652,6 +653,57 @@ def test_a_log_dir_that_is_not_a_directory_is_named_as_such(tmp_path: Path) -> N
         "name a directory (it is created if missing)\n"
     )
     assert run.stdout == ""
+
+
+@pytest.mark.parametrize("print_config", [[], ["--print-config"]], ids=["serve", "print-config"])
+def test_an_empty_log_dir_is_refused(print_config: list[str]) -> None:
+    # Path("") is ".": the server would have written to the client's working directory
+    run = subprocess.run(
+        [DSH_TODO, "mcp", *print_config, "--log-dir", "", "--owner", "alice"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr.count("\n") == 1
+    assert "argument --log-dir: is empty: name the directory of the session logs" in run.stderr
+
+
+@pytest.mark.parametrize("print_config", [[], ["--print-config"]], ids=["serve", "print-config"])
+def test_a_log_dir_that_cannot_be_made_is_refused_before_anything(
+    tmp_path: Path, print_config: list[str]
+) -> None:
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    log_dir = tmp_path / "a-file" / "plans"
+    run = subprocess.run(
+        [DSH_TODO, "mcp", *print_config, "--log-dir", str(log_dir), "--owner", "alice"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr == (
+        f"dsh-todo: error: --log-dir {log_dir}: cannot be written: {tmp_path / 'a-file'} is not "
+        "a directory this user can write to; name another\n"
+    )
+
+
+def test_print_config_says_the_log_dir_does_not_exist_yet(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [DSH_TODO, "mcp", "--print-config", "--log-dir", str(tmp_path / "plans"), "--owner", "a"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(run.stdout)["mcpServers"]["todo"]["args"][2] == str(tmp_path / "plans")
+    assert run.stderr == (
+        f"dsh-todo mcp: note: --log-dir {tmp_path / 'plans'} does not exist yet; the server "
+        "creates it when it starts\n"
+    )
+    assert not (tmp_path / "plans").exists()
 
 
 # --- the plan as a resource ------------------------------------------------------------------
@@ -1080,3 +1132,23 @@ def test_a_subscriber_is_still_told_after_the_registry_evicts_and_reopens_the_ow
 
     with owners:
         assert asyncio.run(run()) == [DONE, 2]
+
+
+def test_the_pages_subscription_example_runs_on_the_installed_line(tmp_path: Path) -> None:
+    """docs/integrations/mcp.md's first example, as printed, on whichever line of the SDK is
+    installed (CI runs this file on 1.x and 2.x; `pip install '.[mcp]'` installs 2.x): its
+    notification handler once read only 1.x's wrapped messages and waited forever on 2.x."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "integrations" / "mcp.md").read_text(
+        encoding="utf-8"
+    )
+    example = page.split("```python\n")[1].split("```")[0]
+    assert "on_the_2x_line" in example
+    assert "on_the_1x_line" in example
+    script = tmp_path / "example.py"
+    script.write_text(example, encoding="utf-8")
+
+    run = subprocess.run(
+        [sys.executable, "-W", "error", str(script)], capture_output=True, text=True, timeout=60
+    )
+
+    assert run.returncode == 0, run.stderr

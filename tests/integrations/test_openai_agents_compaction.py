@@ -126,9 +126,9 @@ def test_a_new_turn_clears_the_plan_and_nothing_is_carried_over() -> None:
 
 def test_bad_arguments_are_refused() -> None:
     owners = OwnerRegistry()
-    with pytest.raises(UsageError, match="owner must be an owner key"):
+    with pytest.raises(UsageError, match=r"^plan_reminder_filter: owner= takes an owner key"):
         plan_reminder_filter(owner=5, owners=owners)  # type: ignore[arg-type]
-    with pytest.raises(UsageError, match="owners must be the tool's OwnerRegistry, not dict"):
+    with pytest.raises(UsageError, match=r"^plan_reminder_filter: owners= takes .*OwnerRegistry.*, not dict"):
         plan_reminder_filter(owner="ada", owners={})  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="compact must be a call_model_input_filter"):
         plan_reminder_filter(owner="ada", owners=owners, compact="trim")  # type: ignore[arg-type]

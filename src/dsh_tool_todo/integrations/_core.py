@@ -23,7 +23,7 @@ import logging
 from typing import Any, Final, Literal
 
 from ..contract import NO_OWNER, NOT_RECORDED
-from ..errors import ToolCallRejected, ToolFailure
+from ..errors import ToolCallRejected, ToolFailure, UsageError
 from ..listeners import LOGGER_NAME
 from ..model import TodoItem
 from ..protocols import Session
@@ -40,6 +40,8 @@ __all__ = [
     "arun_for_owner",
     "arun_owned",
     "atext_for_owner",
+    "check_owner",
+    "check_owners",
     "refused_no_owner",
     "run_for_owner",
     "run_owned",
@@ -77,6 +79,46 @@ class Outcome:
 
     def __repr__(self) -> str:
         return f"Outcome({self.kind!r}, {self.text!r})"
+
+
+def check_owners(adapter: str, owners: object) -> None:
+    """``owners=`` is ``None`` or an :class:`OwnerRegistry`.
+
+    Checked when the adapter is built, so a wrong argument is a clear
+    :class:`~dsh_tool_todo.errors.UsageError` there, not an ``AttributeError``
+    deep in the first call.
+    """
+    if owners is None or isinstance(owners, OwnerRegistry):
+        return
+    raise UsageError(
+        f"{adapter}: owners= takes a dsh_tool_todo.stores.owners.OwnerRegistry "
+        "(OwnerRegistry() keeps plans in memory, OwnerRegistry(directory) on disk, "
+        f"OwnerRegistry(open_session=...) in a store of yours), not {_described(owners)}"
+    )
+
+
+def check_owner(
+    adapter: str, owner: object, *, function_of: str | None, key_ok: bool = True
+) -> None:
+    """``owner=``: an owner key (a ``str``, unless not ``key_ok``) or, when
+    ``function_of`` names what the framework hands it, a function of that
+    returning the key."""
+    if (key_ok and isinstance(owner, str)) or (function_of is not None and callable(owner)):
+        return
+    wanted = [
+        *(["an owner key (a str)"] if key_ok else []),
+        *([f"a function of the {function_of} that returns the owner key"] if function_of else []),
+    ]
+    hint = "" if key_ok else " (one fixed owner: owner=lambda ctx: key)"
+    raise UsageError(
+        f"{adapter}: owner= takes {' or '.join(wanted)}{hint}, not {_described(owner)}"
+    )
+
+
+def _described(value: object) -> str:
+    if isinstance(value, type):
+        return f"the class {value.__qualname__} itself (pass an instance)"
+    return f"{type(value).__qualname__} {value!r:.60}"
 
 
 def _log() -> logging.Logger:

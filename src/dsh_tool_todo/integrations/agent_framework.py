@@ -44,7 +44,14 @@ from ..errors import UsageError
 from ..schema import parameters
 from ..stores.owners import OwnerRegistry
 from ..tool import TodoWriteTool, todo_write_tool
-from ._core import NoOwnerWarning, Outcome, arun_for_owner, refused_no_owner
+from ._core import (
+    NoOwnerWarning,
+    Outcome,
+    arun_for_owner,
+    check_owner,
+    check_owners,
+    refused_no_owner,
+)
 from ._extras import missing_extra
 from ._reminder import reminder_due
 
@@ -279,10 +286,8 @@ class TodoWriteProvider(ContextProvider):
         remind_after_compaction: bool = False,
         source_id: str = "dsh_todo",
     ) -> None:
-        if not isinstance(owner, str) and not callable(owner):
-            raise UsageError(
-                f"owner must be an owner key (str) or a function of the AgentSession, not {owner!r}"
-            )
+        check_owner("TodoWriteProvider", owner, function_of="AgentSession")
+        check_owners("TodoWriteProvider", owners)
         super().__init__(source_id)
         self.owners = OwnerRegistry() if owners is None else owners
         self.start_turn = start_turn

@@ -34,6 +34,7 @@ whose JSON-RPC id is per connection. :func:`stdio_config` is the same server as 
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from typing import Any
 from ..contract import TOOL_NAME
 from ..errors import UsageError
 from ..stores.owners import OwnerRegistry
+from ._core import check_owner, check_owners
 from ._extras import missing_extra
 from ._reminder import aplan_of, reminder_due, todos_of
 
@@ -105,6 +107,8 @@ def todo_write_for_claude(
         raise UsageError(
             f"remind_after_compaction must be a bool, not {type(remind_after_compaction).__name__}"
         )
+    check_owner("todo_write_for_claude", owner, function_of=None)
+    check_owners("todo_write_for_claude", owners)
     registry = OwnerRegistry() if owners is None else owners
     server = build_server(
         allow_parallel_in_progress=allow_parallel_in_progress, owners=registry, owner=owner
@@ -162,14 +166,30 @@ def stdio_config(
 ) -> McpStdioServerConfig:
     """``dsh-todo mcp`` as a stdio server for ``mcp_servers`` (absolute paths, as
     ``dsh-todo mcp --print-config`` prints): a process per client; with ``log_dir``,
-    the plan is kept in ``log_dir/<owner>.jsonl``."""
-    from ..cli import _mcp_client_config
+    the plan is kept in ``log_dir/<owner>.jsonl``, an absolute path (the client starts
+    the server from a directory of its own)."""
+    from ..cli import _check_mcp_server, _mcp_client_config
 
+    check_owner("stdio_config", owner, function_of=None)
+    if log_dir is not None:
+        if not isinstance(log_dir, (str, os.PathLike)) or not str(log_dir).strip():
+            raise UsageError(
+                f"stdio_config: log_dir= takes the directory of the session logs, an absolute "
+                f"path (or None: the plan in memory), not {log_dir!r}"
+            )
+        if not Path(log_dir).expanduser().is_absolute():
+            raise UsageError(
+                f"stdio_config: log_dir={str(log_dir)!r} is relative, and the client starts "
+                f"the server from a directory of its own: pass an absolute path, e.g. "
+                f"Path({str(log_dir)!r}).resolve()"
+            )
+        log_dir = Path(log_dir).expanduser()
     args = argparse.Namespace(
         parallel=allow_parallel_in_progress,
         log_dir=None if log_dir is None else str(log_dir),
         owner=owner,
         wait_owner=None,
     )
+    _check_mcp_server(args, "stdio_config: log_dir=")
     command: dict[str, Any] = _mcp_client_config(args)["mcpServers"]["todo"]
     return {"type": "stdio", "command": command["command"], "args": command["args"]}

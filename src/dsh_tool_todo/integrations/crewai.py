@@ -50,7 +50,7 @@ from ..errors import UsageError
 from ..schema import parameters
 from ..stores.owners import OwnerRegistry
 from ..tool import TodoWriteTool, todo_write_tool
-from ._core import run_for_owner
+from ._core import check_owner, check_owners, run_for_owner
 from ._extras import missing_extra
 from ._reminder import reminder_due
 
@@ -106,9 +106,11 @@ class TodoWriteCrewTool(BaseTool):
         owner: str,
         owners: OwnerRegistry | None = None,
     ) -> None:
-        if not isinstance(owner, str) or not owner:
+        check_owner("TodoWriteCrewTool", owner, function_of=None)
+        check_owners("TodoWriteCrewTool", owners)
+        if not owner:
             raise UsageError(
-                f"owner must be the owner key (a non-empty str) of the agent or crew, not {owner!r}"
+                "TodoWriteCrewTool: owner= takes a non-empty owner key (the agent's or the crew's)"
             )
         tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
         super().__init__(

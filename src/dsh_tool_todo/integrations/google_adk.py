@@ -35,7 +35,14 @@ from ..errors import UsageError
 from ..schema import parameters
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
-from ._core import NoOwnerWarning, Outcome, arun_for_owner, refused_no_owner
+from ._core import (
+    NoOwnerWarning,
+    Outcome,
+    arun_for_owner,
+    check_owner,
+    check_owners,
+    refused_no_owner,
+)
 from ._extras import missing_extra
 from ._reminder import aplan_of, reminder_due, todos_of
 
@@ -81,10 +88,8 @@ class TodoWriteAdkTool(BaseTool):
         owner: str | OwnerOf = session_owner,
         owners: OwnerRegistry | None = None,
     ) -> None:
-        if not isinstance(owner, str) and not callable(owner):
-            raise UsageError(
-                f"owner must be an owner key (str) or a function of the ToolContext, not {owner!r}"
-            )
+        check_owner("TodoWriteAdkTool", owner, function_of="ToolContext")
+        check_owners("TodoWriteAdkTool", owners)
         self.todo_tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
         super().__init__(name=self.todo_tool.name, description=self.todo_tool.description)
         self.owners = OwnerRegistry() if owners is None else owners

@@ -40,7 +40,15 @@ from ..errors import UsageError
 from ..schema import parameters
 from ..stores.owners import OwnerRegistry
 from ..tool import TodoWriteTool, todo_write_tool
-from ._core import NoOwnerWarning, Outcome, arun_for_owner, refused_no_owner, run_for_owner
+from ._core import (
+    NoOwnerWarning,
+    Outcome,
+    arun_for_owner,
+    check_owner,
+    check_owners,
+    refused_no_owner,
+    run_for_owner,
+)
 from ._extras import missing_extra
 
 try:
@@ -165,12 +173,10 @@ def todo_write_llama_tool(
     ``Context`` was passed) gets the tool's "requires an owning agent session"
     text, and the first such call logs a WARNING on the ``dsh_tool_todo`` logger.
     """
+    check_owner("todo_write_llama_tool", owner, function_of="Context")
     tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+    check_owners("todo_write_llama_tool", owners)
     registry = OwnerRegistry() if owners is None else owners
-    if not isinstance(owner, str) and not callable(owner):
-        raise UsageError(
-            f"owner must be an owner key (str) or a function of the Context, not {owner!r}"
-        )
     remedy = (
         "owner= returned None, or the tool was called without ctx=: "
         "return the conversation's owner key from it"

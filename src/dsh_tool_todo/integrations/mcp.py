@@ -45,7 +45,7 @@ from ..contract import TOOL_NAME
 from ..errors import LogBusy
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
-from ._core import arun_for_owner
+from ._core import arun_for_owner, check_owner, check_owners
 from ._extras import missing_extra
 from ._mcp_plan import MIME_TYPE, PLAN_URI, PlanResource, unknown_resource_message
 
@@ -84,7 +84,9 @@ def build_server(
     ``owners`` defaults to an in-memory registry; pass a durable one
     (``OwnerRegistry(directory)``) to keep the plan across restarts.
     """
+    check_owner("build_server", owner, function_of=None)
     tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+    check_owners("build_server", owners)
     registry = OwnerRegistry() if owners is None else owners
     plan = PlanResource(registry, owner)
     definition = types.Tool(
@@ -158,6 +160,8 @@ async def serve_stdio(
     seconds for it, then raises :class:`~dsh_tool_todo.errors.LogBusy`, before
     reading anything from the client.
     """
+    check_owner("serve_stdio", owner, function_of=None)
+    check_owners("serve_stdio", owners)
     registry = OwnerRegistry(max_owners=None) if owners is None else owners
     deadline = time.monotonic() + wait_owner
     while True:

@@ -40,7 +40,7 @@ from ..contract import TOOL_NAME
 from ..errors import UsageError
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
-from ._core import NoOwnerWarning, atext_for_owner, refused_no_owner
+from ._core import NoOwnerWarning, atext_for_owner, check_owner, check_owners, refused_no_owner
 from ._extras import missing_extra
 from ._links import OwnerLinks, delegating
 from ._reminder import aplan_of, reminder_due, todos_of
@@ -92,7 +92,9 @@ def todo_write_function_tool(
     an owning agent session" text, and the first such call logs a WARNING on
     the ``dsh_tool_todo`` logger.
     """
+    check_owner("todo_write_function_tool", owner, function_of="ToolContext")
     tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+    check_owners("todo_write_function_tool", owners)
     registry = OwnerRegistry() if owners is None else owners
     owner_of: OwnerOf = (lambda ctx: owner) if isinstance(owner, str) else owner
     links = OwnerLinks(registry)
@@ -174,12 +176,13 @@ def plan_reminder_filter(
     ``owner`` is the owner key the tool uses, or a function of the run's context
     returning it (``lambda context: context["user"]``); ``None``: no reminder.
     """
-    if not isinstance(owner, str) and not callable(owner):
+    check_owner("plan_reminder_filter", owner, function_of="run context")
+    if owners is None:
         raise UsageError(
-            f"owner must be an owner key (str) or a function of the run context, not {owner!r}"
+            "plan_reminder_filter: owners= takes the OwnerRegistry given to "
+            "todo_write_function_tool(owners=...), where the plans are"
         )
-    if not isinstance(owners, OwnerRegistry):
-        raise UsageError(f"owners must be the tool's OwnerRegistry, not {type(owners).__name__}")
+    check_owners("plan_reminder_filter", owners)
     if compact is not None and not callable(compact):
         raise UsageError(f"compact must be a call_model_input_filter, not {compact!r}")
     owner_of: RunOwnerOf = (lambda context: owner) if isinstance(owner, str) else owner

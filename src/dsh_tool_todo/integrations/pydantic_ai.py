@@ -41,6 +41,8 @@ from ._core import (
     Outcome,
     arun_for_owner,
     arun_owned,
+    check_owner,
+    check_owners,
     refused_no_owner,
 )
 from ._extras import missing_extra
@@ -167,6 +169,9 @@ def todo_write_toolset(
         )
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
         raise UsageError(f"max_retries must be an int of at least 0, not {max_retries!r}")
+    check_owners("todo_write_toolset", owners)
+    if owner is not None:
+        check_owner("todo_write_toolset", owner, function_of="RunContext", key_ok=False)
     if owners is not None and session is not None:
         raise UsageError("pass either session= or owners=, not both")
     if owner is not None and owners is None:

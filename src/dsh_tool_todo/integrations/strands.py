@@ -39,7 +39,7 @@ from ..contract import TOOL_NAME
 from ..errors import UsageError
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
-from ._core import NoOwnerWarning, arun_for_owner, refused_no_owner
+from ._core import NoOwnerWarning, arun_for_owner, check_owner, check_owners, refused_no_owner
 from ._extras import missing_extra
 from ._reminder import aplan_of, reminder_due, todos_of
 
@@ -77,6 +77,8 @@ class TodoWriteAgentTool(AgentTool):
                 "remind_after_compaction must be a bool, not "
                 f"{type(remind_after_compaction).__name__}"
             )
+        check_owner("todo_write_strands_tool", owner, function_of="Agent")
+        check_owners("todo_write_strands_tool", owners)
         super().__init__()
         self.remind_after_compaction = remind_after_compaction
         self._tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)

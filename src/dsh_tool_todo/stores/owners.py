@@ -223,6 +223,12 @@ class OwnerRegistry(ClosedOnExit):
             raise UsageError(
                 f"idle_seconds must be a finite number above 0 or None, not {idle_seconds!r}"
             )
+        if directory is not None and os.fspath(directory).startswith("~"):
+            raise UsageError(
+                f"directory {os.fspath(directory)!r} starts with ~, which Python does not expand "
+                "(it would make a directory named ~ here): pass "
+                f"Path({os.fspath(directory)!r}).expanduser()"
+            )
         self.directory = None if directory is None else Path(directory)
         self.max_owners = max_owners
         self.idle_seconds = idle_seconds

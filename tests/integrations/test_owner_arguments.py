@@ -1,0 +1,219 @@
+"""Every adapter checks ``owner=`` and ``owners=`` when it is built, in the adapter core.
+
+A wrong argument (a registry of another kind, the class instead of an instance, an owner
+key that is neither a str nor a function) is a ``UsageError`` at construction saying what
+to pass, never an ``AttributeError`` or ``TypeError`` deep in the model's first call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import pkgutil
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import dsh_tool_todo.integrations
+from dsh_tool_todo.errors import UsageError
+from dsh_tool_todo.stores.memory import MemorySession
+from dsh_tool_todo.stores.owners import OwnerRegistry
+
+
+def serve_stdio(**kwargs: Any) -> Any:
+    from dsh_tool_todo.integrations.mcp import serve_stdio
+
+    return asyncio.run(serve_stdio(**kwargs))  # refused before it reads stdin
+
+
+# adapter module -> (its builder's name, how to call it, what its owner= function receives:
+# None when owner= takes a key only; key_ok False when it takes a function only)
+ADAPTERS: dict[str, list[tuple[str, Callable[..., Any], str | None, bool]]] = {
+    "mcp": [
+        ("build_server", lambda **kw: _get("mcp", "build_server")(**kw), None, True),
+        ("serve_stdio", serve_stdio, None, True),
+    ],
+    "pydantic_ai": [
+        (
+            "todo_write_toolset",
+            lambda **kw: _get("pydantic_ai", "todo_write_toolset")(**kw),
+            "RunContext",
+            False,
+        )
+    ],
+    "openai_agents": [
+        (
+            "todo_write_function_tool",
+            lambda **kw: _get("openai_agents", "todo_write_function_tool")(**kw),
+            "ToolContext",
+            True,
+        ),
+        (
+            "plan_reminder_filter",
+            lambda allow_parallel_in_progress, **kw: _get("openai_agents", "plan_reminder_filter")(
+                **kw
+            ),
+            "run context",
+            True,
+        ),
+    ],
+    "agent_framework": [
+        (
+            "TodoWriteProvider",
+            lambda **kw: _get("agent_framework", "TodoWriteProvider")(**kw),
+            "AgentSession",
+            True,
+        )
+    ],
+    "llama_index": [
+        (
+            "todo_write_llama_tool",
+            lambda **kw: _get("llama_index", "todo_write_llama_tool")(**kw),
+            "Context",
+            True,
+        )
+    ],
+    "google_adk": [
+        (
+            "TodoWriteAdkTool",
+            lambda **kw: _get("google_adk", "TodoWriteAdkTool")(**kw),
+            "ToolContext",
+            True,
+        )
+    ],
+    "strands": [
+        (
+            "todo_write_strands_tool",
+            lambda **kw: _get("strands", "todo_write_strands_tool")(**kw),
+            "Agent",
+            True,
+        ),
+        (
+            "TodoWriteAgentTool",  # what todo_write_strands_tool builds: its errors name that
+            lambda **kw: _get("strands", "TodoWriteAgentTool")(**kw),
+            "Agent",
+            True,
+        ),
+    ],
+    "claude_agent_sdk": [
+        (
+            "todo_write_for_claude",
+            lambda **kw: _get("claude_agent_sdk", "todo_write_for_claude")(**kw),
+            None,
+            True,
+        )
+    ],
+}
+# what the builders return, holding the registry they were given (built by the builder)
+NOT_BUILDERS = {
+    "ClaudeTodo",
+    "TodoWriteLlamaTool",
+    "TodoWriteFunctionTool",
+    "RemindAfterCompaction",
+}
+# the name a builder's errors give, when it is not its own
+NAMED = {"TodoWriteAgentTool": "todo_write_strands_tool"}
+CASES = [
+    pytest.param(module, name, build, function_of, key_ok, id=name)
+    for module, builders in ADAPTERS.items()
+    for name, build, function_of, key_ok in builders
+]
+
+
+def _get(module: str, name: str) -> Any:
+    adapter = f"dsh_tool_todo.integrations.{module}"
+    later = {"google_adk", "llama_index", "strands", "claude_agent_sdk"}
+    if module in later and sys.version_info < (3, 11):
+        pytest.skip("dev installs its framework on Python 3.11+")
+    return getattr(importlib.import_module(adapter), name)
+
+
+def good_owner(function_of: str | None, key_ok: bool) -> Any:
+    return "ada" if key_ok else (lambda ctx: "ada")
+
+
+WRONG_OWNERS = [
+    pytest.param({"ada": MemorySession()}, r"not dict", id="a-dict"),
+    pytest.param(MemorySession(), r"not MemorySession", id="a-session"),
+    pytest.param(OwnerRegistry, r"the class OwnerRegistry itself \(pass an instance\)", id="class"),
+    pytest.param("ada", r"not str 'ada'", id="a-key"),
+]
+
+
+@pytest.mark.parametrize(("owners", "named"), WRONG_OWNERS)
+@pytest.mark.parametrize(("module", "name", "build", "function_of", "key_ok"), CASES)
+def test_a_wrong_owners_is_refused_when_the_adapter_is_built(
+    module: str,
+    name: str,
+    build: Callable[..., Any],
+    function_of: str | None,
+    key_ok: bool,
+    owners: object,
+    named: str,
+) -> None:
+    wanted = rf"^{NAMED.get(name, name)}: owners= takes .*OwnerRegistry\(\).* {named}"
+    with pytest.raises(UsageError, match=wanted):
+        build(
+            allow_parallel_in_progress=False,
+            owner=good_owner(function_of, key_ok),
+            owners=owners,
+        )
+
+
+@pytest.mark.parametrize(("module", "name", "build", "function_of", "key_ok"), CASES)
+def test_a_wrong_owner_is_refused_when_the_adapter_is_built(
+    module: str, name: str, build: Callable[..., Any], function_of: str | None, key_ok: bool
+) -> None:
+    wrong: list[object] = [42, b"ada", ["ada"], OwnerRegistry()]
+    if function_of is None:
+        wrong.append(lambda ctx: "ada")  # a server has one owner: a key
+    if not key_ok:
+        wrong.append("ada")
+    for owner in wrong:
+        wanted = "an owner key" if key_ok else "a function of the RunContext"
+        with pytest.raises(UsageError, match=rf"^{NAMED.get(name, name)}: owner= takes {wanted}"):
+            build(allow_parallel_in_progress=False, owner=owner, owners=OwnerRegistry())
+
+
+@pytest.mark.parametrize(("module", "name", "build", "function_of", "key_ok"), CASES)
+def test_the_right_arguments_are_taken(
+    module: str, name: str, build: Callable[..., Any], function_of: str | None, key_ok: bool
+) -> None:
+    if name == "serve_stdio":
+        pytest.skip("it serves stdin: its arguments are those of build_server")
+    owners = OwnerRegistry()
+    build(allow_parallel_in_progress=False, owner=good_owner(function_of, key_ok), owners=owners)
+    if function_of is not None:
+        build(allow_parallel_in_progress=False, owner=lambda ctx: "ada", owners=owners)
+
+
+def test_every_builder_that_takes_an_owner_is_checked_here() -> None:
+    """An adapter added later (by its module in the package) is listed above, or this fails."""
+    for info in pkgutil.iter_modules(dsh_tool_todo.integrations.__path__):
+        if info.name.startswith("_"):
+            continue
+        try:
+            module = importlib.import_module(f"dsh_tool_todo.integrations.{info.name}")
+        except ImportError:
+            continue  # its framework is not installed here (the CI leg that has it checks it)
+        builders = {
+            name
+            for name, value in vars(module).items()
+            if not name.startswith("_")
+            and callable(value)
+            and getattr(value, "__module__", None) == module.__name__
+            and _takes_owners(value)
+        } - NOT_BUILDERS
+        listed = {name for name, *_ in ADAPTERS.get(info.name, [])}
+        assert builders <= listed, (info.name, builders - listed)
+
+
+def _takes_owners(value: Any) -> bool:
+    try:
+        parameters = inspect.signature(value).parameters
+    except (TypeError, ValueError):
+        return False
+    return "owners" in parameters
