@@ -8,11 +8,18 @@ naming the extra to install.
 
 - :mod:`.mcp` — an MCP server (extra ``mcp``; ``dsh-todo mcp``)
 - :mod:`.openai_agents` — a ``FunctionTool`` for the OpenAI Agents SDK (extra ``openai-agents``)
-- :mod:`.langchain` — a drop-in for LangChain's ``TodoListMiddleware`` (extra ``langchain``)
+- :mod:`.langchain` — middleware for LangChain agents (extra ``langchain``)
 - :mod:`.pydantic_ai` — a toolset for pydantic-ai agents (extra ``pydantic-ai``)
 - :mod:`.otel` — an OpenTelemetry ``execute_tool`` span per call, every path (extra ``otel``)
 - :mod:`.llama_index` — a ``FunctionTool`` for LlamaIndex agents (extra ``llama-index``)
 - :mod:`.google_adk` — a ``BaseTool`` for Google ADK agents (extra ``google-adk``, Python 3.11+)
+- :mod:`.strands` — a tool for Strands agents (extra ``strands``)
+- :mod:`.claude_agent_sdk` — our MCP server in process for the Claude Agent SDK
+  (extra ``claude-agent-sdk``)
+- :mod:`.agent_framework` — a context provider for Microsoft Agent Framework agents
+  (extra ``agent-framework``)
+- :mod:`.crewai` — a ``BaseTool`` for CrewAI agents (extra ``crewai``; not in ``dev``)
+- :mod:`.a2a` — plan artifacts on an A2A ``EventQueue`` (extra ``a2a``)
 """
 
 from __future__ import annotations
