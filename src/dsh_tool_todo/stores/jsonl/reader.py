@@ -36,7 +36,6 @@ IN_LOOP_READ = 64 << 10  # new bytes read on the event loop; more are read in a 
 WATCH_SAFETY = 5.0  # seconds a watched log waits, at most, before it is looked at anyway
 LIST_RESYNC = 60.0  # seconds between whole reads of a watched directory while a list is open
 LIST_INTERVAL = 0.5  # seconds between reads of an unwatchable directory while a list is open
-HEAD_READ = 64 << 10  # bytes at the head of a log where its link is looked for
 
 
 def _plain_name(name: str) -> bool:
@@ -76,7 +75,7 @@ def _replaced(path: str) -> LogReplaced:
 
 @dataclass
 class _Cached:
-    key: tuple[int, int, int]  # inode, size, mtime_ns
+    key: tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns (a chmod changes it)
     progress: Progress | None
     parent: str | None = None
     last_seq: int | None = None
@@ -87,7 +86,7 @@ class _Entry(NamedTuple):  # a tuple: 10,000 of them are built per directory rea
     """One log as the directory shows it: what the list sorts and what tells a change."""
 
     mtime: float
-    key: tuple[int, int, int]  # inode, size, mtime_ns
+    key: tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns (a chmod changes it)
     path: str
 
 
@@ -156,7 +155,7 @@ class JsonlReader:
             path = str(real)
         else:
             return None
-        return _Entry(info.st_mtime, (info.st_ino, info.st_size, info.st_mtime_ns), path)
+        return _Entry(info.st_mtime, (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns), path)
 
     def _scan(self) -> dict[str, _Entry]:
         found: dict[str, _Entry] = {}
@@ -176,7 +175,7 @@ class JsonlReader:
                     continue
                 if regular(link.st_mode) and name.isascii() and len(name) <= 250 and name:
                     if "\\" not in name:  # a directory entry never holds "/" or NUL
-                        key = (link.st_ino, link.st_size, link.st_mtime_ns)
+                        key = (link.st_ino, link.st_size, link.st_mtime_ns, link.st_ctime_ns)
                         found[name] = _Entry(link.st_mtime, key, item.path)
                     continue
                 entry = self._entry(name, item.path, link)
