@@ -322,7 +322,10 @@ def read_tail(path: str, before: int | None, limit: int, types: Collection[str] 
     return TailPage(picked[::-1], more=False)
 
 
-HEAD_READ = 4096  # a link line is far shorter; a longer first line is no link
+HEAD_READ = 16 << 10
+"""Bytes at the head of a log where its link is looked for: a link the stores write (a parent
+and a call id of at most ``links.MAX_KEY_CHARS`` characters each, at most 6 bytes a character
+as JSON) is shorter; a longer first line is no link."""
 
 
 def read_head(path: str) -> Event | None:
