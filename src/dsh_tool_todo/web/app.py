@@ -48,6 +48,7 @@ try:
 except ImportError as error:
     raise missing_extra("the web view", "web", error) from error
 
+from ..checklist import escape_content
 from ..contract import EVENT_TYPE
 from ..errors import InvalidLog, LogReplaced, SessionNotFound, StoreNotReady, StoreUnavailable
 from ..projection import PLAN_EVENTS, TodosProjection, checked_deciding
@@ -65,6 +66,8 @@ OLD_TOKEN_COOKIE = "dsh_todo_token"  # before cookies were per port; accepted fo
 MAX_PAGE = 500  # events per tail page
 MAX_SESSIONS = 1000  # rows per session list
 MAX_REPLAY = 10_000  # events a resume may replay; a client further behind gets a snapshot
+SHOWN_NAME = 80  # characters of a session name an error message quotes
+MAX_SEQ = 2**62  # the largest seq a client may name (a PostgreSQL bigint holds it)
 LIST_GAP = 0.1  # seconds between two rings of one list stream: a busy fleet rings at most 10/s
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -246,12 +249,22 @@ def _int_param(request: Request, key: str, default: int | None, low: int, high: 
     raw = request.query_params.get(key)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise _BadRequest(f"`{key}` must be an integer (got {raw[:40]!r})") from None
+    return _number(raw, f"`{key}`", low, high)
+
+
+_DIGITS = re.compile(r"-?[0-9]{1,19}")  # ASCII only: int() also takes "+5", " 5", "5_0", "١٢"
+
+
+def _number(raw: str, what: str, low: int, high: int, kind: str = "an integer") -> int:
+    """``raw`` as an integer from ``low`` to ``high``, written in plain ASCII digits with at
+    most a leading minus; :class:`_BadRequest` saying so otherwise."""
+    if _DIGITS.fullmatch(raw) is None:
+        raise _BadRequest(
+            f"{what} must be {kind} from {low} to {high} in plain digits (got {raw[:40]!r})"
+        )
+    value = int(raw)
     if not low <= value <= high:
-        raise _BadRequest(f"`{key}` must be from {low} to {high} (got {value})")
+        raise _BadRequest(f"{what} must be {kind} from {low} to {high} (got {raw})")
     return value
 
 
@@ -301,10 +314,20 @@ def _sse(frame: dict[str, Any]) -> ServerSentEvent:
     )
 
 
+def _shown_name(name: object) -> str:
+    """A session name as a message quotes it: at most :data:`SHOWN_NAME` characters of it,
+    controls and bidi overrides escaped (a URL can name anything, of any length).
+    """
+    text = name if isinstance(name, str) else repr(name)
+    if len(text) <= SHOWN_NAME:
+        return f"'{escape_content(text)}'"
+    return f"'{escape_content(text[:SHOWN_NAME])}'... ({len(text)} characters)"
+
+
 def _fatal_message(name: str, error: Exception) -> tuple[str, str]:
     """What a stream's closing error says, and its cause (``deleted``, ``invalid``, ``io``)."""
     if isinstance(error, SessionNotFound):  # it carries only the name: say what happened
-        return f"session {name!r}: its log was deleted", "deleted"
+        return f"session {_shown_name(name)}: its log was deleted", "deleted"
     return str(error), "invalid" if isinstance(error, InvalidLog) else "io"
 
 
@@ -449,7 +472,7 @@ def create_app(
 
     async def events(request: Request) -> Response:
         name = request.path_params["name"]
-        before = _int_param(request, "before", None, 0, 2**62)
+        before = _int_param(request, "before", None, 0, MAX_SEQ)
         limit = _int_param(request, "limit", 100, 1, MAX_PAGE)
         assert limit is not None
         raw_types = request.query_params.get("types")
@@ -479,12 +502,7 @@ def create_app(
         resume = request.headers.get("last-event-id") or request.query_params.get("after")
         after: int | None = None
         if resume:
-            try:
-                after = int(resume)
-            except ValueError:
-                raise _BadRequest(f"`Last-Event-ID` must be a seq (got {resume[:40]!r})") from None
-            if after < -1:
-                raise _BadRequest(f"`Last-Event-ID` must be a seq (got {after})")
+            after = _number(resume, "`Last-Event-ID`", -1, MAX_SEQ, "a seq")
         now = await plans.snapshot(name)  # an unknown session is a 404, before streaming
         if form is not None:
             return _wire_response(
@@ -514,7 +532,7 @@ def create_app(
             except (InvalidLog, SessionNotFound, OSError) as error:
                 # A SessionNotFound carries only the name: say what happened to it.
                 message = (
-                    f"session {name!r}: its log was deleted"
+                    f"session {_shown_name(name)}: its log was deleted"
                     if isinstance(error, SessionNotFound)
                     else str(error)
                 )
@@ -523,7 +541,7 @@ def create_app(
         return EventSourceResponse(frames(), ping=ping, send_timeout=send_timeout)
 
     async def not_found(request: Request, error: Exception) -> Response:
-        return _error(404, f"no session {error.args[0]!r} is served")
+        return _error(404, f"no session {_shown_name(error.args[0])} is served")
 
     async def bad_request(request: Request, error: Exception) -> Response:
         return _error(400, str(error))
