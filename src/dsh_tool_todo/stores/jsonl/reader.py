@@ -354,24 +354,25 @@ class JsonlReader:
         path = str(self.path_of(name))
         tail: _Tail | None
         if since is not None and since.position is not None and since.last_seq == after:
-            inode, end = since.position  # on from where the snapshot was read
-            tail = await asyncio.to_thread(_Tail.at, path, inode, end, after)
+            tail = await asyncio.to_thread(_Tail.at, path, since)  # on from where it was read
         else:
             tail = await asyncio.to_thread(_Tail.after_seq, path, after)
         if tail is None:
             raise _replaced(path)
-        watch = self._watch()
-        stop = None if watch is None else watch.start()
-        changed = asyncio.Event()
+        stop = None
         forgets = []
-        if watch is not None and stop is not None:
-            # a symlinked log changes under its target's name
-            for file in {name + SUFFIX, os.path.basename(path)}:
-                forgets.append(watch.wait_on(file, changed))
         try:
+            watch = self._watch()
+            stop = None if watch is None else watch.start()
+            changed = asyncio.Event()
+            if watch is not None and stop is not None:
+                # a symlinked log changes under its target's name
+                for file in {name + SUFFIX, os.path.basename(path)}:
+                    forgets.append(watch.wait_on(file, changed))
             async for event in self._follow(tail, path, watch, changed):
                 yield event
         finally:
+            tail.close()  # the log it held open
             for forget in forgets:
                 forget()
             if stop is not None:
