@@ -136,6 +136,7 @@ def test_an_earlier_list_resent_under_its_id_after_another_is_taken_as_a_retry()
     pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
     claims = [page.name for page in pages if "told nothing false" in page.read_text()]
     assert claims == []
-    assert "nothing the model sees is false" not in (
-        root / "src/dsh_tool_todo/stores/_calls.py"
-    ).read_text()
+    assert (
+        "nothing the model sees is false"
+        not in (root / "src/dsh_tool_todo/stores/_calls.py").read_text()
+    )

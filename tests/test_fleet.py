@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -205,7 +205,9 @@ def test_a_delegating_call_id_no_link_can_hold_links_the_sub_agent_without_it(
 
     lead = Agent(
         scripted(
-            ModelResponse(parts=[ToolCallPart("research", {"question": "q"}, tool_call_id=call_id)]),
+            ModelResponse(
+                parts=[ToolCallPart("research", {"question": "q"}, tool_call_id=call_id)]
+            ),
             ModelResponse(parts=[TextPart("done")]),
         ),
         name="lead",
@@ -217,7 +219,8 @@ def test_a_delegating_call_id_no_link_can_hold_links_the_sub_agent_without_it(
     owners.close()
     assert result.output == "done"
     assert head(tmp_path / "bob%2fresearcher.jsonl")["data"] == {"parent": "bob"}
-    assert read_events(tmp_path / "bob%2fresearcher.jsonl")[1]["data"]["todos"] == plan("Search")["todos"]
+    written = read_events(tmp_path / "bob%2fresearcher.jsonl")[1]["data"]
+    assert written["todos"] == plan("Search")["todos"]
     (record,) = [r for r in caplog.records if r.name == "dsh_tool_todo"]
     assert "linked without its parent's call id: parent_call_id must" in record.getMessage()
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import html.parser
 import json
 import os
-from urllib.parse import quote
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -102,7 +102,7 @@ def test_tail_page_reads_from_the_end_only(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("query", "message"),
     [
-        ("before=x", "`before` must be an integer from 0 to 4611686018427387904 in plain digits (got 'x')"),
+        ("before=x", f"`before` must be an integer from 0 to {2**62} in plain digits (got 'x')"),
         ("limit=501", "`limit` must be an integer from 1 to 500 (got 501)"),
         ("before=-1", "`before` must be an integer from 0 to"),
     ],
@@ -137,7 +137,8 @@ def test_numbers_from_clients_are_plain_ascii_digits_within_bounds(
     assert response.status_code == 400
     message = response.json()["error"]
     assert message.startswith(f"{what}"), message
-    assert "must be" in message and len(message) < 200
+    assert "must be" in message
+    assert len(message) < 200
 
 
 @pytest.mark.parametrize("raw", [r for r in HOSTILE_NUMBERS if r.isascii()] + ["-2", "5" * 19])

@@ -155,7 +155,8 @@ class JsonlReader:
             path = str(real)
         else:
             return None
-        return _Entry(info.st_mtime, (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns), path)
+        key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        return _Entry(info.st_mtime, key, path)
 
     def _scan(self) -> dict[str, _Entry]:
         found: dict[str, _Entry] = {}
