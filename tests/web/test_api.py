@@ -141,6 +141,22 @@ def test_numbers_from_clients_are_plain_ascii_digits_within_bounds(
     assert len(message) < 200
 
 
+@pytest.mark.parametrize(
+    "where",
+    [
+        "/api/sessions?limit=1&limit=2",
+        "/api/sessions/alpha/events?before=1&before=2",
+        "/api/sessions/alpha/stream?after=1&after=2",
+    ],
+)
+def test_a_number_given_twice_is_refused(logs: Path, where: str) -> None:
+    response = get(create_app(logs), where)
+
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("give `")
+    assert "once (got 2: ['1', '2'])" in response.json()["error"]
+
+
 @pytest.mark.parametrize("raw", [r for r in HOSTILE_NUMBERS if r.isascii()] + ["-2", "5" * 19])
 def test_a_last_event_id_header_is_a_plain_seq_too(logs: Path, raw: str) -> None:
     response = get(create_app(logs), "/api/sessions/alpha/stream", headers={"last-event-id": raw})

@@ -246,10 +246,20 @@ def _error(status: int, message: str) -> Response:
 
 
 def _int_param(request: Request, key: str, default: int | None, low: int, high: int) -> int | None:
-    raw = request.query_params.get(key)
+    raw = _once(request, key)
     if raw is None or raw == "":
         return default
     return _number(raw, f"`{key}`", low, high)
+
+
+def _once(request: Request, key: str) -> str | None:
+    """The query's one value of ``key``; :class:`_BadRequest` when it is given more than once
+    (which one counts is not for a server to guess)."""
+    values = request.query_params.getlist(key)
+    if len(values) > 1:
+        shown = [value[:40] for value in values[:3]]
+        raise _BadRequest(f"give `{key}` once (got {len(values)}: {shown!r})")
+    return values[0] if values else None
 
 
 _DIGITS = re.compile(r"-?[0-9]{1,19}")  # ASCII only: int() also takes "+5", " 5", "5_0", "١٢"
@@ -499,7 +509,7 @@ def create_app(
             form = wire_format(request.query_params.getlist("format"))
         except ValueError as error:
             raise _BadRequest(str(error)) from None
-        resume = request.headers.get("last-event-id") or request.query_params.get("after")
+        resume = request.headers.get("last-event-id") or _once(request, "after")
         after: int | None = None
         if resume:
             after = _number(resume, "`Last-Event-ID`", -1, MAX_SEQ, "a seq")
