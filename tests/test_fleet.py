@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -273,3 +274,18 @@ def test_one_log_that_cannot_be_read_is_a_row_marked_unreadable(
         ["good", "0/1 done"],
         ["locked", "unreadable"],
     ]
+
+
+def test_a_log_whose_name_no_url_can_carry_is_still_listed_after_the_tree(tmp_path: Path) -> None:
+    with JsonlSession(tmp_path / "good.jsonl") as good:
+        write(good, [("A", "in_progress")])
+    odd = os.fsencode(tmp_path) + b"/\xff\x1b.jsonl"
+    with open(odd, "wb") as file:
+        file.write(b'{"seq":0,"type":"todo/write","data":{"todos":[]}}\n')
+    lines = dsh_todo("sessions", str(tmp_path)).stdout.splitlines()
+    assert [line.split("\t")[:2] for line in lines] == [
+        ["good", "0/1 done"],
+        ["\\udcff\\x1b", "(a file name no URL can carry: not in the tree)"],
+    ]
+    tree = json.loads(dsh_todo("sessions", str(tmp_path), "--json").stdout)
+    assert tree["unlisted"] == ["\udcff\x1b"]

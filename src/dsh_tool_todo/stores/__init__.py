@@ -185,9 +185,11 @@ def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
         admin.check_store(target)
         reader: LogReader = PostgresReader(target)
         every = admin.session_ids(target)
+        why = "an id no URL can carry: not in the tree; --delete removes it"
     else:
         reader = open_reader(target)
-        every = []
+        every = _log_names(target)
+        why = "a file name no URL can carry: not in the tree"
 
     async def read() -> list[Any]:
         try:
@@ -220,8 +222,21 @@ def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
         print(render_tree(roots, encoding=encoding), file=out)
     for name in unlisted:
         shown = escape_content(name, encoding=encoding)
-        print(f"{shown}\t(an id no URL can carry: not in the tree; --delete removes it)", file=out)
+        print(f"{shown}\t({why})", file=out)
     return 0
+
+
+def _log_names(directory: str) -> list[str]:
+    """The stem of every regular ``*.jsonl`` file in ``directory``, sorted: the logs the
+    reader leaves out (a name no URL can carry) are told apart from these."""
+    with os.scandir(directory) as entries:
+        return sorted(
+            entry.name[: -len(".jsonl")]
+            for entry in entries
+            if entry.name.endswith(".jsonl")
+            and not entry.name.startswith(".")
+            and entry.is_file(follow_symlinks=False)
+        )
 
 
 def _conninfo(target: str) -> bool:
