@@ -334,6 +334,18 @@ def _shown_name(name: object) -> str:
     return f"'{escape_content(text[:SHOWN_NAME])}'... ({len(text)} characters)"
 
 
+@contextlib.asynccontextmanager
+async def _closing(events: AsyncIterator[Event]) -> AsyncIterator[AsyncIterator[Event]]:
+    """``events``, closed on the way out (a reader's ``follow`` is an async generator that holds
+    its log open: left to the garbage collector, it would close only when collected)."""
+    try:
+        yield events
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+
+
 def _fatal_message(name: str, error: Exception) -> tuple[str, str]:
     """What a stream's closing error says, and its cause (``deleted``, ``invalid``, ``io``)."""
     if isinstance(error, SessionNotFound):  # it carries only the name: say what happened
@@ -368,11 +380,14 @@ def _wire_response(
                 yield frame
             while True:
                 try:
-                    async for event in plans.follow(name, after=snapshot.last_seq, since=snapshot):
-                        if event["type"] in PLAN_EVENTS:
-                            where = f"session {name!r}, seq {event['seq']}"
-                            for frame in form.change(checked_deciding(event, where)):
-                                yield frame
+                    # closed at once when the client goes: the follower holds its log open
+                    following = plans.follow(name, after=snapshot.last_seq, since=snapshot)
+                    async with _closing(following) as events:
+                        async for event in events:
+                            if event["type"] in PLAN_EVENTS:
+                                where = f"session {name!r}, seq {event['seq']}"
+                                for frame in form.change(checked_deciding(event, where)):
+                                    yield frame
                 except LogReplaced:
                     snapshot = await plans.snapshot(name)
                     for frame in form.snapshot(snapshot):
@@ -533,10 +548,13 @@ def create_app(
                         position = snapshot.last_seq
                     assert position is not None
                     try:
-                        async for event in plans.follow(name, after=position, since=snapshot):
-                            if event["type"] in PLAN_EVENTS:
-                                where = f"session {name!r}, seq {event['seq']}"
-                                yield _sse(projection_frame(checked_deciding(event, where)))
+                        # closed at once when the client goes: the follower holds its log open
+                        following = plans.follow(name, after=position, since=snapshot)
+                        async with _closing(following) as events:
+                            async for event in events:
+                                if event["type"] in PLAN_EVENTS:
+                                    where = f"session {name!r}, seq {event['seq']}"
+                                    yield _sse(projection_frame(checked_deciding(event, where)))
                     except LogReplaced:
                         snapshot = await plans.snapshot(name)
             except (InvalidLog, SessionNotFound, OSError) as error:

@@ -140,6 +140,13 @@ class _Tail:
         """Let go of the file (a tail is not read after this)."""
         self.file.close()
 
+    def __del__(self) -> None:
+        # A tail dropped unclosed (its follower never finalized, or handed back by a worker
+        # thread to a task cancelled meanwhile) lets go of its file when collected, quietly.
+        file = getattr(self, "file", None)
+        if file is not None:
+            file.close()
+
     def look(self) -> int | None:
         """One ``stat``: ``None`` if the log was replaced or deleted, 0 if nothing changed,
         else about how many bytes a :meth:`read` would look at."""
