@@ -116,3 +116,27 @@ def test_a_logged_call_id_that_is_not_a_non_empty_str_is_an_invalid_log(bad: Any
     event = {"seq": 0, "type": "todo/write", "data": {**PLAN, CALL_ID_KEY: bad}}
     with pytest.raises(InvalidLog, match=r"data must be \{todos: \[\.\.\.\]\} \(optionally"):
         check_logged_write(event, 0)
+
+
+def test_an_earlier_list_resent_under_its_id_after_another_is_taken_as_a_retry() -> None:
+    # What the docs say of the one ambiguity: the third call is answered as written, yet the
+    # plan stays B. No page may claim the model is told nothing false here.
+    session = MemorySession()
+    first = {"todos": [{"content": "A", "status": "in_progress"}]}
+    second = {"todos": [{"content": "B", "status": "in_progress"}]}
+    answers = [
+        TOOL.call(first, session, call_id="c0"),
+        TOOL.call(second, session, call_id="c1"),
+        TOOL.call(first, session, call_id="c0"),
+    ]
+    assert answers[2] == answers[0]
+    assert len(session.events) == 2
+    assert replay(session.events) == second["todos"]
+    root = Path(__file__).parent.parent
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    claims = [page.name for page in pages if "told nothing false" in page.read_text()]
+    assert claims == []
+    assert (
+        "nothing the model sees is false"
+        not in (root / "src/dsh_tool_todo/stores/_calls.py").read_text()
+    )

@@ -379,3 +379,17 @@ def test_watch_wait_waits_for_a_postgresql_session_that_has_no_rows_yet() -> Non
                 assert watcher.wait(timeout=30) == 0
             finally:
                 watcher.kill()
+
+
+@pytest.mark.parametrize("command", ["sessions", "show", "watch", "serve"])
+def test_an_empty_source_is_refused_not_read_as_the_current_directory(command: str) -> None:
+    run = dsh_todo(command, "", check=False)
+    assert_usage_error(run, r"the source is empty: .*`\.` for the current one")
+
+
+def test_open_reader_refuses_an_empty_source() -> None:
+    from dsh_tool_todo.errors import UsageError
+    from dsh_tool_todo.stores import open_reader
+
+    with pytest.raises(UsageError, match="the source is empty"):
+        open_reader("")

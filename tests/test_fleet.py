@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_tool_todo.fleet import MAX_DEPTH, FleetNode, build_tree, fleet_json, render_tree
-from dsh_tool_todo.stores.jsonl import JsonlSession
+from dsh_tool_todo.fleet import (
+    MAX_DEPTH,
+    FleetNode,
+    build_tree,
+    fleet_json,
+    read_fleet,
+    render_tree,
+)
+from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
 from tests.test_cli import assert_usage_error, dsh_todo
 
 
@@ -234,3 +245,47 @@ def test_a_source_named_with_control_bytes_is_escaped_in_the_error(tmp_path: Pat
         assert_usage_error(run, r"x\\x1b\]0;owned\\x07\\x1b\[2J\\ry\\u202e")
         assert "\x1b" not in run.stderr
         assert "\r" not in run.stderr
+
+
+def test_one_log_that_cannot_be_read_is_a_row_marked_unreadable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # chmod 000 does not stop root: the refusal is made where every read opens a log
+    from dsh_tool_todo.stores.jsonl import _tail
+
+    with JsonlSession(tmp_path / "good.jsonl") as good:
+        write(good, [("A", "in_progress")])
+    with JsonlSession(tmp_path / "locked.jsonl") as locked:
+        write(locked, [("B", "pending")])
+    (tmp_path / "dir.jsonl").mkdir()
+    (tmp_path / "binary.jsonl").write_bytes(b"\xff\xfe\x00\n")
+    opened = _tail.open_log
+
+    def refuse(path: str) -> Any:
+        if path.endswith("locked.jsonl"):
+            raise PermissionError(13, "Permission denied", path)
+        return opened(path)
+
+    monkeypatch.setattr(_tail, "open_log", refuse)
+    roots = asyncio.run(read_fleet(JsonlReader(tmp_path)))
+    shown = sorted(render_tree(roots).splitlines())
+    assert [line.split("\t")[:2] for line in shown] == [
+        ["binary", "unreadable"],
+        ["good", "0/1 done"],
+        ["locked", "unreadable"],
+    ]
+
+
+def test_a_log_whose_name_no_url_can_carry_is_still_listed_after_the_tree(tmp_path: Path) -> None:
+    with JsonlSession(tmp_path / "good.jsonl") as good:
+        write(good, [("A", "in_progress")])
+    odd = os.fsencode(tmp_path) + b"/\xff\x1b.jsonl"
+    with open(odd, "wb") as file:
+        file.write(b'{"seq":0,"type":"todo/write","data":{"todos":[]}}\n')
+    lines = dsh_todo("sessions", str(tmp_path)).stdout.splitlines()
+    assert [line.split("\t")[:2] for line in lines] == [
+        ["good", "0/1 done"],
+        ["\\udcff\\x1b", "(a file name no URL can carry: not in the tree)"],
+    ]
+    tree = json.loads(dsh_todo("sessions", str(tmp_path), "--json").stdout)
+    assert tree["unlisted"] == ["\udcff\x1b"]

@@ -768,3 +768,81 @@ def test_6_watch_on_a_terminal_clears_unless_term_is_dumb(
             watcher.stderr.close()
     assert (b"\x1b[2J" in seen) is clears
     assert (b"----" in seen) is not clears
+
+
+# A log deleted and created again under the follower: ext4 and tmpfs hand the new file the
+# old inode at once, and its last line may be the same bytes at the same offset.
+
+
+def recreate(path: Path, data: bytes) -> Callable[[], None]:
+    def run() -> None:
+        path.unlink()
+        path.write_bytes(data)
+
+    return run
+
+
+def test_a_log_recreated_under_the_follower_is_replaced_even_on_the_same_inode(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "log.jsonl"
+    note = line(1, "note", {})
+    path.write_bytes(plan_line(0, "Ship A") + note)
+    seen = follow(path, [recreate(path, plan_line(0, "Ship C") + note)])
+    assert seen == [[todo("Ship A")], [todo("Ship C")]]
+
+
+def test_a_log_recreated_under_a_reader_stream_is_replaced_even_on_the_same_inode(
+    tmp_path: Path,
+) -> None:
+    from dsh_tool_todo.errors import LogReplaced
+    from dsh_tool_todo.stores.jsonl import JsonlReader
+
+    path = tmp_path / "log.jsonl"
+    note = line(1, "note", {})
+    path.write_bytes(plan_line(0, "Ship A") + note)
+
+    async def main() -> list[Any]:
+        reader = JsonlReader(tmp_path, watch=False, poll_interval=0.01)
+        seen: list[Any] = []
+        stream = reader.follow("log", after=1)
+        try:
+            waiting = asyncio.ensure_future(anext(stream))
+            await asyncio.sleep(0.1)  # the follower stands at the end of the log
+            recreate(path, plan_line(0, "Ship C") + note + line(2, "note", {}))()
+            try:
+                seen.append(await asyncio.wait_for(waiting, 5))
+            except LogReplaced:
+                seen.append("replaced")
+        finally:
+            await stream.aclose()
+            await reader.aclose()
+        return seen
+
+    assert asyncio.run(main()) == ["replaced"]
+
+
+def test_a_log_recreated_between_snapshot_and_follow_is_replaced_even_on_the_same_inode(
+    tmp_path: Path,
+) -> None:
+    from dsh_tool_todo.errors import LogReplaced
+    from dsh_tool_todo.stores.jsonl import JsonlReader
+
+    path = tmp_path / "log.jsonl"
+    note = line(1, "note", {})
+    path.write_bytes(plan_line(0, "Ship A") + note)
+
+    async def main() -> list[Any]:
+        reader = JsonlReader(tmp_path, watch=False, poll_interval=0.01)
+        snapshot = await reader.snapshot("log")
+        recreate(path, plan_line(0, "Ship C") + note + line(2, "note", {}))()
+        stream = reader.follow("log", after=snapshot.last_seq, since=snapshot)
+        try:
+            return [await asyncio.wait_for(anext(stream), 5)]
+        except LogReplaced:
+            return ["replaced"]
+        finally:
+            await stream.aclose()
+            await reader.aclose()
+
+    assert asyncio.run(main()) == ["replaced"]

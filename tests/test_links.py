@@ -129,6 +129,7 @@ def test_alink_awaits_an_async_sessions_link() -> None:
         (None, None, "parent must be"),
         ("x" * 1025, None, "at most 1024 characters"),
         ("p", "", "parent_call_id must be a non-empty string"),
+        ("p", "c" * 1025, "parent_call_id must be a non-empty string of at most 1024 characters"),
         ("a\x00b", None, "parent must not hold NUL characters"),
         ("\ud800x", None, "parent must be valid Unicode text"),
         ("p", "c\x00", "parent_call_id must not hold NUL characters"),
@@ -138,6 +139,42 @@ def test_alink_awaits_an_async_sessions_link() -> None:
 def test_bad_links_are_refused(parent: object, call_id: object, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         link_data(parent, call_id)
+
+
+def test_the_longest_link_a_store_writes_is_read_back_and_a_longer_head_is_not_read_whole(
+    tmp_path: Path,
+) -> None:
+    from dsh_tool_todo.stores.jsonl import _tail
+
+    parent, call_id = "\U0001f600" * 1024, "\x01" * 1024  # 4 and 6 bytes each as JSON
+    with JsonlSession(tmp_path / "child.jsonl", parent=parent, parent_call_id=call_id) as child:
+        child.append("todo/write", {"todos": [{"content": "A", "status": "pending"}]})
+    rows, _ = asyncio.run(JsonlReader(tmp_path).sessions("", 10))
+    assert [row.parent for row in rows] == [parent]
+
+    huge = tmp_path / "huge.jsonl"  # a first line of 8 MiB: the head read stops at 16 KiB
+    huge.write_text('{"seq":0,"type":"x","data":"' + "y" * (8 << 20) + '"}\n')
+    asked: list[int] = []
+    opened = _tail.open_log
+
+    class Counting:
+        def __init__(self, path: str) -> None:
+            self.file = opened(path)
+
+        def __enter__(self) -> Counting:
+            return self
+
+        def __exit__(self, *_: object) -> None:
+            self.file.close()
+
+        def read(self, size: int = -1) -> bytes:
+            asked.append(size)
+            return self.file.read(size)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_tail, "open_log", Counting)
+        assert _tail.read_head(str(huge)) is None
+    assert asked == [16 << 10]
 
 
 def test_link_of_reads_only_well_formed_links() -> None:

@@ -85,7 +85,7 @@ async def _node(reader: LogReader, row: SessionSummary, options: HealthOptions |
     )
     try:
         writes = await _turn(reader, row.name)
-    except (InvalidLog, SessionNotFound):  # broken, or deleted since it was listed
+    except (InvalidLog, SessionNotFound, OSError):  # broken, unreadable, or deleted since listed
         node.readable = False
         return node
     if writes and writes[-1]["type"] == EVENT_TYPE:

@@ -43,7 +43,7 @@ __all__ = [
 
 PARENT_KEY = "parent"
 PARENT_CALL_ID_KEY = "parentCallId"
-MAX_KEY_CHARS = 1024  # a key names a session to a person: longer is a host's mistake
+MAX_KEY_CHARS = 1024  # a key (or call id) names a session to a person: longer is a mistake
 
 
 @dataclass(frozen=True)
@@ -65,9 +65,14 @@ def link_data(parent: object, parent_call_id: object = None) -> dict[str, str]:
     _check_text("parent", parent)
     data = {PARENT_KEY: parent}
     if parent_call_id is not None:
-        if not isinstance(parent_call_id, str) or not parent_call_id:
+        if (
+            not isinstance(parent_call_id, str)
+            or not parent_call_id
+            or len(parent_call_id) > MAX_KEY_CHARS
+        ):
             raise UsageError(
-                f"parent_call_id must be a non-empty string or None, not {_shown(parent_call_id)}"
+                f"parent_call_id must be a non-empty string of at most {MAX_KEY_CHARS} "
+                f"characters (the parent's tool-call id) or None, not {_shown(parent_call_id)}"
             )
         _check_text("parent_call_id", parent_call_id)
         data[PARENT_CALL_ID_KEY] = parent_call_id

@@ -8,6 +8,7 @@ own, linked to the parent's with the parent's tool-call id, and a reader shows t
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,48 @@ def test_pydantic_ai_delegation_gives_the_sub_agent_a_linked_plan(tmp_path: Path
         "parent": "bob%0a",
         "parentCallId": "l2",
     }
+
+
+@pytest.mark.parametrize("call_id", ["l" * 5000, "l\x00", "\udc80"])
+def test_a_delegating_call_id_no_link_can_hold_links_the_sub_agent_without_it(
+    tmp_path: Path, call_id: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    owners = OwnerRegistry(tmp_path)
+    todo = todo_write_toolset(allow_parallel_in_progress=False, owners=owners)
+    researcher = Agent(
+        scripted(
+            ModelResponse(parts=[ToolCallPart("todo_write", plan("Search"), tool_call_id="r1")]),
+            ModelResponse(parts=[TextPart("found")]),
+        ),
+        name="researcher",
+        deps_type=str,
+        toolsets=[todo],
+    )
+
+    async def research(ctx: RunContext[str], question: str) -> str:
+        result = await researcher.run(question, deps=ctx.deps, usage=ctx.usage)
+        return result.output
+
+    lead = Agent(
+        scripted(
+            ModelResponse(
+                parts=[ToolCallPart("research", {"question": "q"}, tool_call_id=call_id)]
+            ),
+            ModelResponse(parts=[TextPart("done")]),
+        ),
+        name="lead",
+        deps_type=str,
+        toolsets=[todo, linked_toolset(FunctionToolset([research]))],
+    )
+    with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
+        result = asyncio.run(lead.run("go", deps="bob"))
+    owners.close()
+    assert result.output == "done"
+    assert head(tmp_path / "bob%2fresearcher.jsonl")["data"] == {"parent": "bob"}
+    written = read_events(tmp_path / "bob%2fresearcher.jsonl")[1]["data"]
+    assert written["todos"] == plan("Search")["todos"]
+    (record,) = [r for r in caplog.records if r.name == "dsh_tool_todo"]
+    assert "linked without its parent's call id: parent_call_id must" in record.getMessage()
 
 
 def test_without_the_wrapper_a_sub_agent_shares_its_parents_plan(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -101,9 +102,9 @@ def test_tail_page_reads_from_the_end_only(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("query", "message"),
     [
-        ("before=x", "`before` must be an integer (got 'x')"),
-        ("limit=501", "`limit` must be from 1 to 500 (got 501)"),
-        ("before=-1", "`before` must be from 0 to"),
+        ("before=x", f"`before` must be an integer from 0 to {2**62} in plain digits (got 'x')"),
+        ("limit=501", "`limit` must be an integer from 1 to 500 (got 501)"),
+        ("before=-1", "`before` must be an integer from 0 to"),
     ],
 )
 def test_tail_page_refuses_bad_parameters_with_a_clear_message(
@@ -113,6 +114,55 @@ def test_tail_page_refuses_bad_parameters_with_a_clear_message(
 
     assert response.status_code == 400
     assert response.json()["error"].startswith(message)
+
+
+HOSTILE_NUMBERS = ["+5", " 5", "5 ", "5_0", "\u0661\u0662", "0x5", "5.0", "9" * 30, "9" * 5000]
+
+
+@pytest.mark.parametrize("raw", HOSTILE_NUMBERS)
+@pytest.mark.parametrize(
+    ("where", "what"),
+    [
+        ("/api/sessions?limit=", "`limit`"),
+        ("/api/sessions/alpha/events?limit=", "`limit`"),
+        ("/api/sessions/alpha/events?before=", "`before`"),
+        ("/api/sessions/alpha/stream?after=", "`Last-Event-ID`"),
+    ],
+)
+def test_numbers_from_clients_are_plain_ascii_digits_within_bounds(
+    logs: Path, raw: str, where: str, what: str
+) -> None:
+    response = get(create_app(logs), where + quote(raw))
+
+    assert response.status_code == 400
+    message = response.json()["error"]
+    assert message.startswith(f"{what}"), message
+    assert "must be" in message
+    assert len(message) < 200
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "/api/sessions?limit=1&limit=2",
+        "/api/sessions/alpha/events?before=1&before=2",
+        "/api/sessions/alpha/stream?after=1&after=2",
+    ],
+)
+def test_a_number_given_twice_is_refused(logs: Path, where: str) -> None:
+    response = get(create_app(logs), where)
+
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("give `")
+    assert "once (got 2: ['1', '2'])" in response.json()["error"]
+
+
+@pytest.mark.parametrize("raw", [r for r in HOSTILE_NUMBERS if r.isascii()] + ["-2", "5" * 19])
+def test_a_last_event_id_header_is_a_plain_seq_too(logs: Path, raw: str) -> None:
+    response = get(create_app(logs), "/api/sessions/alpha/stream", headers={"last-event-id": raw})
+
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("`Last-Event-ID` must be a seq from -1 to")
 
 
 def test_projection_is_the_plan_with_its_state_version_and_seq(logs: Path) -> None:
@@ -336,6 +386,17 @@ def test_unknown_sessions_are_404_on_every_endpoint(logs: Path) -> None:
         response = get(app, f"/api/sessions/nobody/{endpoint}")
         assert response.status_code == 404
         assert response.json() == {"error": "no session 'nobody' is served"}
+
+
+def test_a_404_quotes_at_most_80_characters_of_the_name_escaped(logs: Path) -> None:
+    name = "\u202e\x1b[2J" + "x" * 5000
+    for endpoint in ("events", "projection", "stream", "family"):
+        response = get(create_app(logs), f"/api/sessions/{quote(name)}/{endpoint}")
+        assert response.status_code == 404
+        message = response.json()["error"]
+        assert message == (
+            "no session '\\u202e\\x1b[2J" + "x" * 75 + "'... (5005 characters) is served"
+        )
 
 
 def bytes_read() -> int:

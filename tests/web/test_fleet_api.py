@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from dsh_tool_todo.protocols import TailPage
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
@@ -210,3 +212,32 @@ def test_the_family_of_an_unknown_session_is_a_404(tmp_path: Path) -> None:
     response = run_requests(create_app(tmp_path), calls)
     assert response.status_code == 404
     assert response.json() == {"error": "no session 'nobody' is served"}
+
+
+def test_a_log_that_became_unreadable_is_not_shown_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh_tool_todo.stores.jsonl import _tail
+
+    linked(tmp_path / "worker.jsonl", None, *dropping())
+    opened = _tail.open_log
+
+    def refuse(path: str) -> Any:
+        if os.stat(path).st_mode & 0o444 == 0:  # as chmod 000 refuses anyone but root
+            raise PermissionError(13, "Permission denied", path)
+        return opened(path)
+
+    monkeypatch.setattr(_tail, "open_log", refuse)
+
+    async def calls(client: httpx.AsyncClient) -> tuple[dict[str, Any], dict[str, Any]]:
+        before = await settled(client)
+        os.chmod(tmp_path / "worker.jsonl", 0)  # changes the ctime only, not size or mtime
+        after = await settled(client)
+        return before, after
+
+    before, after = run_requests(create_app(tmp_path), calls)
+    assert rows_of(before)["worker"]["signals"] == [
+        {"kind": "dropped", "seq": 2, "items": ["B"], "count": 1}
+    ]
+    row = rows_of(after)["worker"]
+    assert (row["progress"], row["signals"]) == (None, [])

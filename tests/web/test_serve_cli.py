@@ -153,3 +153,37 @@ def test_a_key_value_dsn_is_refused_without_echoing_its_password() -> None:
         "dsh-todo: error: SOURCE looks like a key=value conninfo, which serve does not take: "
         "give it as a postgresql:// URL\n"
     )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no RLIMIT_NOFILE on Windows")
+def test_serve_raises_the_soft_open_file_limit_toward_the_hard_one() -> None:
+    import resource
+
+    from dsh_tool_todo.web.server import OPEN_FILES, raise_open_files
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+        wanted = OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, OPEN_FILES)
+        assert raise_open_files() == wanted
+        assert resource.getrlimit(resource.RLIMIT_NOFILE) == (wanted, hard)
+        assert raise_open_files(100) == wanted  # never lowered
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+@pytest.mark.skipif(not Path("/proc/self/limits").exists(), reason="reads /proc/PID/limits")
+def test_a_serve_started_at_a_low_soft_limit_runs_with_a_raised_one(
+    tmp_path: Path, serve_process: Callable[..., ServeProcess]
+) -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))  # the child inherits it
+    try:
+        child = serve_process(tmp_path)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    limits = Path(f"/proc/{child.process.pid}/limits").read_text()
+    (row,) = [line for line in limits.splitlines() if line.startswith("Max open files")]
+    assert int(row.split()[3]) > 256

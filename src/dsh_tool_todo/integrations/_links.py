@@ -18,16 +18,21 @@ with the parent's tool-call id.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from ..errors import UsageError
+from ..links import link_data
+from ..listeners import LOGGER_NAME
 from ..stores.owners import OwnerRegistry
 
 __all__ = ["Delegation", "OwnerLinks", "delegating", "nested_owner"]
 
 _UNNAMED = "agent"
+_log = logging.getLogger(LOGGER_NAME)
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,12 @@ class OwnerLinks:
         key, parent = nested_owner(owner, agent_name)
         if parent is not None and key not in self._done:
             parent_owner, call_id = parent
-            await self.registry.alink(key, self.registry.key(parent_owner), parent_call_id=call_id)
+            parent_key = self.registry.key(parent_owner)
+            try:
+                link_data("parent", call_id)  # the call id alone: a bad key still fails below
+            except UsageError as error:  # a framework's call id: never a reason to fail the run
+                _log.warning("sub-agent %r is linked without its parent's call id: %s", key, error)
+                call_id = None
+            await self.registry.alink(key, parent_key, parent_call_id=call_id)
             self._done.add(key)
         return key

@@ -51,7 +51,7 @@ def open_reader(target: str | os.PathLike[str]) -> LogReader:
     Nothing is read or connected here; a backend's driver is imported only
     when its reader is asked for.
     """
-    text = os.fspath(target)
+    text = _source(target)
     if text.startswith(POSTGRES_SCHEMES):
         from .postgres import PostgresReader
 
@@ -66,7 +66,7 @@ def open_reader(target: str | os.PathLike[str]) -> LogReader:
 def current_plan(target: str | os.PathLike[str], session: str | None = None) -> Plan:
     """The plan now in a JSONL log, or in ``session`` of the database a
     ``postgresql://`` URL names; ``None`` if no plan was written since the last turn."""
-    text = os.fspath(target)
+    text = _source(target)
     if _on_database(text, session):
         from .postgres import admin
 
@@ -88,7 +88,7 @@ def turn_signals(target: str | os.PathLike[str], session: str | None = None) -> 
     from ..fleet import turn_events
     from ..health import turn_health
 
-    text = os.fspath(target)
+    text = _source(target)
     if _on_database(text, session):
         from .postgres import PostgresReader
 
@@ -132,7 +132,7 @@ def follow_plans(
     start once it appears. A JSONL log is polled every ``interval`` seconds; a
     database pushes each change.
     """
-    text = os.fspath(target)
+    text = _source(target)
     if _on_database(text, session):
         from .postgres import admin
 
@@ -153,6 +153,7 @@ def follow_plans(
 def print_sessions(target: str, out: TextIO, *, delete: str | None = None) -> int:
     """Print one line per session of the database ``target`` names; with
     ``delete``, delete that session instead. Only a database has sessions."""
+    target = _source(target)
     if os.path.isdir(target):
         raise UsageError(
             f"{target}: --delete goes with a database URL; in a directory, delete the file"
@@ -176,6 +177,7 @@ def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
     from ..checklist import escape_content
     from ..fleet import FleetNode, fleet_json, read_fleet, render_tree
 
+    target = _source(target)
     unlisted: list[str] = []
     if _conninfo(target) or target.startswith(POSTGRES_SCHEMES):
         from .postgres import PostgresReader, admin
@@ -183,9 +185,11 @@ def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
         admin.check_store(target)
         reader: LogReader = PostgresReader(target)
         every = admin.session_ids(target)
+        why = "an id no URL can carry: not in the tree; --delete removes it"
     else:
         reader = open_reader(target)
-        every = []
+        every = _log_names(target)
+        why = "a file name no URL can carry: not in the tree"
 
     async def read() -> list[Any]:
         try:
@@ -218,8 +222,21 @@ def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
         print(render_tree(roots, encoding=encoding), file=out)
     for name in unlisted:
         shown = escape_content(name, encoding=encoding)
-        print(f"{shown}\t(an id no URL can carry: not in the tree; --delete removes it)", file=out)
+        print(f"{shown}\t({why})", file=out)
     return 0
+
+
+def _log_names(directory: str) -> list[str]:
+    """The stem of every regular ``*.jsonl`` file in ``directory``, sorted: the logs the
+    reader leaves out (a name no URL can carry) are told apart from these."""
+    with os.scandir(directory) as entries:
+        return sorted(
+            entry.name[: -len(".jsonl")]
+            for entry in entries
+            if entry.name.endswith(".jsonl")
+            and not entry.name.startswith(".")
+            and entry.is_file(follow_symlinks=False)
+        )
 
 
 def _conninfo(target: str) -> bool:
@@ -240,6 +257,18 @@ def init_database(target: str, out: TextIO) -> int:
     from .postgres import admin
 
     return admin.init_database(target, out)
+
+
+def _source(target: str | os.PathLike[str]) -> str:
+    """``target`` as text; :class:`UsageError` when it is empty, which would otherwise be read
+    as the current directory (say ``.`` for that)."""
+    text = os.fspath(target)
+    if not text:
+        raise UsageError(
+            "the source is empty: name a JSONL log or directory (`.` for the current one) "
+            "or a postgresql:// URL"
+        )
+    return text
 
 
 def _on_database(target: str, session: str | None) -> bool:

@@ -12,8 +12,12 @@ providers number calls ``call_0``, ``call_1``, ... afresh in every model
 response, so within one turn an id legitimately comes back with a new plan,
 and refusing it would lose a plan the model was told is written. The one
 ambiguity: a provider that reuses ids AND sends an earlier list again under
-the same id within one turn is taken as a retry (the plan it states is already
-recorded, so nothing the model sees is false).
+the same id within one turn is taken as a retry, and the model is then told
+something false: ``c0`` with list A, ``c1`` with B, then ``c0`` with A again are
+all answered as written, but the third records nothing and the plan stays B.
+No store can tell that call from a recovery replaying the first (recording it
+would make every recovery set the plan back), so a host whose provider reuses
+ids within a turn should make them unique per turn.
 
 Every store keys the turn's calls by :func:`call_key`, a digest of the id and
 the data, so "the same call" means the same thing in memory, in a JSONL file

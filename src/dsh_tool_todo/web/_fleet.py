@@ -93,7 +93,8 @@ class SignalCache:
         async with self._gate:
             try:
                 events = await turn_events(self._reader, name)
-            except (InvalidLog, SessionNotFound):
+            except (InvalidLog, SessionNotFound, OSError):  # nothing kept for a log not read
+                self._kept.pop(name, None)
                 return []
         found = [signal.as_json() for signal in turn_health(events)]
         self._kept[name] = (stamp, found)

@@ -48,6 +48,7 @@ try:
 except ImportError as error:
     raise missing_extra("the web view", "web", error) from error
 
+from ..checklist import escape_content
 from ..contract import EVENT_TYPE
 from ..errors import InvalidLog, LogReplaced, SessionNotFound, StoreNotReady, StoreUnavailable
 from ..projection import PLAN_EVENTS, TodosProjection, checked_deciding
@@ -65,6 +66,8 @@ OLD_TOKEN_COOKIE = "dsh_todo_token"  # before cookies were per port; accepted fo
 MAX_PAGE = 500  # events per tail page
 MAX_SESSIONS = 1000  # rows per session list
 MAX_REPLAY = 10_000  # events a resume may replay; a client further behind gets a snapshot
+SHOWN_NAME = 80  # characters of a session name an error message quotes
+MAX_SEQ = 2**62  # the largest seq a client may name (a PostgreSQL bigint holds it)
 LIST_GAP = 0.1  # seconds between two rings of one list stream: a busy fleet rings at most 10/s
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -243,15 +246,35 @@ def _error(status: int, message: str) -> Response:
 
 
 def _int_param(request: Request, key: str, default: int | None, low: int, high: int) -> int | None:
-    raw = request.query_params.get(key)
+    raw = _once(request, key)
     if raw is None or raw == "":
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise _BadRequest(f"`{key}` must be an integer (got {raw[:40]!r})") from None
+    return _number(raw, f"`{key}`", low, high)
+
+
+def _once(request: Request, key: str) -> str | None:
+    """The query's one value of ``key``; :class:`_BadRequest` when it is given more than once
+    (which one counts is not for a server to guess)."""
+    values = request.query_params.getlist(key)
+    if len(values) > 1:
+        shown = [value[:40] for value in values[:3]]
+        raise _BadRequest(f"give `{key}` once (got {len(values)}: {shown!r})")
+    return values[0] if values else None
+
+
+_DIGITS = re.compile(r"-?[0-9]{1,19}")  # ASCII only: int() also takes "+5", " 5", "5_0", "١٢"
+
+
+def _number(raw: str, what: str, low: int, high: int, kind: str = "an integer") -> int:
+    """``raw`` as an integer from ``low`` to ``high``, written in plain ASCII digits with at
+    most a leading minus; :class:`_BadRequest` saying so otherwise."""
+    if _DIGITS.fullmatch(raw) is None:
+        raise _BadRequest(
+            f"{what} must be {kind} from {low} to {high} in plain digits (got {raw[:40]!r})"
+        )
+    value = int(raw)
     if not low <= value <= high:
-        raise _BadRequest(f"`{key}` must be from {low} to {high} (got {value})")
+        raise _BadRequest(f"{what} must be {kind} from {low} to {high} (got {raw})")
     return value
 
 
@@ -301,10 +324,32 @@ def _sse(frame: dict[str, Any]) -> ServerSentEvent:
     )
 
 
+def _shown_name(name: object) -> str:
+    """A session name as a message quotes it: at most :data:`SHOWN_NAME` characters of it,
+    controls and bidi overrides escaped (a URL can name anything, of any length).
+    """
+    text = name if isinstance(name, str) else repr(name)
+    if len(text) <= SHOWN_NAME:
+        return f"'{escape_content(text)}'"
+    return f"'{escape_content(text[:SHOWN_NAME])}'... ({len(text)} characters)"
+
+
+@contextlib.asynccontextmanager
+async def _closing(events: AsyncIterator[Event]) -> AsyncIterator[AsyncIterator[Event]]:
+    """``events``, closed on the way out (a reader's ``follow`` is an async generator that holds
+    its log open: left to the garbage collector, it would close only when collected)."""
+    try:
+        yield events
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+
+
 def _fatal_message(name: str, error: Exception) -> tuple[str, str]:
     """What a stream's closing error says, and its cause (``deleted``, ``invalid``, ``io``)."""
     if isinstance(error, SessionNotFound):  # it carries only the name: say what happened
-        return f"session {name!r}: its log was deleted", "deleted"
+        return f"session {_shown_name(name)}: its log was deleted", "deleted"
     return str(error), "invalid" if isinstance(error, InvalidLog) else "io"
 
 
@@ -335,11 +380,14 @@ def _wire_response(
                 yield frame
             while True:
                 try:
-                    async for event in plans.follow(name, after=snapshot.last_seq, since=snapshot):
-                        if event["type"] in PLAN_EVENTS:
-                            where = f"session {name!r}, seq {event['seq']}"
-                            for frame in form.change(checked_deciding(event, where)):
-                                yield frame
+                    # closed at once when the client goes: the follower holds its log open
+                    following = plans.follow(name, after=snapshot.last_seq, since=snapshot)
+                    async with _closing(following) as events:
+                        async for event in events:
+                            if event["type"] in PLAN_EVENTS:
+                                where = f"session {name!r}, seq {event['seq']}"
+                                for frame in form.change(checked_deciding(event, where)):
+                                    yield frame
                 except LogReplaced:
                     snapshot = await plans.snapshot(name)
                     for frame in form.snapshot(snapshot):
@@ -449,7 +497,7 @@ def create_app(
 
     async def events(request: Request) -> Response:
         name = request.path_params["name"]
-        before = _int_param(request, "before", None, 0, 2**62)
+        before = _int_param(request, "before", None, 0, MAX_SEQ)
         limit = _int_param(request, "limit", 100, 1, MAX_PAGE)
         assert limit is not None
         raw_types = request.query_params.get("types")
@@ -476,15 +524,10 @@ def create_app(
             form = wire_format(request.query_params.getlist("format"))
         except ValueError as error:
             raise _BadRequest(str(error)) from None
-        resume = request.headers.get("last-event-id") or request.query_params.get("after")
+        resume = request.headers.get("last-event-id") or _once(request, "after")
         after: int | None = None
         if resume:
-            try:
-                after = int(resume)
-            except ValueError:
-                raise _BadRequest(f"`Last-Event-ID` must be a seq (got {resume[:40]!r})") from None
-            if after < -1:
-                raise _BadRequest(f"`Last-Event-ID` must be a seq (got {after})")
+            after = _number(resume, "`Last-Event-ID`", -1, MAX_SEQ, "a seq")
         now = await plans.snapshot(name)  # an unknown session is a 404, before streaming
         if form is not None:
             return _wire_response(
@@ -505,16 +548,19 @@ def create_app(
                         position = snapshot.last_seq
                     assert position is not None
                     try:
-                        async for event in plans.follow(name, after=position, since=snapshot):
-                            if event["type"] in PLAN_EVENTS:
-                                where = f"session {name!r}, seq {event['seq']}"
-                                yield _sse(projection_frame(checked_deciding(event, where)))
+                        # closed at once when the client goes: the follower holds its log open
+                        following = plans.follow(name, after=position, since=snapshot)
+                        async with _closing(following) as events:
+                            async for event in events:
+                                if event["type"] in PLAN_EVENTS:
+                                    where = f"session {name!r}, seq {event['seq']}"
+                                    yield _sse(projection_frame(checked_deciding(event, where)))
                     except LogReplaced:
                         snapshot = await plans.snapshot(name)
             except (InvalidLog, SessionNotFound, OSError) as error:
                 # A SessionNotFound carries only the name: say what happened to it.
                 message = (
-                    f"session {name!r}: its log was deleted"
+                    f"session {_shown_name(name)}: its log was deleted"
                     if isinstance(error, SessionNotFound)
                     else str(error)
                 )
@@ -523,7 +569,7 @@ def create_app(
         return EventSourceResponse(frames(), ping=ping, send_timeout=send_timeout)
 
     async def not_found(request: Request, error: Exception) -> Response:
-        return _error(404, f"no session {error.args[0]!r} is served")
+        return _error(404, f"no session {_shown_name(error.args[0])} is served")
 
     async def bad_request(request: Request, error: Exception) -> Response:
         return _error(400, str(error))

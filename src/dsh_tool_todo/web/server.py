@@ -18,9 +18,10 @@ from typing import TextIO
 from ..errors import UsageError
 from ..integrations._extras import MissingExtra, missing_extra
 
-__all__ = ["WebUnavailable", "serve"]
+__all__ = ["WebUnavailable", "raise_open_files", "serve"]
 
 SHUTDOWN_GRACE = 0.5  # seconds open connections get on Ctrl-C
+OPEN_FILES = 65536  # the soft limit on open files serve raises itself to, at most
 DATABASE_SCHEMES = ("postgresql://", "postgres://")
 _CONNINFO_PAIR = re.compile(r"\s*[A-Za-z_]+\s*=")
 
@@ -74,6 +75,7 @@ def serve(
             flush=True,
         )
     app = create_app(source, host=host, port=port, extra_hosts=allow_hosts, token=token)
+    raise_open_files()  # each open stream holds a socket and its log: 1024 is soon reached
     listener = _listen(host, port)  # a taken port is one line and status 2, before any banner
     shown = f"[{host}]" if ":" in host else host
     address = f"http://{shown}:{port}/"
@@ -92,6 +94,24 @@ def serve(
     )
     with listener:
         uvicorn.Server(config).run(sockets=[listener])
+
+
+def raise_open_files(limit: int = OPEN_FILES) -> int | None:
+    """Raise the soft limit on open files toward the hard one, to at most ``limit``; the soft
+    limit now (``None`` where there is none to set). A limit that cannot be raised is kept."""
+    try:
+        import resource
+    except ImportError:  # Windows: no such limit
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = limit if hard == resource.RLIM_INFINITY else min(hard, limit)
+    if soft == resource.RLIM_INFINITY or soft >= want:
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (OSError, ValueError):  # macOS refuses more than its OPEN_MAX
+        return soft
+    return want
 
 
 def _shown_source(source: str) -> str:

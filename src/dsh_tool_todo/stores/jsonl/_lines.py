@@ -345,8 +345,15 @@ def _is_hole(file: BinaryIO, start: int, end: int) -> bool:
     if _SEEK_DATA is None:
         return False
     try:
-        return os.lseek(file.fileno(), start, _SEEK_DATA) >= end
+        fd = file.fileno()
+        here = os.lseek(fd, 0, os.SEEK_CUR)
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):  # not a descriptor
+        return False
+    try:
+        return os.lseek(fd, start, _SEEK_DATA) >= end
     except OSError as error:  # ENXIO: no data from start to the end of the file
         return error.errno == errno.ENXIO
-    except (AttributeError, ValueError, io.UnsupportedOperation):  # not a file descriptor
-        return False
+    finally:
+        # put the descriptor back where the buffered file left it: a follower holds its
+        # file open, and a buffered read after a moved descriptor reads the wrong bytes
+        os.lseek(fd, here, os.SEEK_SET)

@@ -6,9 +6,12 @@ as they need. The one follower of a growing log is :class:`_Tail`, driven by a
 sync loop (:func:`follow_plan`, what ``watch`` draws) or an async one
 (:meth:`~dsh_tool_todo.stores.jsonl.JsonlReader.follow`).
 
-:class:`_Tail` is where a follower stands: the file (device and inode), the
-end of the whole lines it consumed, the seq of the last of them, and that
-line's first and last bytes. It keeps no bytes between reads, so a line still
+:class:`_Tail` is where a follower stands: the file, held open, the end of the
+whole lines it consumed, the seq of the last of them, and that line's first
+and last bytes. Holding the file keeps its inode from being handed to a log
+created again under the same name (ext4 and tmpfs reuse a freed inode at
+once), so such a log is always told from the one read so far. It keeps no
+bytes between reads, so a line still
 being written (or torn and later cut off) is never glued onto another, and it
 remembers how far the unfinished last line has been searched for its newline,
 so a long torn tail is read once, not at every poll.
@@ -65,6 +68,7 @@ class _Tail:
         self, path: str, file: BinaryIO, info: os.stat_result, end: int, last_seq: int
     ) -> None:
         self.path = path
+        self.file = file  # held until close(): its inode cannot be reused while it is open
         self.identity = (info.st_dev, info.st_ino)
         self.end = end  # the end of the whole lines consumed
         self.last_seq = last_seq
@@ -76,19 +80,24 @@ class _Tail:
     @classmethod
     def at_end(cls, path: str) -> tuple[Event | None, _Tail]:
         """The deciding event of the log at ``path`` and a tail at the end of its whole lines."""
-        with open_log(path) as file:
+        file = open_log(path)
+        try:
             info = os.fstat(file.fileno())
             end, _ = whole_end(file, path, info.st_size)
             last_seq, deciding = deciding_before(file, path, end)
             tail = cls(path, file, info, end, last_seq)
-            tail.searched = info.st_size  # whole_end found no newline after end
-            tail.seen = (info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-            return deciding, tail
+        except BaseException:
+            file.close()
+            raise
+        tail.searched = info.st_size  # whole_end found no newline after end
+        tail.seen = (info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        return deciding, tail
 
     @classmethod
     def after_seq(cls, path: str, after: int) -> _Tail:
         """A tail whose next read yields every event with a seq above ``after``."""
-        with open_log(path) as file:
+        file = open_log(path)
+        try:
             info = os.fstat(file.fileno())
             end, _ = whole_end(file, path, info.st_size)
             start = end_before(file, path, end, after + 1)
@@ -97,20 +106,46 @@ class _Tail:
                     break
                 start = offset
             return cls(path, file, info, start, after)
+        except BaseException:
+            file.close()
+            raise
 
     @classmethod
-    def at(cls, path: str, inode: int, end: int, last_seq: int) -> _Tail | None:
-        """A tail at ``end`` of the file ``inode`` (where a snapshot was read), or ``None``
-        when the log there is no longer that file or no longer has a line ending at ``end``."""
-        with open_log(path) as file:
+    def at(cls, path: str, since: Snapshot) -> _Tail | None:
+        """A tail where the snapshot ``since`` was read, or ``None`` when the log there no
+        longer gives that snapshot at that offset (replaced, cut short, or created again,
+        maybe on the same inode, between the snapshot and now)."""
+        assert since.position is not None
+        inode, end = since.position
+        file = open_log(path)
+        try:
             info = os.fstat(file.fileno())
             if info.st_ino != inode or info.st_size < end:
+                file.close()
                 return None
             if end > 0:
                 file.seek(end - 1)
-                if file.read(1) != b"\n":
+                if file.read(1) != b"\n" or deciding_before(file, path, end) != (
+                    since.last_seq,
+                    since.deciding,
+                ):
+                    file.close()
                     return None
-            return cls(path, file, info, end, last_seq)
+            return cls(path, file, info, end, since.last_seq)
+        except BaseException:
+            file.close()
+            raise
+
+    def close(self) -> None:
+        """Let go of the file (a tail is not read after this)."""
+        self.file.close()
+
+    def __del__(self) -> None:
+        # A tail dropped unclosed (its follower never finalized, or handed back by a worker
+        # thread to a task cancelled meanwhile) lets go of its file when collected, quietly.
+        file = getattr(self, "file", None)
+        if file is not None:
+            file.close()
 
     def look(self) -> int | None:
         """One ``stat``: ``None`` if the log was replaced or deleted, 0 if nothing changed,
@@ -128,37 +163,44 @@ class _Tail:
     def read(self) -> list[Event] | None:
         """The events appended since the last read, in order (a torn last line waits for its
         newline); ``None`` if the log no longer continues the one read so far."""
-        with open_log(self.path) as file:
-            info = os.fstat(file.fileno())
-            if (info.st_dev, info.st_ino) != self.identity or info.st_size < self.end:
-                return None
-            if self._last_line(file) != self._mark:
-                return None
-            self.seen = (info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-            if info.st_size < self.searched or self.searched - self.end <= _lines.BLOCK_SIZE:
-                # A writer reopening the log cuts a torn line off and appends anew: its
-                # newline may lie in bytes already searched. Only a long unfinished line,
-                # which nobody cut, is searched from where the last search stopped.
-                self.searched = self.end
-            stop, scanned = _last_newline_after(
-                file, self.searched, info.st_size, self.end + READ_BUDGET
-            )
-            self.more = scanned < info.st_size
-            events: list[Event] = []
-            if stop is not None:
-                for offset, event in events_forward(file, self.path, self.end, stop):
-                    if event["seq"] <= self.last_seq:
-                        return None
-                    if event["type"] == EVENT_TYPE:
-                        checked(event, self.path, file, offset)
-                    self.last_seq = event["seq"]
-                    events.append(event)
-                self.end = stop
-                self._remember_last_line(file)
-            if scanned > self.end and (stop is not None or self.searched == self.end):
-                self._check_torn(file)  # the start of the unfinished line, once
-            self.searched = scanned
-            return events
+        try:
+            named = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        if (named.st_dev, named.st_ino) != self.identity:
+            return None
+        file = self.file  # the file read so far, held open
+        file.seek(0, os.SEEK_END)  # drops what the buffer holds: a writer may have cut a line
+        info = os.fstat(file.fileno())
+        if info.st_size < self.end:
+            return None
+        if self._last_line(file) != self._mark:
+            return None
+        self.seen = (info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        if info.st_size < self.searched or self.searched - self.end <= _lines.BLOCK_SIZE:
+            # A writer reopening the log cuts a torn line off and appends anew: its
+            # newline may lie in bytes already searched. Only a long unfinished line,
+            # which nobody cut, is searched from where the last search stopped.
+            self.searched = self.end
+        stop, scanned = _last_newline_after(
+            file, self.searched, info.st_size, self.end + READ_BUDGET
+        )
+        self.more = scanned < info.st_size
+        events: list[Event] = []
+        if stop is not None:
+            for offset, event in events_forward(file, self.path, self.end, stop):
+                if event["seq"] <= self.last_seq:
+                    return None
+                if event["type"] == EVENT_TYPE:
+                    checked(event, self.path, file, offset)
+                self.last_seq = event["seq"]
+                events.append(event)
+            self.end = stop
+            self._remember_last_line(file)
+        if scanned > self.end and (stop is not None or self.searched == self.end):
+            self._check_torn(file)  # the start of the unfinished line, once
+        self.searched = scanned
+        return events
 
     def poll(self) -> list[Event] | None:
         """:meth:`look`, then :meth:`read` if anything changed."""
@@ -241,23 +283,27 @@ def follow_plan(
     """
     name = os.fspath(path)
     deciding, tail = _Tail.at_end(name)
-    plan = plan_of(deciding)
-    yield plan
-    while True:
-        if not tail.more:
-            sleep(interval)
-        events = tail.poll()
-        if events is None:
-            before = plan
-            deciding, tail = _Tail.at_end(name)
-            plan = plan_of(deciding)
-            if plan != before:
+    try:
+        plan = plan_of(deciding)
+        yield plan
+        while True:
+            if not tail.more:
+                sleep(interval)
+            events = tail.poll()
+            if events is None:
+                before = plan
+                tail.close()
+                deciding, tail = _Tail.at_end(name)
+                plan = plan_of(deciding)
+                if plan != before:
+                    yield plan
+                continue
+            changes = [event for event in events if event["type"] in PLAN_EVENTS]
+            if changes:
+                plan = plan_of(changes[-1])
                 yield plan
-            continue
-        changes = [event for event in events if event["type"] in PLAN_EVENTS]
-        if changes:
-            plan = plan_of(changes[-1])
-            yield plan
+    finally:
+        tail.close()
 
 
 def read_events(path: str | os.PathLike[str]) -> list[Event]:
@@ -322,7 +368,10 @@ def read_tail(path: str, before: int | None, limit: int, types: Collection[str] 
     return TailPage(picked[::-1], more=False)
 
 
-HEAD_READ = 4096  # a link line is far shorter; a longer first line is no link
+HEAD_READ = 16 << 10
+"""Bytes at the head of a log where its link is looked for: a link the stores write (a parent
+and a call id of at most ``links.MAX_KEY_CHARS`` characters each, at most 6 bytes a character
+as JSON) is shorter; a longer first line is no link."""
 
 
 def read_head(path: str) -> Event | None:

@@ -36,7 +36,6 @@ IN_LOOP_READ = 64 << 10  # new bytes read on the event loop; more are read in a 
 WATCH_SAFETY = 5.0  # seconds a watched log waits, at most, before it is looked at anyway
 LIST_RESYNC = 60.0  # seconds between whole reads of a watched directory while a list is open
 LIST_INTERVAL = 0.5  # seconds between reads of an unwatchable directory while a list is open
-HEAD_READ = 64 << 10  # bytes at the head of a log where its link is looked for
 
 
 def _plain_name(name: str) -> bool:
@@ -76,7 +75,7 @@ def _replaced(path: str) -> LogReplaced:
 
 @dataclass
 class _Cached:
-    key: tuple[int, int, int]  # inode, size, mtime_ns
+    key: tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns (a chmod changes it)
     progress: Progress | None
     parent: str | None = None
     last_seq: int | None = None
@@ -87,7 +86,7 @@ class _Entry(NamedTuple):  # a tuple: 10,000 of them are built per directory rea
     """One log as the directory shows it: what the list sorts and what tells a change."""
 
     mtime: float
-    key: tuple[int, int, int]  # inode, size, mtime_ns
+    key: tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns (a chmod changes it)
     path: str
 
 
@@ -156,7 +155,8 @@ class JsonlReader:
             path = str(real)
         else:
             return None
-        return _Entry(info.st_mtime, (info.st_ino, info.st_size, info.st_mtime_ns), path)
+        key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        return _Entry(info.st_mtime, key, path)
 
     def _scan(self) -> dict[str, _Entry]:
         found: dict[str, _Entry] = {}
@@ -176,7 +176,7 @@ class JsonlReader:
                     continue
                 if regular(link.st_mode) and name.isascii() and len(name) <= 250 and name:
                     if "\\" not in name:  # a directory entry never holds "/" or NUL
-                        key = (link.st_ino, link.st_size, link.st_mtime_ns)
+                        key = (link.st_ino, link.st_size, link.st_mtime_ns, link.st_ctime_ns)
                         found[name] = _Entry(link.st_mtime, key, item.path)
                     continue
                 entry = self._entry(name, item.path, link)
@@ -355,24 +355,25 @@ class JsonlReader:
         path = str(self.path_of(name))
         tail: _Tail | None
         if since is not None and since.position is not None and since.last_seq == after:
-            inode, end = since.position  # on from where the snapshot was read
-            tail = await asyncio.to_thread(_Tail.at, path, inode, end, after)
+            tail = await asyncio.to_thread(_Tail.at, path, since)  # on from where it was read
         else:
             tail = await asyncio.to_thread(_Tail.after_seq, path, after)
         if tail is None:
             raise _replaced(path)
-        watch = self._watch()
-        stop = None if watch is None else watch.start()
-        changed = asyncio.Event()
+        stop = None
         forgets = []
-        if watch is not None and stop is not None:
-            # a symlinked log changes under its target's name
-            for file in {name + SUFFIX, os.path.basename(path)}:
-                forgets.append(watch.wait_on(file, changed))
         try:
+            watch = self._watch()
+            stop = None if watch is None else watch.start()
+            changed = asyncio.Event()
+            if watch is not None and stop is not None:
+                # a symlinked log changes under its target's name
+                for file in {name + SUFFIX, os.path.basename(path)}:
+                    forgets.append(watch.wait_on(file, changed))
             async for event in self._follow(tail, path, watch, changed):
                 yield event
         finally:
+            tail.close()  # the log it held open
             for forget in forgets:
                 forget()
             if stop is not None:
