@@ -128,7 +128,9 @@ def test_bad_arguments_are_refused() -> None:
     owners = OwnerRegistry()
     with pytest.raises(UsageError, match=r"^plan_reminder_filter: owner= takes an owner key"):
         plan_reminder_filter(owner=5, owners=owners)  # type: ignore[arg-type]
-    with pytest.raises(UsageError, match=r"^plan_reminder_filter: owners= takes .*OwnerRegistry.*, not dict"):
+    with pytest.raises(
+        UsageError, match=r"^plan_reminder_filter: owners= takes .*OwnerRegistry.*, not dict"
+    ):
         plan_reminder_filter(owner="ada", owners={})  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="compact must be a call_model_input_filter"):
         plan_reminder_filter(owner="ada", owners=owners, compact="trim")  # type: ignore[arg-type]

@@ -40,7 +40,6 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict
 
 from ..contract import EVENT_TYPE, TOOL_NAME, TURN_START
-from ..errors import UsageError
 from ..schema import parameters
 from ..stores.owners import OwnerRegistry
 from ..tool import TodoWriteTool, todo_write_tool

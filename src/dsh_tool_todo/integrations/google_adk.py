@@ -31,7 +31,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ..contract import TOOL_NAME
-from ..errors import UsageError
 from ..schema import parameters
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
