@@ -8,7 +8,6 @@ import itertools
 import json
 import sys
 from collections.abc import AsyncGenerator
-from typing import Any
 
 import pytest
 
@@ -27,19 +26,8 @@ from google.genai import types
 from dsh_tool_todo.integrations.google_adk import TodoWriteAdkTool
 from dsh_tool_todo.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.conftest import todo
+from tests.integrations.compaction_scenario import CALLS, PLAN_B, SUMMARY, SYSTEM
 
-PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
-PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
-SUMMARY = "The user asked to fix a bug; the code was read."
-SYSTEM = "You fix bugs."
-CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("todo_write", {"todos": PLAN_A}),
-    ("todo_write", {"todos": PLAN_B}),
-    ("look", {"path": "a.py"}),
-    ("look", {"path": "b.py"}),
-    ("look", {"path": "c.py"}),  # the answer to the first request after the summary
-]
 THRESHOLD = 1000
 # ADK marks its event compaction experimental, with a warning each new use reports
 pytestmark = pytest.mark.filterwarnings(r"ignore:\[EXPERIMENTAL\]:UserWarning")

@@ -18,11 +18,8 @@ from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.langchain import TodoWriteMiddleware
 from dsh_tool_todo.reminder import plan_reminder
 from tests.conftest import todo
+from tests.integrations.compaction_scenario import PLAN_A, PLAN_B, SUMMARY
 from tests.integrations.scripted_langchain import ScriptedChatModel, tool_calls
-
-PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
-PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
-SUMMARY = "The user asked to fix a bug; the code was read."
 
 
 @tool

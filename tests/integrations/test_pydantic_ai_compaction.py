@@ -21,11 +21,8 @@ from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.pydantic_ai import plan_reminder_processor, todo_write_toolset
 from dsh_tool_todo.reminder import plan_reminder
 from dsh_tool_todo.stores.memory import MemorySession
-from tests.conftest import todo
+from tests.integrations.compaction_scenario import PLAN_A, PLAN_B, SUMMARY
 
-PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
-PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
-SUMMARY = "The user asked to fix a bug; the code was read."
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("todo_write", {"todos": PLAN_A}),
     ("todo_write", {"todos": PLAN_B}),

@@ -23,19 +23,7 @@ from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.strands import todo_write_strands_tool
 from dsh_tool_todo.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.conftest import todo
-
-PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
-PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
-SUMMARY = "The user asked to fix a bug; the code was read."
-SYSTEM = "You fix bugs."
-CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("todo_write", {"todos": PLAN_A}),
-    ("todo_write", {"todos": PLAN_B}),
-    ("look", {"path": "a.py"}),
-    ("look", {"path": "b.py"}),
-    ("look", {"path": "c.py"}),  # the answer to the first request after the summary
-]
+from tests.integrations.compaction_scenario import CALLS, PLAN_B, SUMMARY, SYSTEM
 
 
 @tool
