@@ -317,6 +317,15 @@ def test_the_docs_page_runs_as_printed(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
 
 
+def test_the_docs_page_imports_only_what_it_says_to_install() -> None:
+    """tests/test_docs.py's check of every other page, here: dev does not install crewai."""
+    from tests.test_docs import test_each_example_imports_only_what_its_page_says_to_install
+
+    test_each_example_imports_only_what_its_page_says_to_install(
+        ROOT / "docs" / "integrations" / "crewai.md"
+    )
+
+
 def test_the_module_declares_its_api() -> None:
     """tests/test_public_modules.py's check, here: dev does not install crewai."""
     import dsh_tool_todo.integrations.crewai as module
