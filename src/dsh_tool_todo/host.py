@@ -149,14 +149,6 @@ class _Units:
             key: unit for key, unit in self.by_key.items() if isinstance(unit, ResumableUnit)
         }
 
-    def made_for(self, units: Mapping[str, object]) -> bool:
-        """Whether ``units`` holds the snapshot's keys, in order, and its very units.
-
-        By identity: a unit's own ``__eq__`` is never called. Checked for every
-        new agent, so two flat lists rather than a tuple of pairs.
-        """
-        return _ids(units) == self.ids and list(units) == self.keys
-
 
 def _ids(units: Mapping[str, object]) -> list[int]:
     return list(map(id, units.values()))
@@ -374,9 +366,12 @@ class Host:
             key = id(owned)
             if key in self._projections:
                 return HostAgent(owned)  # one subscription per session per host
-            if not self._units.made_for(units):  # set past the registry's own method
-                self._units = _Units(units)
-            states = _ProjectionStates(self._units)
+            # Set past the registry's own method? Keys in order and units by identity (a
+            # unit's own __eq__ is never called), as two flat lists: this runs per agent.
+            table = self._units
+            if _ids(units) != table.ids or list(units) != table.keys:
+                self._units = table = _Units(units)
+            states = _ProjectionStates(table)
             try:
                 # Freed, the session's entry goes at once: a later session may get its id.
                 # The callback is pop(key, ref): the dead ref lands as pop's default.

@@ -27,9 +27,9 @@ class Listeners:
     safe and takes effect from the next event.
     """
 
-    def __init__(self) -> None:
-        # Read by a store that loops over them itself (MemorySession, on its hot path).
-        self.callbacks: tuple[Listener, ...] = ()
+    # Read by a store that loops over them itself (MemorySession, on its hot path). A class
+    # default until the first subscription: no __init__ to run for each new session.
+    callbacks: tuple[Listener, ...] = ()
 
     def add(self, listener: Listener) -> Callable[[], None]:
         """Subscribe ``listener``; call the returned function to unsubscribe it (once or more)."""
