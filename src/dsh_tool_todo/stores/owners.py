@@ -48,7 +48,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from ..contract import TURN_START
 from ..errors import UsageError
@@ -571,7 +571,7 @@ class OwnerRegistry(ClosedOnExit):
 _STORE_METHODS = ("append", "subscribe", "latest", "close")
 
 
-def _speaks_store(session: object) -> bool:
+def _speaks_store(session: object) -> TypeGuard[StoreSession]:
     """``isinstance(session, StoreSession)`` as the runtime protocol decides it (each of its
     methods present, not ``None``), without typing's walk of the protocol on every check: a
     new owner's open paid some 58,000 instructions for it, about a steady call's worth."""
