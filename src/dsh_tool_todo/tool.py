@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, TypeGuard
 
 from ._accept import accept_counted
-from ._validation import judge, validate_call
+from ._validation import judge, judge_fully, validate_call
 from .contract import (
     CALL_ID_KEY,
     DESCRIPTION_PARALLEL,
@@ -82,9 +82,9 @@ class TodoWriteTool:
         counted = (
             accept_counted(args, parallel) if type(args) is str or type(args) is bytes else None
         )
-        if counted is None:
+        if counted is None:  # anything the shortcut does not accept whole: pydantic judges
             try:
-                counted = judge(args, parallel)
+                counted = judge_fully(args, parallel)
             except ToolCallRejected as rejected:
                 return rejected.model_text
         data, counts = counted
