@@ -12,18 +12,24 @@ loop's own cost, taken out of every other side) or one of the call's layers of
 is emptied afterwards, as the timed rows empty it between batches). Two more
 sides count a whole agent session (``bench_session``): ``session`` (a fresh
 agent and its calls) and ``session-limit`` (one strict pass over each of its
-texts); their CALLS counts sessions.
+texts); their CALLS counts sessions. And two count the owner registry in memory, the
+host's projections attached on open: ``owner-open`` (a new owner's session opened,
+called once with the first text, closed) and ``owner-steady`` (a call of one owner).
 """
 
 from __future__ import annotations
 
 import gc
+import itertools
 import sys
+from typing import Any
 
 from bench_calls import call_layers, references
 from bench_session import limit_passes, session_texts, whole_session
 from timing import Call
 from workloads import new_host, real_args
+
+from dsh_tool_todo.stores.owners import OwnerRegistry
 
 WARMUP = 300
 
@@ -41,7 +47,27 @@ def sides(size: int) -> tuple[dict[str, Call], Call]:
     every |= layers
     texts = session_texts()
     every |= {"session": whole_session(host, texts), "session-limit": limit_passes(texts)}
+    every |= owner_sides(host, texts[0])
     return every, empty
+
+
+def owner_sides(host: Any, first: str) -> dict[str, Call]:
+    """A new owner's open + first call + close, and a steady call of one owner (in memory)."""
+    owners = OwnerRegistry(None, on_open=lambda _key, session: host.new_agent(session))
+    tool = host.tools["todo_write"]
+    owners.call("steady", tool, first)
+    fresh = (f"owner-{n}" for n in itertools.count())
+
+    def open_first_close() -> object:
+        key = next(fresh)
+        text = owners.call(key, tool, first)
+        owners.close(key)
+        return text
+
+    def steady() -> object:
+        return owners.call("steady", tool, first)
+
+    return {"owner-open": open_first_close, "owner-steady": steady}
 
 
 def main(side: str, size: int, calls: int) -> None:

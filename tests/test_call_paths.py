@@ -150,3 +150,24 @@ def test_every_split_reads_as_the_contract_template(
         assert host.call_tool("todo_write", args, agent=agent) == expected
         assert asyncio.run(host.acall_tool("todo_write", args, agent=agent)) == expected
     assert len(host.tools["todo_write"]._texts) <= 1024  # remembered, within a bound
+
+
+def test_a_raw_call_the_shortcut_leaves_is_decoded_by_it_once(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh_tool_todo import _accept
+
+    tried: list[object] = []
+
+    def counting(raw: Any, allow_parallel: bool) -> Any:
+        tried.append(raw)
+        return _accept.accept_counted(raw, allow_parallel)
+
+    monkeypatch.setattr("dsh_tool_todo.tool.accept_counted", counting)
+    monkeypatch.setattr("dsh_tool_todo._validation.accept_counted", counting)
+    agent = host.new_agent()
+    status_first = json.dumps({"todos": [{"status": "pending", "content": "a"}]})
+    blank = json.dumps({"todos": [todo(" ")]})
+    assert host.call_tool("todo_write", status_first, agent=agent).startswith("Updated")
+    assert host.call_tool("todo_write", blank, agent=agent).startswith("Error: ")
+    assert tried == [status_first, blank]

@@ -635,6 +635,47 @@ def test_an_open_session_returning_no_session_is_refused() -> None:
     assert len(owners) == 0
 
 
+class _NoLatest(MemorySession):
+    latest = None  # type: ignore[assignment]  # one of the four methods, unset
+
+
+class _Duck:
+    """A session by its four methods alone, no store class of this library."""
+
+    def __init__(self) -> None:
+        self.inner = MemorySession()
+        self.append, self.subscribe = self.inner.append, self.inner.subscribe
+        self.latest, self.close = self.inner.latest, self.inner.close
+
+
+def test_a_session_is_known_by_its_four_methods_as_the_protocol_knows_it() -> None:
+    refused = OwnerRegistry(open_session=lambda key: _NoLatest())
+    with pytest.raises(UsageError, match=r"open_session returned _NoLatest for owner 'a'"):
+        refused.call("a", TOOL, plan("A"))
+    assert len(refused) == 0
+    duck = _Duck()
+    owners = OwnerRegistry(open_session=lambda key: duck)  # type: ignore[arg-type,return-value]
+    assert owners.call("a", TOOL, plan("A")).startswith("Updated")
+    assert [event["data"]["todos"] for event in duck.inner.events] == [plan("A")["todos"]]
+
+
+def test_session_in_another_thread_waits_for_the_opening_and_gets_its_session() -> None:
+    on_open, inside, proceed, _seen = opening_gate()
+    owners = OwnerRegistry(on_open=on_open)
+    opener = threading.Thread(target=owners.call, args=("a", TOOL, plan("first")))
+    got: list[StoreSession] = []
+    waiter = threading.Thread(target=lambda: got.append(owners.session("a")))
+    opener.start()
+    assert inside.wait(10)
+    waiter.start()
+    time.sleep(0.2)
+    assert got == []  # waiting while on_open runs
+    proceed.set()
+    opener.join(10)
+    waiter.join(10)
+    assert got == [owners.session("a")]
+
+
 def test_an_open_session_that_raises_leaves_nothing_behind() -> None:
     def refuse(key: str) -> StoreSession:
         raise ConnectionError(f"no store for {key}")

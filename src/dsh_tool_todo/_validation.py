@@ -123,4 +123,9 @@ def judge(args: Any, allow_parallel: bool) -> Counted:
         counted = accept_counted(args, allow_parallel)
         if counted is not None:
             return counted
+    return judge_fully(args, allow_parallel)
+
+
+def judge_fully(args: Any, allow_parallel: bool) -> Counted:
+    """:func:`judge` without the shortcut: for a caller that has already tried it."""
     return _counted(parse_todos(args, allow_parallel=allow_parallel), allow_parallel)

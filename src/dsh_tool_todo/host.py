@@ -139,20 +139,19 @@ class _Units:
     not made per agent.
     """
 
-    __slots__ = ("by_key", "folds", "identity", "resumable")
+    __slots__ = ("by_key", "folds", "ids", "keys", "resumable")
 
     def __init__(self, units: Mapping[str, ProjectionUnit[Any, Any]]) -> None:
         self.by_key = dict(units)  # a snapshot: what the agents' states are made for
-        self.identity = _identity(self.by_key)
+        self.keys, self.ids = list(self.by_key), _ids(self.by_key)
         self.folds = tuple((key, unit.apply) for key, unit in self.by_key.items())
         self.resumable: dict[str, ResumableUnit[Any, Any]] = {
             key: unit for key, unit in self.by_key.items() if isinstance(unit, ResumableUnit)
         }
 
 
-def _identity(units: Mapping[str, object]) -> tuple[tuple[str, int], ...]:
-    """Keys and units by identity: a unit's own ``__eq__`` is never called."""
-    return tuple(zip(units, map(id, units.values()), strict=True))
+def _ids(units: Mapping[str, object]) -> list[int]:
+    return list(map(id, units.values()))
 
 
 class _ProjectionStates:
@@ -362,14 +361,17 @@ class Host:
         owned = MemorySession() if session is None else session
         units = self.context.session_projections
         if units is None:
-            return HostAgent(session=owned)
+            return HostAgent(owned)
         with self._agents_lock:
             key = id(owned)
             if key in self._projections:
-                return HostAgent(session=owned)  # one subscription per session per host
-            if _identity(units) != self._units.identity:  # set past the registry's own method
-                self._units = _Units(units)
-            states = _ProjectionStates(self._units)
+                return HostAgent(owned)  # one subscription per session per host
+            # Set past the registry's own method? Keys in order and units by identity (a
+            # unit's own __eq__ is never called), as two flat lists: this runs per agent.
+            table = self._units
+            if _ids(units) != table.ids or list(units) != table.keys:
+                self._units = table = _Units(units)
+            states = _ProjectionStates(table)
             try:
                 # Freed, the session's entry goes at once: a later session may get its id.
                 # The callback is pop(key, ref): the dead ref lands as pop's default.
@@ -389,7 +391,7 @@ class Host:
                 unsubscribe()
                 raise
             self._projections[key] = states
-        return HostAgent(session=owned)
+        return HostAgent(owned)
 
     def call_tool(self, name: str, args: Any, *, agent: HostAgent | None = None) -> str:
         """Run a tool as the model asked; return exactly the text the model reads."""

@@ -27,29 +27,30 @@ class Listeners:
     safe and takes effect from the next event.
     """
 
-    def __init__(self) -> None:
-        self._callbacks: tuple[Listener, ...] = ()
+    # Read by a store that loops over them itself (MemorySession, on its hot path). A class
+    # default until the first subscription: no __init__ to run for each new session.
+    callbacks: tuple[Listener, ...] = ()
 
     def add(self, listener: Listener) -> Callable[[], None]:
         """Subscribe ``listener``; call the returned function to unsubscribe it (once or more)."""
-        self._callbacks = (*self._callbacks, listener)
+        self.callbacks = (*self.callbacks, listener)
         return lambda: self._remove(listener)
 
     def notify(self, event: Event) -> None:
-        for listener in self._callbacks:
+        for listener in self.callbacks:
             try:
                 listener(event)
             except Exception:  # the append has succeeded: report, never propagate
-                _report(listener, event)
+                report(listener, event)
 
     def _remove(self, listener: Listener) -> None:
-        callbacks = list(self._callbacks)
+        callbacks = list(self.callbacks)
         if listener in callbacks:
             callbacks.remove(listener)
-        self._callbacks = tuple(callbacks)
+        self.callbacks = tuple(callbacks)
 
 
-def _report(listener: Listener, event: Event) -> None:
+def report(listener: Listener, event: Event) -> None:
     import logging  # only on failure: keeps `import dsh_tool_todo` light
 
     logging.getLogger(LOGGER_NAME).error(

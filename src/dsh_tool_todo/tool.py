@@ -6,7 +6,8 @@ import inspect
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeGuard
 
-from ._validation import judge, validate_call
+from ._accept import accept_counted
+from ._validation import judge, judge_fully, validate_call
 from .contract import (
     CALL_ID_KEY,
     DESCRIPTION_PARALLEL,
@@ -72,15 +73,21 @@ class TodoWriteTool:
         A refused call returns its error text and records nothing; a failure to
         record raises :class:`ToolFailure`. What reference hosts call.
         """
-        # _record, _prepare, validate_call, _append and render_result written out: the per-call
-        # hot path
+        # _record, _prepare, validate_call (judge's shortcut too), _append and render_result
+        # written out: the per-call hot path
         agent = None if call is None else call.agent
         if agent is None:
             return ToolCallRejected(NO_OWNER).model_text
-        try:
-            data, counts = judge(args, self.options.allow_parallel_in_progress)
-        except ToolCallRejected as rejected:
-            return rejected.model_text
+        parallel = self.options.allow_parallel_in_progress
+        counted = (
+            accept_counted(args, parallel) if type(args) is str or type(args) is bytes else None
+        )
+        if counted is None:  # anything the shortcut does not accept whole: pydantic judges
+            try:
+                counted = judge_fully(args, parallel)
+            except ToolCallRejected as rejected:
+                return rejected.model_text
+        data, counts = counted
         call_id = getattr(call, "call_id", None)
         if call_id is not None:
             data = _with_call_id(data, call_id)
