@@ -34,6 +34,7 @@ model without it (:class:`RemindAfterCompaction`). See
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
@@ -158,9 +159,29 @@ class TodoWriteFunctionTool(FunctionTool):
             return _content(refused_no_owner(self._no_owner))
         call_id = invocation.metadata.get(_CALL_ID) or invocation.metadata.get("call_id")
         outcome = await arun_for_owner(
-            self.todo_tool, dict(arguments), self.owners, key, call_id=call_id
+            self.todo_tool, _as_sent(dict(arguments)), self.owners, key, call_id=call_id
         )
         return _content(outcome)
+
+
+def _as_sent(arguments: dict[str, Any]) -> object:
+    """The arguments as the model sent them, for the tool's texts.
+
+    The framework hands a tool arguments that are not a JSON object as
+    ``{"raw": value}``: the text itself when it is not JSON, else the value it
+    parsed. The tool answers them as what they were (not JSON; not an object),
+    not as an unknown argument ``raw`` the model never sent. A ``raw`` holding
+    an object can only be the model's own key, and stays one.
+    """
+    if arguments.keys() != {"raw"} or isinstance(arguments["raw"], dict):
+        return arguments
+    raw = arguments["raw"]
+    if isinstance(raw, str):
+        try:
+            json.loads(raw)
+        except ValueError:
+            return raw  # the text the model sent, which is not JSON
+    return json.dumps(raw)  # a JSON value that is not an object
 
 
 def _content(outcome: Outcome) -> Content:
