@@ -33,14 +33,13 @@ model without it (:class:`RemindAfterCompaction`). See
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
-from ..contract import EVENT_TYPE, TOOL_NAME, TURN_START
+from ..contract import TOOL_NAME
 from ..schema import parameters
 from ..stores.owners import OwnerRegistry
 from ..tool import TodoWriteTool, todo_write_tool
@@ -53,7 +52,7 @@ from ._core import (
     refused_no_owner,
 )
 from ._extras import missing_extra
-from ._reminder import reminder_due
+from ._reminder import aplan_of, reminder_due
 
 try:
     from agent_framework import (
@@ -250,10 +249,7 @@ class _Reminding:
 
     async def __call__(self, messages: list[Message]) -> bool:
         changed = False if self.inner is None else bool(await self.inner(messages))
-        async with self.owners.alocked(self.key) as session:
-            found = session.latest((EVENT_TYPE, TURN_START))
-            event = await found if inspect.isawaitable(found) else found
-        todos = None if event is None or event["type"] != EVENT_TYPE else event["data"]["todos"]
+        todos = await aplan_of(self.owners, self.key)
         shown, written = _shown_and_written(included_messages(messages))
         text = reminder_due(todos, written, shown)
         if text is None:

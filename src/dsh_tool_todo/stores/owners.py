@@ -357,7 +357,9 @@ class OwnerRegistry(ClosedOnExit):
     async def astart_turn(self, owner: str) -> None:
         """:meth:`start_turn` for asyncio callers."""
         async with self.alocked(owner) as session:
-            session.append(TURN_START, {})
+            appended: object = session.append(TURN_START, {})
+            if inspect.isawaitable(appended):  # a session with an async append
+                await appended
 
     def owners(self) -> list[str]:
         """The owners with an open session, least recently used first."""
