@@ -271,10 +271,12 @@ def test_a_failing_store_reads_not_recorded_and_logs_the_cause(
 
 
 def test_the_owner_must_be_a_key() -> None:
-    with pytest.raises(UsageError, match=r"^TodoWriteCrewTool: owner= takes a non-empty owner key"):
+    with pytest.raises(
+        UsageError, match=r"^TodoWriteCrewTool: owner= takes an owner key \(a non-empty str\)"
+    ):
         TodoWriteCrewTool(allow_parallel_in_progress=False, owner="")
     with pytest.raises(
-        UsageError, match=r"^TodoWriteCrewTool: owner= takes an owner key \(a str\)"
+        UsageError, match=r"^TodoWriteCrewTool: owner= takes an owner key \(a non-empty str\)"
     ):
         TodoWriteCrewTool(allow_parallel_in_progress=False, owner=lambda agent: "ada")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match=r"^TodoWriteCrewTool: owners= takes .*, not dict"):

@@ -110,10 +110,6 @@ class TodoWriteCrewTool(BaseTool):
     ) -> None:
         check_owner("TodoWriteCrewTool", owner, function_of=None)
         check_owners("TodoWriteCrewTool", owners)
-        if not owner:
-            raise UsageError(
-                "TodoWriteCrewTool: owner= takes a non-empty owner key (the agent's or the crew's)"
-            )
         tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
         super().__init__(
             name=tool.name,
