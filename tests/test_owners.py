@@ -1106,3 +1106,15 @@ def test_an_async_sessions_turn_start_and_plan_are_awaited() -> None:
 
     assert asyncio.run(main()) == (plan["todos"], None)
     assert [event["type"] for event in session.events] == ["todo/write", "turn/start"]
+
+
+def test_a_sync_start_turn_refuses_an_async_session_and_writes_nothing() -> None:
+    from dsh_tool_todo.stores.memory import AsyncMemorySession
+
+    session = AsyncMemorySession()
+    owners = OwnerRegistry(open_session=lambda key: session)
+    with pytest.raises(UsageError, match=r"turn/start was not written: .*await .*astart_turn"):
+        owners.start_turn("a")
+    assert session.events == []
+    asyncio.run(owners.astart_turn("a"))
+    assert [event["type"] for event in session.events] == ["turn/start"]

@@ -352,7 +352,13 @@ class OwnerRegistry(ClosedOnExit):
         (the seeds' turn contract); MCP has none, so its server never does.
         """
         with self.locked(owner) as session:
-            session.append(TURN_START, {})
+            appended: object = session.append(TURN_START, {})
+            if inspect.iscoroutine(appended):
+                appended.close()  # never run: nothing was written
+                raise UsageError(
+                    "this session's append is asynchronous, so turn/start was not written: "
+                    "call `await owners.astart_turn(owner)`"
+                )
 
     async def astart_turn(self, owner: str) -> None:
         """:meth:`start_turn` for asyncio callers."""
