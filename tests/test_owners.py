@@ -1125,3 +1125,38 @@ def test_a_directory_starting_with_a_tilde_is_refused_not_made_here(
     ):
         OwnerRegistry(directory)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_async_sessions_turn_start_and_plan_are_awaited() -> None:
+    # an open_session may hand out a session whose append (and latest) are coroutines
+    from dsh_tool_todo.integrations._reminder import aplan_of
+    from dsh_tool_todo.stores.memory import AsyncMemorySession
+
+    class AsyncLatest(AsyncMemorySession):
+        async def latest(self, types: Any, /) -> Any:  # type: ignore[override]
+            return super().latest(types)
+
+    session = AsyncLatest()
+    owners = OwnerRegistry(open_session=lambda key: session)
+    plan = {"todos": [{"content": "a", "status": "pending"}]}
+
+    async def main() -> tuple[Any, Any]:
+        await owners.acall("a", todo_write_tool(allow_parallel_in_progress=False), plan)
+        before = await aplan_of(owners, "a")
+        await owners.astart_turn("a")
+        return before, await aplan_of(owners, "a")
+
+    assert asyncio.run(main()) == (plan["todos"], None)
+    assert [event["type"] for event in session.events] == ["todo/write", "turn/start"]
+
+
+def test_a_sync_start_turn_refuses_an_async_session_and_writes_nothing() -> None:
+    from dsh_tool_todo.stores.memory import AsyncMemorySession
+
+    session = AsyncMemorySession()
+    owners = OwnerRegistry(open_session=lambda key: session)
+    with pytest.raises(UsageError, match=r"turn/start was not written: .*await .*astart_turn"):
+        owners.start_turn("a")
+    assert session.events == []
+    asyncio.run(owners.astart_turn("a"))
+    assert [event["type"] for event in session.events] == ["turn/start"]

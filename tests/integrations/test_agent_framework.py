@@ -164,11 +164,35 @@ def test_arguments_the_framework_would_reject_reach_our_validation() -> None:
     # a dict schema would have the framework answer "Error: Argument parsing failed."
     provider = TodoWriteProvider(allow_parallel_in_progress=False, owner="me")
     for args in ({}, {"todos": "all of it"}, '{"todos": ['):
-        arguments = {"raw": args} if isinstance(args, str) else args  # how it parses bad JSON
-        expected = provider.tool.todo_tool.call(arguments, MemorySession())
+        expected = provider.tool.todo_tool.call(args, MemorySession())
         result = results_of(run(provider, [("c1", args)]))["c1"]
         assert (result.result, result.exception) == (expected, expected)
         assert expected.startswith("Error: ")
+
+
+@pytest.mark.parametrize(
+    "sent", ["[1, 2]", "null", '"{}"', json.dumps(json.dumps(PLAN)), "{not json", "todos"]
+)
+def test_arguments_that_are_not_a_json_object_read_the_tools_own_text(sent: str) -> None:
+    # the framework hands the tool {"raw": ...} for them; the model never sent a `raw`
+    session = MemorySession()
+    owners = OwnerRegistry(open_session=lambda key: session)
+    provider = TodoWriteProvider(
+        allow_parallel_in_progress=False, owner="me", owners=owners, start_turn=False
+    )
+    expected = provider.tool.todo_tool.call(sent, MemorySession())
+    assert expected.startswith(("Error: invalid todos: the arguments", "Error: invalid todos: the"))
+    assert "raw" not in expected
+    result = results_of(run(provider, [("c1", sent)]))["c1"]
+    assert (result.result, result.exception) == (expected, expected)
+    assert session.events == []
+
+
+def test_a_raw_key_the_model_sent_itself_is_an_unknown_argument() -> None:
+    provider = TodoWriteProvider(allow_parallel_in_progress=False, owner="me")
+    for sent in ({"raw": PLAN}, {"raw": "x", **PLAN}):
+        result = results_of(run(provider, [("c1", sent)]))["c1"]
+        assert result.result.startswith("Error: invalid todos: unknown argument `raw`")
 
 
 def test_the_session_is_the_owner_and_each_run_starts_a_turn() -> None:

@@ -251,7 +251,10 @@ def test_the_stdio_config_refuses_a_log_dir_under_a_file_and_a_bad_owner(tmp_pat
     (tmp_path / "a-file").write_text("", encoding="utf-8")
     with pytest.raises(UsageError, match=r"cannot be written: .*a-file is not a directory"):
         stdio_config(allow_parallel_in_progress=False, log_dir=tmp_path / "a-file" / "plans")
-    with pytest.raises(UsageError, match="owner key must be a non-empty string"):
+    with pytest.raises(
+        UsageError,
+        match=r"^stdio_config: owner= takes an owner key \(a non-empty str\), not str ''",
+    ):
         stdio_config(allow_parallel_in_progress=False, log_dir=tmp_path, owner="")
     with pytest.raises(UsageError, match=r"^stdio_config: owner= takes an owner key"):
         stdio_config(allow_parallel_in_progress=False, owner=None)  # type: ignore[arg-type]

@@ -271,10 +271,12 @@ def test_a_failing_store_reads_not_recorded_and_logs_the_cause(
 
 
 def test_the_owner_must_be_a_key() -> None:
-    with pytest.raises(UsageError, match=r"^TodoWriteCrewTool: owner= takes a non-empty owner key"):
+    with pytest.raises(
+        UsageError, match=r"^TodoWriteCrewTool: owner= takes an owner key \(a non-empty str\)"
+    ):
         TodoWriteCrewTool(allow_parallel_in_progress=False, owner="")
     with pytest.raises(
-        UsageError, match=r"^TodoWriteCrewTool: owner= takes an owner key \(a str\)"
+        UsageError, match=r"^TodoWriteCrewTool: owner= takes an owner key \(a non-empty str\)"
     ):
         TodoWriteCrewTool(allow_parallel_in_progress=False, owner=lambda agent: "ada")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match=r"^TodoWriteCrewTool: owners= takes .*, not dict"):
@@ -450,3 +452,22 @@ def test_a_raise_policy_aborts_on_a_refusal_unless_the_tool_says_warn() -> None:
     with pytest.raises(ToolExecutionFailedError, match="todo_write"):
         crew(None).kickoff()
     assert crew(ToolFailurePolicy.WARN).kickoff().raw == "done"
+
+
+def test_remind_on_the_text_path_reads_the_action_input_and_stays_quiet() -> None:
+    # no compaction: the ReAct "Action Input" still shows the plan, so no reminder is due
+    owners = OwnerRegistry()
+    tool = TodoWriteCrewTool(allow_parallel_in_progress=False, owner="me", owners=owners)
+    item = {"content": "a", "status": "pending"}
+    action = f"Thought: plan\nAction: todo_write\nAction Input: {json.dumps({'todos': [item]})}"
+    llm = TextLLM(model="scripted", script=[action, "Thought: done\nFinal Answer: ok"])
+    register_before_llm_call_hook(tool.remind)
+    try:
+        crew_of(tool, llm).kickoff()
+    finally:
+        unregister_before_llm_call_hook(tool.remind)
+    assert owners.session("me").latest(["todo/write"])["data"] == {"todos": [item]}
+    reminder = plan_reminder([item])  # type: ignore[list-item]
+    assert reminder is not None
+    assert "- [pending] a" in reminder
+    assert [m for m in llm.requests[-1]["messages"] if m["content"] == reminder] == []

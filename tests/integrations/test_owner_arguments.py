@@ -168,6 +168,8 @@ def test_a_wrong_owner_is_refused_when_the_adapter_is_built(
     module: str, name: str, build: Callable[..., Any], function_of: str | None, key_ok: bool
 ) -> None:
     wrong: list[object] = [42, b"ada", ["ada"], OwnerRegistry()]
+    if key_ok:
+        wrong.append("")  # no registry takes it: every call would fail
     if function_of is None:
         wrong.append(lambda ctx: "ada")  # a server has one owner: a key
     if not key_ok:

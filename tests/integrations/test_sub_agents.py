@@ -260,3 +260,35 @@ def test_without_the_wrapper_a_sub_agent_shares_its_parents_plan(tmp_path: Path)
 def test_linked_toolset_refuses_what_is_not_a_toolset() -> None:
     with pytest.raises(UsageError, match="takes a pydantic-ai toolset"):
         linked_toolset([])  # type: ignore[arg-type]
+
+
+def test_openai_agents_reminder_filter_reads_a_linked_sub_agents_own_plan() -> None:
+    # the sub-agent's run takes the same RunConfig: its plan is its own (ada/researcher),
+    # empty here, so nothing is re-surfaced, least of all its parent's plan
+    from dsh_tool_todo.integrations.openai_agents import plan_reminder_filter
+
+    owners = OwnerRegistry()
+    todo = todo_write_function_tool(allow_parallel_in_progress=False, owner="ada", owners=owners)
+    config = RunConfig(
+        tracing_disabled=True,
+        call_model_input_filter=plan_reminder_filter(owner="ada", owners=owners),
+    )
+    sub_model = ScriptedModel([[assistant_message("found")]])
+    researcher = OpenAIAgent(name="researcher", model=sub_model, tools=[todo])
+    research = researcher.as_tool(
+        tool_name="research", tool_description="Research", run_config=config
+    )
+    lead = OpenAIAgent(
+        name="lead",
+        model=ScriptedModel(
+            [
+                [function_call("todo_write", plan("Delegate"), call_id="l1")],
+                [function_call("research", {"input": "q"}, call_id="l2")],
+                [assistant_message("done")],
+            ]
+        ),
+        tools=[todo, linked_agent_tool(research)],
+    )
+    assert asyncio.run(Runner.run(lead, "go", run_config=config)).final_output == "done"
+    assert sub_model.first_call is not None
+    assert sub_model.first_call.input == [{"content": "q", "role": "user"}]

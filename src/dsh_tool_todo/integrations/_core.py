@@ -100,13 +100,15 @@ def check_owners(adapter: str, owners: object) -> None:
 def check_owner(
     adapter: str, owner: object, *, function_of: str | None, key_ok: bool = True
 ) -> None:
-    """``owner=``: an owner key (a ``str``, unless not ``key_ok``) or, when
+    """``owner=``: an owner key (a non-empty ``str``, unless not ``key_ok``) or, when
     ``function_of`` names what the framework hands it, a function of that
     returning the key."""
-    if (key_ok and isinstance(owner, str)) or (function_of is not None and callable(owner)):
+    if (key_ok and isinstance(owner, str) and owner) or (
+        function_of is not None and callable(owner)
+    ):
         return
     wanted = [
-        *(["an owner key (a str)"] if key_ok else []),
+        *(["an owner key (a non-empty str)"] if key_ok else []),
         *([f"a function of the {function_of} that returns the owner key"] if function_of else []),
     ]
     hint = "" if key_ok else " (one fixed owner: owner=lambda ctx: key)"

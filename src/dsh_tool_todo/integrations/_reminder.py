@@ -14,6 +14,7 @@ newest one; the plan itself comes from the owner's session (:func:`plan_in`).
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -30,7 +31,10 @@ __all__ = ["aplan_of", "plan_in", "reminder_due", "todos_of"]
 def plan_in(session: Any) -> Todos | None:
     """The current plan of ``session``: its latest ``todo/write``; ``None`` after a
     ``turn/start`` (a new turn clears the plan) or before any write."""
-    event = session.latest((EVENT_TYPE, TURN_START))
+    return _plan(session.latest((EVENT_TYPE, TURN_START)))
+
+
+def _plan(event: Any) -> Todos | None:
     if event is None or event["type"] != EVENT_TYPE:
         return None
     todos: Todos = event["data"]["todos"]
@@ -38,9 +42,11 @@ def plan_in(session: Any) -> Todos | None:
 
 
 async def aplan_of(owners: OwnerRegistry, owner: str) -> Todos | None:
-    """:func:`plan_in` for ``owner`` of ``owners``, read under the owner's lock."""
+    """:func:`plan_in` for ``owner`` of ``owners``, read under the owner's lock
+    (a session's ``latest`` may be a coroutine)."""
     async with owners.alocked(owner) as session:
-        return plan_in(session)
+        found: Any = session.latest((EVENT_TYPE, TURN_START))
+        return _plan(await found if inspect.isawaitable(found) else found)
 
 
 def todos_of(arguments: object) -> object:

@@ -33,13 +33,13 @@ model without it (:class:`RemindAfterCompaction`). See
 
 from __future__ import annotations
 
-import inspect
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
-from ..contract import EVENT_TYPE, TOOL_NAME, TURN_START
+from ..contract import TOOL_NAME
 from ..schema import parameters
 from ..stores.owners import OwnerRegistry
 from ..tool import TodoWriteTool, todo_write_tool
@@ -52,7 +52,7 @@ from ._core import (
     refused_no_owner,
 )
 from ._extras import missing_extra
-from ._reminder import reminder_due
+from ._reminder import aplan_of, reminder_due
 
 try:
     from agent_framework import (
@@ -158,9 +158,29 @@ class TodoWriteFunctionTool(FunctionTool):
             return _content(refused_no_owner(self._no_owner))
         call_id = invocation.metadata.get(_CALL_ID) or invocation.metadata.get("call_id")
         outcome = await arun_for_owner(
-            self.todo_tool, dict(arguments), self.owners, key, call_id=call_id
+            self.todo_tool, _as_sent(dict(arguments)), self.owners, key, call_id=call_id
         )
         return _content(outcome)
+
+
+def _as_sent(arguments: dict[str, Any]) -> object:
+    """The arguments as the model sent them, for the tool's texts.
+
+    The framework hands a tool arguments that are not a JSON object as
+    ``{"raw": value}``: the text itself when it is not JSON, else the value it
+    parsed. The tool answers them as what they were (not JSON; not an object),
+    not as an unknown argument ``raw`` the model never sent. A ``raw`` holding
+    an object can only be the model's own key, and stays one.
+    """
+    if arguments.keys() != {"raw"} or isinstance(arguments["raw"], dict):
+        return arguments
+    raw = arguments["raw"]
+    if isinstance(raw, str):
+        try:
+            json.loads(raw)
+        except ValueError:
+            return raw  # the text the model sent, which is not JSON
+    return json.dumps(raw)  # a JSON value that is not an object
 
 
 def _content(outcome: Outcome) -> Content:
@@ -229,10 +249,7 @@ class _Reminding:
 
     async def __call__(self, messages: list[Message]) -> bool:
         changed = False if self.inner is None else bool(await self.inner(messages))
-        async with self.owners.alocked(self.key) as session:
-            found = session.latest((EVENT_TYPE, TURN_START))
-            event = await found if inspect.isawaitable(found) else found
-        todos = None if event is None or event["type"] != EVENT_TYPE else event["data"]["todos"]
+        todos = await aplan_of(self.owners, self.key)
         shown, written = _shown_and_written(included_messages(messages))
         text = reminder_due(todos, written, shown)
         if text is None:

@@ -52,9 +52,11 @@ from ..stores.owners import OwnerRegistry
 from ..tool import TodoWriteTool, todo_write_tool
 from ._core import check_owner, check_owners, run_for_owner
 from ._extras import missing_extra
-from ._reminder import reminder_due
+from ._reminder import reminder_due, todos_of
 
 try:
+    from crewai.agents.parser import AgentAction, OutputParserError
+    from crewai.agents.parser import parse as _parse_react
     from crewai.tools import BaseTool
     from crewai.tools.tool_failure import ToolFailure
 except ImportError as _error:
@@ -108,10 +110,6 @@ class TodoWriteCrewTool(BaseTool):
     ) -> None:
         check_owner("TodoWriteCrewTool", owner, function_of=None)
         check_owners("TodoWriteCrewTool", owners)
-        if not owner:
-            raise UsageError(
-                "TodoWriteCrewTool: owner= takes a non-empty owner key (the agent's or the crew's)"
-            )
         tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
         super().__init__(
             name=tool.name,
@@ -183,6 +181,11 @@ def _written(messages: list[Any]) -> list[object]:
     for message in messages:
         if message.get("role") != "assistant":
             continue
+        content = message.get("content")
+        if isinstance(content, str):  # the ReAct text path: Action and Action Input
+            action = _parse_action(content.partition("\nObservation:")[0])
+            if isinstance(action, AgentAction) and action.tool == TOOL_NAME:
+                written.append(todos_of(action.tool_input))
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
             if function.get("name") != TOOL_NAME:
@@ -195,6 +198,13 @@ def _written(messages: list[Any]) -> list[object]:
             if isinstance(args, dict):
                 written.append(args.get("todos"))
     return written
+
+
+def _parse_action(text: str) -> object:
+    try:
+        return _parse_react(text)
+    except OutputParserError:  # not an action: it shows no plan
+        return None
 
 
 def _shown(messages: list[Any]) -> list[str]:

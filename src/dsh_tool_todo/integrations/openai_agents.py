@@ -42,7 +42,7 @@ from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
 from ._core import NoOwnerWarning, atext_for_owner, check_owner, check_owners, refused_no_owner
 from ._extras import missing_extra
-from ._links import OwnerLinks, delegating
+from ._links import OwnerLinks, delegating, nested_owner
 from ._reminder import aplan_of, reminder_due, todos_of
 
 try:
@@ -151,7 +151,10 @@ def linked_agent_tool(agent_tool: FunctionTool) -> FunctionTool:
 
 
 def _agent_name(ctx: ToolContext[Any]) -> str | None:
-    agent = getattr(ctx, "agent", None)
+    return _named(getattr(ctx, "agent", None))
+
+
+def _named(agent: object) -> str | None:
     name = getattr(agent, "name", None)
     return name if isinstance(name, str) and name else None
 
@@ -197,6 +200,8 @@ def plan_reminder_filter(
         key = owner_of(data.context)
         if key is None:
             return data.model_data
+        # a sub-agent run under linked_agent_tool writes its own plan: read that one
+        key, _ = nested_owner(key, _named(data.agent))
         text = reminder_due(await aplan_of(owners, key), _written(items), _shown(items))
         if text is None:
             return data.model_data

@@ -359,12 +359,20 @@ class OwnerRegistry(ClosedOnExit):
         (the seeds' turn contract); MCP has none, so its server never does.
         """
         with self.locked(owner) as session:
-            session.append(TURN_START, {})
+            appended: object = session.append(TURN_START, {})
+            if inspect.iscoroutine(appended):
+                appended.close()  # never run: nothing was written
+                raise UsageError(
+                    "this session's append is asynchronous, so turn/start was not written: "
+                    "call `await owners.astart_turn(owner)`"
+                )
 
     async def astart_turn(self, owner: str) -> None:
         """:meth:`start_turn` for asyncio callers."""
         async with self.alocked(owner) as session:
-            session.append(TURN_START, {})
+            appended: object = session.append(TURN_START, {})
+            if inspect.isawaitable(appended):  # a session with an async append
+                await appended
 
     def owners(self) -> list[str]:
         """The owners with an open session, least recently used first."""
