@@ -149,10 +149,24 @@ def importable(wanted: list[Requirement]) -> set[str]:
     names = distributions(wanted)
     modules = {
         module
-        for module, owners in metadata.packages_distributions().items()
-        if any(_dist(owner) in names for owner in owners)
+        for dist in metadata.distributions()
+        if _dist(dist.metadata["Name"]) in names
+        for module in _top_level(dist)
     }
     return modules | set(sys.stdlib_module_names) | {"dsh_tool_todo"}
+
+
+def _top_level(dist: metadata.Distribution) -> set[str]:
+    """The modules a distribution installs, as ``packages_distributions()`` finds them on
+    Python 3.11+ (3.10's reads ``top_level.txt`` only, which pydantic and others lack)."""
+    listed = (dist.read_text("top_level.txt") or "").split()
+    if listed:
+        return set(listed)
+    return {
+        file.parts[0] if len(file.parts) > 1 else file.with_suffix("").name
+        for file in dist.files or []
+        if file.suffix == ".py"
+    }
 
 
 def imported(source: str, package: str = "") -> set[str]:
