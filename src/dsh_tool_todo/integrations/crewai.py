@@ -39,20 +39,19 @@ See ``docs/integrations/crewai.md``.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from ..contract import EVENT_TYPE, TOOL_NAME, TURN_START
+from ..contract import TOOL_NAME
 from ..errors import UsageError
 from ..schema import parameters
 from ..stores.owners import OwnerRegistry
 from ..tool import TodoWriteTool, todo_write_tool
 from ._core import check_owner, check_owners, run_for_owner
 from ._extras import missing_extra
-from ._reminder import reminder_due, todos_of
+from ._reminder import plan_in, reminder_due, todos_of
 
 try:
     from crewai.agents.parser import AgentAction, OutputParserError
@@ -168,8 +167,7 @@ class TodoWriteCrewTool(BaseTool):
         if not any(tool is self for tool in tools):
             return
         messages: list[Any] = context.messages
-        event = self._owners.session(self._owner).latest((EVENT_TYPE, TURN_START))
-        todos = event["data"]["todos"] if event and event["type"] == EVENT_TYPE else None
+        todos = plan_in(self._owners.session(self._owner))
         text = reminder_due(todos, _written(messages), _shown(messages))
         if text is not None:
             messages.append({"role": "user", "content": text})
@@ -188,15 +186,8 @@ def _written(messages: list[Any]) -> list[object]:
                 written.append(todos_of(action.tool_input))
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
-            if function.get("name") != TOOL_NAME:
-                continue
-            arguments = function.get("arguments")
-            try:
-                args = json.loads(arguments) if isinstance(arguments, str) else arguments
-            except ValueError:  # arguments that are not JSON show no plan
-                continue
-            if isinstance(args, dict):
-                written.append(args.get("todos"))
+            if function.get("name") == TOOL_NAME:
+                written.append(todos_of(function.get("arguments")))
     return written
 
 
