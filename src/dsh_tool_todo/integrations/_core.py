@@ -40,6 +40,7 @@ __all__ = [
     "arun_for_owner",
     "arun_owned",
     "atext_for_owner",
+    "check_flag",
     "check_owner",
     "check_owners",
     "refused_no_owner",
@@ -79,6 +80,12 @@ class Outcome:
 
     def __repr__(self) -> str:
         return f"Outcome({self.kind!r}, {self.text!r})"
+
+
+def check_flag(name: str, value: object) -> None:
+    """An adapter's on/off option (``remind_after_compaction=`` and the like) is a ``bool``."""
+    if not isinstance(value, bool):
+        raise UsageError(f"{name} must be a bool, not {type(value).__qualname__}")
 
 
 def check_owners(adapter: str, owners: object) -> None:

@@ -42,7 +42,7 @@ from typing import Any
 from ..contract import TOOL_NAME
 from ..errors import UsageError
 from ..stores.owners import OwnerRegistry
-from ._core import check_owner, check_owners
+from ._core import check_flag, check_owner, check_owners
 from ._extras import missing_extra
 from ._reminder import aplan_of, reminder_due, todos_of
 
@@ -103,10 +103,7 @@ def todo_write_for_claude(
     ``additionalContext`` (once; nothing when the plan is empty, or when that tool call is
     a ``todo_write`` of the current plan, which shows it).
     """
-    if not isinstance(remind_after_compaction, bool):
-        raise UsageError(
-            f"remind_after_compaction must be a bool, not {type(remind_after_compaction).__name__}"
-        )
+    check_flag("remind_after_compaction", remind_after_compaction)
     check_owner("todo_write_for_claude", owner, function_of=None)
     check_owners("todo_write_for_claude", owners)
     registry = OwnerRegistry() if owners is None else owners

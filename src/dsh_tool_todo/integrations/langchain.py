@@ -39,7 +39,7 @@ from ..errors import UsageError
 from ..model import TodoItem
 from ..protocols import Event
 from ..tool import todo_write_tool
-from ._core import run_owned
+from ._core import check_flag, run_owned
 from ._extras import missing_extra
 from ._reminder import reminder_due
 
@@ -175,21 +175,14 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         remind_after_compaction: bool = False,
     ) -> None:
         super().__init__()
-        if not isinstance(remind_after_compaction, bool):
-            raise UsageError(
-                "remind_after_compaction must be a bool, "
-                f"not {type(remind_after_compaction).__qualname__}"
-            )
+        check_flag("remind_after_compaction", remind_after_compaction)
         self.remind_after_compaction = remind_after_compaction
         if tool_description is not None:
             raise UsageError(
                 "tool_description= is not accepted: the model reads the specification's "
                 "description of todo_write; put guidance of your own in system_prompt="
             )
-        if not isinstance(clear_on_new_turn, bool):
-            raise UsageError(
-                f"clear_on_new_turn must be a bool, not {type(clear_on_new_turn).__qualname__}"
-            )
+        check_flag("clear_on_new_turn", clear_on_new_turn)
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise UsageError(f"system_prompt must be a str, not {type(system_prompt).__qualname__}")
         self.system_prompt = system_prompt

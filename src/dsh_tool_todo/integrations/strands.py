@@ -36,10 +36,16 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from ..contract import TOOL_NAME
-from ..errors import UsageError
 from ..stores.owners import OwnerRegistry
 from ..tool import todo_write_tool
-from ._core import NoOwnerWarning, arun_for_owner, check_owner, check_owners, refused_no_owner
+from ._core import (
+    NoOwnerWarning,
+    arun_for_owner,
+    check_flag,
+    check_owner,
+    check_owners,
+    refused_no_owner,
+)
 from ._extras import missing_extra
 from ._reminder import aplan_of, reminder_due, todos_of
 
@@ -72,11 +78,7 @@ class TodoWriteAgentTool(AgentTool):
         owners: OwnerRegistry | None = None,
         remind_after_compaction: bool = False,
     ) -> None:
-        if not isinstance(remind_after_compaction, bool):
-            raise UsageError(
-                "remind_after_compaction must be a bool, not "
-                f"{type(remind_after_compaction).__name__}"
-            )
+        check_flag("remind_after_compaction", remind_after_compaction)
         check_owner("todo_write_strands_tool", owner, function_of="Agent")
         check_owners("todo_write_strands_tool", owners)
         super().__init__()
