@@ -229,11 +229,13 @@ def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
 def _log_names(directory: str) -> list[str]:
     """The stem of every regular ``*.jsonl`` file in ``directory``, sorted: the logs the
     reader leaves out (a name no URL can carry) are told apart from these."""
+    from .jsonl.reader import SUFFIX
+
     with os.scandir(directory) as entries:
         return sorted(
-            entry.name[: -len(".jsonl")]
+            entry.name[: -len(SUFFIX)]
             for entry in entries
-            if entry.name.endswith(".jsonl")
+            if entry.name.endswith(SUFFIX)
             and not entry.name.startswith(".")
             and entry.is_file(follow_symlinks=False)
         )
