@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO, cast
 
 from . import __version__
+from . import _mcp_command as mcp_command
 from .acp_plan import plan_update
 from .checklist import escape_content, glyphs_encodable, render_checklist, stream_style
 from .definition import FLAVORS, definition_json
@@ -196,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     parallel_flag(mcp, "allow several todos in_progress at once (allowParallelInProgress)")
     mcp.add_argument(
         "--log-dir",
-        type=_log_dir_flag,
+        type=mcp_command.log_dir_flag,
         metavar="DIR",
         help="keep the session log in DIR (~ is expanded; a relative DIR is relative to the "
         "client's working directory)",
@@ -277,7 +278,7 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
     import importlib.util
     import shutil
 
-    command = _own_command()
+    command = mcp_command.own_command()
     found = shutil.which("dsh-todo")
     if found is not None and [os.path.realpath(found)] == [*map(os.path.realpath, command)]:
         command = ["dsh-todo"]
@@ -363,7 +364,7 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
     # first, so a config is never printed for a server that cannot start (no extra, bad owner)
     from .integrations.mcp import DEFAULT_OWNER, serve_stdio
 
-    _check_mcp_server(args, "--log-dir")
+    mcp_command.check_mcp_server(args, "--log-dir")
     if args.print_config:
         if args.log_dir is not None and not args.log_dir.exists():  # a typo, perhaps: say so
             print(
@@ -371,7 +372,9 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
                 "yet; the server creates it when it starts",
                 file=sys.stderr,
             )
-        _print_utf8(out, json.dumps(_mcp_client_config(args), indent=2, ensure_ascii=False))
+        _print_utf8(
+            out, json.dumps(mcp_command.mcp_client_config(args), indent=2, ensure_ascii=False)
+        )
         return 0
     import asyncio
     import logging
@@ -388,7 +391,7 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
     )
     logging.getLogger(LOGGER_NAME).setLevel(logging.WARNING)
     if sys.stdin is not None and sys.stdin.isatty():
-        _serving_a_terminal()
+        mcp_command.serving_a_terminal()
     wait = DEFAULT_WAIT_OWNER if args.wait_owner is None else args.wait_owner
     with OwnerRegistry(args.log_dir, max_owners=None) as owners:
         owner = DEFAULT_OWNER if args.owner is None else args.owner
@@ -400,91 +403,6 @@ def _mcp(args: argparse.Namespace, out: TextIO) -> int:
         except LogBusy as busy:
             raise LogBusy(f"{busy}; waited {wait:g} s for it (--wait-owner)") from None
     return 0
-
-
-def _check_mcp_server(args: argparse.Namespace, flag: str) -> None:
-    """Refuse, before a config is printed or a server started, what the server would refuse
-    (an owner no file can be named after) or fail on (a log directory it cannot make)."""
-    from .stores.owners import owner_file_name
-
-    if args.owner is not None:
-        owner_file_name(args.owner)
-    if args.log_dir is None:
-        return
-    log_dir = Path(args.log_dir)
-    if log_dir.exists() and not log_dir.is_dir():
-        raise UsageError(
-            f"{flag} {log_dir}: is not a directory; name a directory (it is created if missing)"
-        )
-    parent = Path(os.path.abspath(log_dir))
-    while not parent.exists():
-        parent = parent.parent
-    if not (parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)):
-        raise UsageError(
-            f"{flag} {log_dir}: cannot be written: {parent} is not a directory this user can "
-            "write to; name another"
-        )
-
-
-def _log_dir_flag(text: str) -> Path:
-    if not text.strip():
-        raise argparse.ArgumentTypeError(
-            "is empty: name the directory of the session logs (created if missing)"
-        )
-    return Path(text).expanduser()
-
-
-def _serving_a_terminal() -> None:
-    """Run by hand: say what the silence is, and let Ctrl-C end it.
-
-    The SDK reads stdin in a worker thread that no cancellation reaches, so Ctrl-C
-    would wait for the next line; ending the process at once loses nothing: every
-    acknowledged call is already written, and the kernel releases the log's lock.
-    """
-    import signal
-
-    print(
-        "dsh-todo mcp: waiting for an MCP client's messages on stdin (JSON-RPC, one per "
-        "line). A client starts this command itself: `dsh-todo mcp --print-config` prints "
-        "its configuration. Ctrl-C or Ctrl-D stops it.",
-        file=sys.stderr,
-        flush=True,
-    )
-    signal.signal(signal.SIGINT, lambda signum, frame: os._exit(0))
-
-
-def _mcp_client_config(args: argparse.Namespace) -> dict[str, Any]:
-    """What an MCP client (Claude Desktop, Cursor, Claude Code) reads to start this server.
-
-    Absolute paths throughout: a client runs the command without this environment's
-    ``bin`` on its PATH, without a shell to expand ``~``, from a directory of its own.
-    """
-    command, *server_args = [*_own_command(), "mcp"]
-    if args.parallel:
-        server_args.append("--parallel")
-    if args.log_dir is not None:
-        server_args += [
-            "--log-dir",
-            str(Path(os.path.abspath(args.log_dir))),
-            "--owner",
-            args.owner,
-        ]
-    if args.wait_owner is not None:
-        server_args += ["--wait-owner", f"{args.wait_owner:g}"]
-    return {"mcpServers": {"todo": {"command": command, "args": server_args}}}
-
-
-def _own_command() -> list[str]:
-    """This ``dsh-todo`` by absolute paths: the script of this environment, or, where it is
-    not installed as a script (run from a checkout), this Python running the module."""
-    import sysconfig
-
-    script = Path(sysconfig.get_path("scripts")) / (
-        "dsh-todo.exe" if os.name == "nt" else "dsh-todo"
-    )
-    if os.access(script, os.X_OK):
-        return [str(script)]
-    return [sys.executable, "-m", "dsh_tool_todo"]
 
 
 def _serve(args: argparse.Namespace, out: TextIO) -> int:

@@ -165,7 +165,7 @@ def stdio_config(
     ``dsh-todo mcp --print-config`` prints): a process per client; with ``log_dir``,
     the plan is kept in ``log_dir/<owner>.jsonl``, an absolute path (the client starts
     the server from a directory of its own)."""
-    from ..cli import _check_mcp_server, _mcp_client_config
+    from .._mcp_command import check_mcp_server, mcp_client_config
 
     check_owner("stdio_config", owner, function_of=None)
     if log_dir is not None:
@@ -187,6 +187,6 @@ def stdio_config(
         owner=owner,
         wait_owner=None,
     )
-    _check_mcp_server(args, "stdio_config: log_dir=")
-    command: dict[str, Any] = _mcp_client_config(args)["mcpServers"]["todo"]
+    check_mcp_server(args, "stdio_config: log_dir=")
+    command: dict[str, Any] = mcp_client_config(args)["mcpServers"]["todo"]
     return {"type": "stdio", "command": command["command"], "args": command["args"]}
