@@ -72,6 +72,35 @@ def accept_counted(raw: str | bytes, allow_parallel: bool) -> Counted | None:
     return args, (pending, in_progress, count - pending - in_progress)
 
 
+_STATUSES = frozenset(("pending", "in_progress", "completed"))
+
+
+def accepts_logged(todos: object) -> bool:
+    """Whether a logged ``todo/write``'s decoded ``todos`` passes the full validation with
+    any number of items in progress. ``True`` only when it does; ``False`` means "ask the
+    full validation", never "refused".
+
+    What a viewer checks of every deciding event it reads: exact types only (a ``dict`` of
+    exactly ``content`` and ``status``, ``str`` values), so what it accepts pydantic's
+    strict schema accepts too, and building pydantic's validator waits for a log that
+    needs it (a server's first list read 200 logs and paid for it on the first request).
+    """
+    if type(todos) is not list:
+        return False
+    contents = set()
+    for item in todos:
+        if type(item) is not dict or len(item) != 2:
+            return False
+        content = item.get("content")
+        status = item.get("status")
+        if type(content) is not str or type(status) is not str or status not in _STATUSES:
+            return False
+        if not content or content.isspace():
+            return False
+        contents.add(content)
+    return len(contents) == len(todos)
+
+
 def as_result(counted: Counted) -> TodoResult:
     """The canonical result of an accepted, counted list."""
     data, (pending, in_progress, completed) = counted

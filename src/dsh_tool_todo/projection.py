@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ._accept import accepts_logged
 from ._validation import validate_call
 from .contract import CALL_ID_KEY, EVENT_TYPE, TURN_START
 from .errors import InvalidLog, ToolCallRejected
@@ -151,6 +152,8 @@ def check_logged_write(event: Mapping[str, Any], position: object) -> None:
             f"event {position}: {EVENT_TYPE} data must be {{todos: [...]}} "
             f"(optionally with a non-empty string {CALL_ID_KEY})"
         )
+    if accepts_logged(data["todos"]):
+        return
     try:
         validate_call(data if len(data) == 1 else {"todos": data["todos"]}, allow_parallel=True)
     except ToolCallRejected as rejected:

@@ -7,6 +7,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -183,3 +184,71 @@ def test_a_use_of_a_watch_whose_directory_went_never_ends_a_later_use(tmp_path: 
         return gone, still and not watch.active
 
     assert run(go()) == (True, True)
+
+
+def test_a_held_list_shows_every_change_made_before_it_is_asked_for(tmp_path: Path) -> None:
+    """A held list answers from its index, looking again only at what the watcher named:
+    a write, a new log, a deleted one, one deleted and created again, a torn tail and a
+    log turned into a symlink out of the directory all show in the very next list."""
+    for name in ("a", "b", "c", "d", "e", "f"):
+        write(tmp_path / f"{name}.jsonl", line(0, "todo/write", PLAN))
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
+    outside.write_bytes(line(0, "todo/write", PLAN))
+    reader = JsonlReader(tmp_path, list_resync=3600)
+    reader.hold_list()
+    other = {"todos": [{"content": "B", "status": "in_progress"}]}
+
+    def listed(rows: list[Any]) -> dict[str, tuple[object, object]]:
+        return {row.name: (row.last_seq, row.working_on) for row in rows}
+
+    async def go() -> tuple[dict[str, tuple[object, object]], ...]:
+        before = listed((await reader.sessions("", 100))[0])
+        # no await between the changes and the list: the loop has read none of the watcher's news
+        write(tmp_path / "a.jsonl", line(1, "todo/write", other))
+        write(tmp_path / "new.jsonl", line(0, "todo/write", other))
+        (tmp_path / "b.jsonl").unlink()
+        (tmp_path / "c.jsonl").unlink()
+        write(tmp_path / "c.jsonl", line(0, "turn/start", {}))
+        write(tmp_path / "d.jsonl", line(1, "todo/write", other)[:15])
+        (tmp_path / "e.jsonl").unlink()
+        (tmp_path / "e.jsonl").symlink_to(outside)
+        after = listed((await reader.sessions("", 100))[0])
+        write(tmp_path / "d.jsonl", line(1, "todo/write", other)[15:])
+        os.utime(tmp_path / "f.jsonl", (1_000_000_000, 1_000_000_000))
+        rows = (await reader.sessions("", 100))[0]
+        await reader.aclose()
+        return before, after, listed(rows), {"order": tuple(row.name for row in rows)}
+
+    before, after, last, order = run(go())  # type: ignore[misc]
+    assert before == dict.fromkeys("abcdef", (0, "A"))
+    assert after == {
+        "a": (1, "B"),
+        "c": (0, None),
+        "d": (0, "A"),
+        "f": (0, "A"),
+        "new": (0, "B"),
+    }
+    assert last["d"] == (1, "B")
+    assert order["order"][-1] == "f"  # its mtime went back: last in the list
+
+
+def test_a_held_list_lets_its_watch_go_when_closed_and_reads_anew_on_another_loop(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "a.jsonl", line(0, "todo/write", PLAN))
+    reader = JsonlReader(tmp_path)
+    reader.hold_list()
+
+    async def first() -> int:
+        return (await reader.sessions("", 10))[1]
+
+    assert run(first()) == 1
+    write(tmp_path / "b.jsonl", line(0, "todo/write", PLAN))  # no loop runs: no watcher reads
+
+    async def second() -> tuple[int, bool]:
+        count = (await reader.sessions("", 10))[1]
+        watch = reader._watcher
+        await reader.aclose()
+        return count, watch is not None and not watch.active
+
+    assert run(second()) == (2, True)

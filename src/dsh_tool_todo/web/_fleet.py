@@ -91,6 +91,9 @@ class SignalCache:
         if self._gate is None:
             self._gate = asyncio.Semaphore(AT_ONCE)
         async with self._gate:
+            # A short log is read without leaving the loop (the JSONL reader's tail): yield
+            # first, so the budget's timer runs between reads and a cold list is not held up.
+            await asyncio.sleep(0)
             try:
                 events = await turn_events(self._reader, name)
             except (InvalidLog, SessionNotFound, OSError):  # nothing kept for a log not read

@@ -65,6 +65,7 @@ STATIC = Path(__file__).parent / "static"
 OLD_TOKEN_COOKIE = "dsh_todo_token"  # before cookies were per port; accepted for one release
 MAX_PAGE = 500  # events per tail page
 MAX_SESSIONS = 1000  # rows per session list
+FIRST_LIST = 200  # rows of the list the page asks for first (static/app.js), read at start
 MAX_REPLAY = 10_000  # events a resume may replay; a client further behind gets a snapshot
 SHOWN_NAME = 80  # characters of a session name an error message quotes
 MAX_SEQ = 2**62  # the largest seq a client may name (a PostgreSQL bigint holds it)
@@ -412,6 +413,7 @@ def create_app(
     ping: float = 15.0,
     retry_ms: int = 1000,
     send_timeout: float = 30.0,
+    warm_list: bool = False,
 ) -> Starlette:
     """The web view of ``source`` (a :class:`LogReader`, a directory, or a ``postgresql://`` URL).
 
@@ -419,7 +421,9 @@ def create_app(
     any other in their ``Host`` header are refused. With ``token``, every
     request must carry it (``Authorization: Bearer``, the cookie the page
     gets, or ``?token=`` once). ``ping`` is the keep-alive period of streams
-    in seconds, ``retry_ms`` the reconnect delay they advise.
+    in seconds, ``retry_ms`` the reconnect delay they advise. With ``warm_list`` (what
+    ``dsh-todo serve`` does), a reader that can hold its list's index (a watched JSONL
+    directory) keeps it between lists, and the page's first list is read once at start.
     """
     plans = open_reader(source) if isinstance(source, (str, Path)) else source
 
@@ -435,11 +439,25 @@ def create_app(
     hub = ListHub(plans)
     health = SignalCache(plans, on_late=hub.ring)
 
+    async def warm() -> None:
+        """Hold the list's index (a reader that can) and read the page's first list once, at
+        start: the first page then finds its rows' summaries and signals known."""
+        hold = getattr(plans, "hold_list", None) if warm_list else None
+        if hold is None:
+            return
+        hold()
+        with contextlib.suppress(Exception):  # the first list asked for says what is wrong
+            rows, _ = await plans.sessions("", FIRST_LIST)
+            await health.signals(rows)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        warming = asyncio.get_running_loop().create_task(warm())
         try:
             yield
         finally:
+            warming.cancel()
+            await asyncio.gather(warming, return_exceptions=True)
             await hub.aclose()
             await health.aclose()
             await plans.aclose()

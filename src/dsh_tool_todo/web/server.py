@@ -74,7 +74,9 @@ def serve(
             file=err,
             flush=True,
         )
-    app = create_app(source, host=host, port=port, extra_hosts=allow_hosts, token=token)
+    app = create_app(
+        source, host=host, port=port, extra_hosts=allow_hosts, token=token, warm_list=True
+    )
     raise_open_files()  # each open stream holds a socket and its log: 1024 is soon reached
     listener = _listen(host, port)  # a taken port is one line and status 2, before any banner
     shown = f"[{host}]" if ":" in host else host
@@ -89,6 +91,7 @@ def serve(
         port=port,
         log_level="warning",
         lifespan="on",
+        ws="none",  # it serves no websocket: importing a stack for one delayed the first list
         timeout_graceful_shutdown=SHUTDOWN_GRACE,  # type: ignore[arg-type]  # a float works
         server_header=False,
     )

@@ -27,6 +27,7 @@ event check, naming the path and line.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Collection, Iterator
 from typing import BinaryIO
@@ -381,8 +382,25 @@ def read_head(path: str) -> Event | None:
     at the start of the file, whatever its length.
     """
     with open_log(path) as file:
-        first = file.read(HEAD_READ)
+        return _head_event(file.read(HEAD_READ))
+
+
+def _head_event(first: bytes) -> Event | None:
     end = first.find(b"\n")
     if end < 0:
         return None
     return _lines.parse_event(first[: end + 1])
+
+
+def read_summary(path: str) -> tuple[Snapshot, Event | None]:
+    """:func:`read_snapshot` and :func:`read_head` of the log at ``path`` through one open:
+    what a list shows of a log. A log shorter than :data:`HEAD_READ` is read in one call."""
+    with open_log(path) as file:
+        info = os.fstat(file.fileno())
+        first = file.read(HEAD_READ)
+        whole = len(first) < HEAD_READ  # the read met the end: these bytes are the log
+        source: BinaryIO = io.BytesIO(first) if whole else file
+        size = len(first) if whole else info.st_size
+        end, _ = whole_end(source, path, size)
+        last_seq, deciding = deciding_before(source, path, end)
+        return Snapshot(last_seq, deciding, (info.st_ino, end)), _head_event(first)

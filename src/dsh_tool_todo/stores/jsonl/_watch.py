@@ -158,6 +158,11 @@ class DirectoryWatch:
         self._listeners.add(listener)
         return lambda: self._listeners.discard(listener)
 
+    def drain(self) -> None:
+        """Read and tell now what the kernel has queued: every change made before this call."""
+        if self._fd is not None:
+            self._readable()
+
     def _readable(self) -> None:
         names: set[str] = set()
         everything = False

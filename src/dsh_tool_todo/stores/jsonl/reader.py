@@ -14,7 +14,8 @@ import heapq
 import os
 import stat
 import threading
-from collections.abc import AsyncIterator, Collection
+import time
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -25,7 +26,7 @@ from ...projection import progress_of
 from ...protocols import Progress, SessionSummary, Snapshot, TailPage
 from .._summary import working_on
 from ._lines import Event
-from ._tail import _Tail, read_head, read_snapshot, read_tail
+from ._tail import _Tail, read_snapshot, read_summary, read_tail
 from ._watch import DirectoryWatch
 
 __all__ = ["JsonlReader"]
@@ -45,8 +46,8 @@ def _plain_name(name: str) -> bool:
     return len(name) <= 250 if name.isascii() else _addressable(name)
 
 
-def read_parent(path: str) -> str | None:
-    """The ``parent`` the log's head event names (``links.link_of``), or ``None``.
+def _parent(head: Event | None) -> str | None:
+    """The ``parent`` a log's head event names (``links.link_of``), or ``None``.
 
     A link counts only as the log's first event (where every store records it), so
     one short read at the start of the file tells, whatever the log's length. A head
@@ -54,7 +55,7 @@ def read_parent(path: str) -> str | None:
     what is wrong with it.
     """
     try:
-        link = link_of(read_head(path))
+        link = link_of(head)
     except InvalidLog:
         return None
     return None if link is None else link.parent
@@ -90,6 +91,36 @@ class _Entry(NamedTuple):  # a tuple: 10,000 of them are built per directory rea
     path: str
 
 
+class _Kept:
+    """A held list's index: the directory as a list last read it, and the file names the
+    watcher reported since, looked at again by the next list instead of every log."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
+        self.loop = loop
+        self.stop = stop  # ends this index's use of the watch
+        self.forget: Callable[[], None] | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.entries: dict[str, _Entry] | None = None
+        self.read_at = 0.0  # when the whole directory was last read (monotonic)
+        self._names: set[str] = set()
+        self._whole = True  # the next list reads the whole directory
+        self._lock = threading.Lock()  # told on the loop, taken in a worker thread
+
+    def told(self, names: frozenset[str] | None) -> None:
+        with self._lock:
+            if names is None:
+                self._whole = True
+            else:
+                self._names.update(names)
+
+    def taken(self) -> set[str] | None:
+        """The file names to look at again, now forgotten (``None``: the whole directory)."""
+        with self._lock:
+            names, whole = self._names, self._whole
+            self._names, self._whole = set(), False
+        return None if whole else names
+
+
 @dataclass
 class JsonlReader:
     """The ``*.jsonl`` files directly in ``directory``; each session named by its file's stem.
@@ -120,6 +151,8 @@ class JsonlReader:
     _watcher: DirectoryWatch | None = field(init=False, default=None)
     _index: dict[str, _Entry] | None = field(init=False, default=None)
     _index_users: int = field(init=False, default=0)
+    _held: bool = field(init=False, default=False)
+    _kept: _Kept | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
@@ -129,15 +162,27 @@ class JsonlReader:
 
     def path_of(self, name: str) -> Path:
         """The log of session ``name``; :class:`SessionNotFound` if none, or it leads outside."""
+        return Path(self._located(name)[0])
+
+    def _located(self, name: str) -> tuple[str, int]:
+        """:meth:`path_of` as a string, and the log's size then (what a read can expect)."""
         if not _plain_name(name):
             raise SessionNotFound(name)
+        # A plain name is one entry of the (resolved) directory: a regular file there is the
+        # log as named, and only a symlink needs resolving (resolving a path costs a syscall
+        # per component, paid by every read of a list's rows).
+        path = os.path.join(self._root, name + SUFFIX)
         try:
-            real = (self._root / (name + SUFFIX)).resolve(strict=True)
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode):
+                real = Path(path).resolve(strict=True)
+                info = real.stat()
+                if real.parent != self._root or not stat.S_ISREG(info.st_mode):
+                    raise SessionNotFound(name)
+                path = str(real)
         except (OSError, RuntimeError):
             raise SessionNotFound(name) from None
-        if real.parent != self._root or not real.is_file():
-            raise SessionNotFound(name)
-        return real
+        return path, info.st_size
 
     def _entry(self, name: str, path: str, link: os.stat_result | None) -> _Entry | None:
         """The list's view of log ``name`` at ``path`` given its ``lstat`` (``None``: gone);
@@ -184,16 +229,82 @@ class JsonlReader:
                     found[name] = entry
         return found
 
+    def hold_list(self) -> None:
+        """Keep the list's index between lists (``dsh-todo serve`` holds it from its start).
+
+        A held list reads the whole directory once, then, where the directory is watched,
+        only the logs the watcher saw change since the last list (every change made before a
+        list is asked for is counted: the watcher's queue is read first), and the whole
+        directory again every ``list_resync`` seconds. The index is let go after
+        ``list_resync`` seconds without a list, and by :meth:`aclose`.
+        """
+        self._held = True
+
     async def sessions(self, query: str, limit: int) -> tuple[list[SessionSummary], int]:
-        return await asyncio.to_thread(self._locked_sessions, query, limit)
+        kept = self._keep() if self._held and self._index is None else None
+        return await asyncio.to_thread(self._locked_sessions, query, limit, kept)
 
-    def _locked_sessions(self, query: str, limit: int) -> tuple[list[SessionSummary], int]:
+    def _keep(self) -> _Kept | None:
+        """The held list's index, the watcher's queue read into it; ``None`` when unwatched."""
+        watch = self._watch()
+        if watch is None:
+            return None
+        loop = asyncio.get_running_loop()
+        kept = self._kept
+        if kept is not None and (kept.loop is not loop or not watch.active):
+            self._drop(kept)
+            kept = None
+        if kept is None:
+            stop = watch.start()
+            if stop is None:
+                return None
+            kept = self._kept = _Kept(loop, stop)
+            kept.forget = watch.listen(kept.told)
+        else:
+            watch.drain()  # what changed before this list and the loop has not read yet
+        if kept.timer is not None:
+            kept.timer.cancel()
+        kept.timer = loop.call_later(self.list_resync, self._drop, kept)
+        return kept
+
+    def _drop(self, kept: _Kept) -> None:
+        if self._kept is kept:
+            self._kept = None
+        if kept.timer is not None:
+            kept.timer.cancel()
+        if kept.forget is not None:
+            kept.forget()
+        kept.stop()
+
+    def _locked_sessions(
+        self, query: str, limit: int, kept: _Kept | None
+    ) -> tuple[list[SessionSummary], int]:
         with self._progress_lock:  # list requests run in worker threads, maybe several at once
-            return self._sessions(query, limit)
+            # While a list is watched the index is kept current by the watcher: no directory read.
+            if self._index is not None:
+                index = self._index
+            elif kept is not None:
+                index = self._kept_entries(kept)
+            else:
+                index = self._scan()
+            return self._sessions(query, limit, index)
 
-    def _sessions(self, query: str, limit: int) -> tuple[list[SessionSummary], int]:
-        # While a list is watched the index is kept current by the watcher: no directory read.
-        index = self._index if self._index is not None else self._scan()
+    def _kept_entries(self, kept: _Kept) -> dict[str, _Entry]:
+        names = kept.taken()
+        now = time.monotonic()
+        if names is None or kept.entries is None or now - kept.read_at > self.list_resync:
+            kept.entries, kept.read_at = self._scan(), now
+        else:
+            for name, entry in self._looked(names).items():
+                if entry is None:
+                    kept.entries.pop(name, None)
+                else:
+                    kept.entries[name] = entry
+        return kept.entries
+
+    def _sessions(
+        self, query: str, limit: int, index: dict[str, _Entry]
+    ) -> tuple[list[SessionSummary], int]:
         needle = query.casefold()
         found = [
             (entry.mtime, name, entry)
@@ -211,8 +322,8 @@ class JsonlReader:
         cached = self._progress.get(name)
         if cached is None or cached.key != entry.key:
             try:
-                snapshot = read_snapshot(entry.path)
-                parent = read_parent(entry.path)
+                snapshot, head = read_summary(entry.path)
+                parent = _parent(head)
             except (OSError, InvalidLog):
                 cached = _Cached(entry.key, None)
             else:
@@ -309,17 +420,7 @@ class JsonlReader:
             unknown = self._index is None
         if unknown:  # closed under the watch (aclose): a part would hide the rest
             return self._reindex(None)
-        looked: dict[str, _Entry | None] = {}
-        for file in files:
-            if not file.endswith(SUFFIX) or file.startswith("."):
-                continue
-            name = file[: -len(SUFFIX)]
-            path = os.path.join(self._root, file)
-            try:
-                link: os.stat_result | None = os.lstat(path)
-            except OSError:
-                link = None
-            looked[name] = self._entry(name, path, link)
+        looked = self._looked(files)
         with self._progress_lock:
             index = self._index if self._index is not None else {}
             changed = set()
@@ -334,6 +435,21 @@ class JsonlReader:
             self._index = index
         return changed
 
+    def _looked(self, files: Collection[str]) -> dict[str, _Entry | None]:
+        """The list's view of each log among ``files`` (file names), by session name."""
+        looked: dict[str, _Entry | None] = {}
+        for file in files:
+            if not file.endswith(SUFFIX) or file.startswith("."):
+                continue
+            name = file[: -len(SUFFIX)]
+            path = os.path.join(self._root, file)
+            try:
+                link: os.stat_result | None = os.lstat(path)
+            except OSError:
+                link = None
+            looked[name] = self._entry(name, path, link)
+        return looked
+
     async def tail(
         self,
         name: str,
@@ -342,17 +458,21 @@ class JsonlReader:
         limit: int,
         types: Collection[str] | None = None,
     ) -> TailPage:
-        path = str(self.path_of(name))
+        path, size = self._located(name)
+        if size <= IN_LOOP_READ:  # a short log: cheaper read here than a thread hop
+            return read_tail(path, before, limit, types)
         return await asyncio.to_thread(read_tail, path, before, limit, types)
 
     async def snapshot(self, name: str) -> Snapshot:
-        path = str(self.path_of(name))
+        path, size = self._located(name)
+        if size <= IN_LOOP_READ:
+            return read_snapshot(path)
         return await asyncio.to_thread(read_snapshot, path)
 
     async def follow(
         self, name: str, *, after: int, since: Snapshot | None = None
     ) -> AsyncIterator[Event]:
-        path = str(self.path_of(name))
+        path = self._located(name)[0]
         tail: _Tail | None
         if since is not None and since.position is not None and since.last_seq == after:
             tail = await asyncio.to_thread(_Tail.at, path, since)  # on from where it was read
@@ -406,5 +526,7 @@ class JsonlReader:
                 yield event
 
     async def aclose(self) -> None:
+        if self._kept is not None:
+            self._drop(self._kept)
         self._progress.clear()
         self._index = None
