@@ -17,6 +17,7 @@ Each measurement runs ``dsh-todo serve`` in its own process, on a directory of
   directory watcher off (each stream polls its log every 25 ms, as before).
 
     python benchmarks/bench_fleet.py [--quick]
+    python benchmarks/bench_fleet.py --paint 7 --against OTHER/src   # first paint only
 """
 
 from __future__ import annotations
@@ -362,10 +363,58 @@ def _nullcontext(value: str) -> Iterator[str]:
     yield value
 
 
+def paint_against(rounds: int, trees: dict[str, str]) -> dict[str, dict[str, list[float]]]:
+    """First paint only, on one directory of ``SESSIONS`` logs: a fresh server of each tree
+    (label: its ``src`` directory, put on ``PYTHONPATH``) in turn, ``rounds`` times, the
+    order alternating; each tree's times, sorted."""
+    directory = _directory(SESSIONS)
+    found: dict[str, dict[str, list[float]]] = {label: {"cold": [], "warm": []} for label in trees}
+    saved = os.environ.get("PYTHONPATH")
+    try:
+        for round_ in range(rounds):
+            order = list(trees.items())
+            for label, src in order if round_ % 2 == 0 else order[::-1]:
+                os.environ["PYTHONPATH"] = src
+                paint = first_paint(str(directory), 1)
+                found[label]["cold"].append(paint["cold"])
+                found[label]["warm"].append(paint["warm"])
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+        shutil.rmtree(directory, ignore_errors=True)
+    return {label: {k: sorted(v) for k, v in times.items()} for label, times in found.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--paint",
+        type=int,
+        metavar="ROUNDS",
+        help="only the JSONL first paint, ROUNDS fresh servers of this tree (and of --against)",
+    )
+    parser.add_argument(
+        "--against",
+        metavar="SRC",
+        help="with --paint: another tree's src directory, its servers alternating with these",
+    )
     args = parser.parse_args()
+    if args.paint:
+        trees = {"this tree": str(HERE.parent / "src")}
+        if args.against:
+            trees["against"] = args.against
+        for label, times in paint_against(args.paint, trees).items():
+            shown = {
+                kind: f"{fmt_ns(found[len(found) // 2] * 1e9)} "
+                f"[{', '.join(f'{t * 1e3:.0f}' for t in found)} ms]"
+                for kind, found in times.items()
+            }
+            print(f"{label}: first paint median {shown['cold']}; second request {shown['warm']}")
+        print(f"load average {os.getloadavg()[0]:.1f}")
+        return 0
     for row in rows(quick=args.quick):
         print(f"{row.section}: {row.case}: {row.contender} vs {row.reference}; {row.note}")
     return 0

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_tool_todo._accept import accept_counted, as_result
-from dsh_tool_todo._validation import check_todos, parse_todos, validate_call
-from dsh_tool_todo.errors import ToolCallRejected
+from dsh_tool_todo._accept import accept_counted, accepts_logged, as_result
+from dsh_tool_todo._validation import args_adapter, check_todos, parse_todos, validate_call
+from dsh_tool_todo.errors import InvalidLog, ToolCallRejected
+from dsh_tool_todo.stores.jsonl._tail import read_snapshot
 
 SETTINGS = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -213,3 +215,51 @@ def test_a_refused_call_is_left_to_the_full_validation() -> None:
     with pytest.raises(ToolCallRejected, match="in_progress"):
         validate_call(raw, allow_parallel=False)
     assert accept_json(raw, allow_parallel=True) is not None
+
+
+# --- a logged write's decoded todos: what every viewer checks of each deciding event ----
+
+
+@SETTINGS
+@given(st.lists(items(), max_size=6), st.booleans())
+def test_a_logged_write_accepted_without_pydantic_is_one_the_full_validation_accepts(
+    todos: list[Any], repeat: bool
+) -> None:
+    if repeat and todos:
+        todos.append(todos[0])
+    if accepts_logged(todos):
+        validate_call({"todos": todos}, allow_parallel=True)  # raises if it would refuse
+
+
+@pytest.mark.parametrize(
+    "todos",
+    [
+        [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "in_progress"}],
+        [{"status": "pending", "content": "a"}],
+        [{"content": "caf\u00e9 \ud800", "status": "completed"}],
+        [],
+    ],
+)
+def test_ordinary_logged_writes_are_accepted_without_pydantic(todos: list[Any]) -> None:
+    assert accepts_logged(todos)
+
+
+def test_reading_valid_logs_builds_no_validator_and_a_broken_one_is_still_refused(
+    tmp_path: Path,
+) -> None:
+    """A fresh viewer's first list checked 200 deciding events and built pydantic's validator
+    on the way (tens of milliseconds, on the first request)."""
+    log = tmp_path / "s.jsonl"
+    write = {
+        "todos": [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]
+    }
+    log.write_text(json.dumps({"seq": 0, "type": "todo/write", "data": write}) + "\n")
+    args_adapter.cache_clear()
+    assert read_snapshot(str(log)).deciding == {"seq": 0, "type": "todo/write", "data": write}
+    assert args_adapter.cache_info().currsize == 0
+    broken = {
+        "todos": [{"content": "a", "status": "pending"}, {"content": "a", "status": "pending"}]
+    }
+    log.write_text(json.dumps({"seq": 0, "type": "todo/write", "data": broken}) + "\n")
+    with pytest.raises(InvalidLog, match="line 1: event 0: Error: invalid todos"):
+        read_snapshot(str(log))

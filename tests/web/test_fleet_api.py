@@ -241,3 +241,32 @@ def test_a_log_that_became_unreadable_is_not_shown_from_the_cache(
     ]
     row = rows_of(after)["worker"]
     assert (row["progress"], row["signals"]) == (None, [])
+
+
+def test_a_served_list_held_from_start_shows_what_changed_before_each_ask(tmp_path: Path) -> None:
+    """``warm_list`` (what ``dsh-todo serve`` does): the list's index is read at start and
+    then only where the watcher saw changes; a log written, deleted, or deleted and created
+    again just before a list is asked for shows so in that list."""
+    for name in ("kept", "gone", "again"):
+        linked(tmp_path / f"{name}.jsonl", None, plan_write(todo("A", "in_progress")))
+    app = create_app(tmp_path, warm_list=True)
+
+    async def calls(client: httpx.AsyncClient) -> tuple[dict[str, Any], dict[str, Any]]:
+        first = rows_of((await client.get("/api/sessions")).json())
+        linked(tmp_path / "kept.jsonl", None, plan_write(todo("B", "in_progress")))
+        (tmp_path / "gone.jsonl").unlink()
+        (tmp_path / "again.jsonl").unlink()
+        linked(tmp_path / "again.jsonl", "kept")
+        linked(tmp_path / "new.jsonl", "kept", plan_write(todo("C", "in_progress")))
+        second = rows_of((await client.get("/api/sessions")).json())
+        return first, second
+
+    first, second = run_requests(app, calls)
+    assert {name: row["workingOn"] for name, row in first.items()} == dict.fromkeys(
+        ("kept", "gone", "again"), "A"
+    )
+    assert {name: (row["workingOn"], row["parent"]) for name, row in second.items()} == {
+        "kept": ("B", None),
+        "again": (None, "kept"),
+        "new": ("C", "kept"),
+    }

@@ -91,6 +91,10 @@ class _Entry(NamedTuple):  # a tuple: 10,000 of them are built per directory rea
     path: str
 
 
+def _newest_first(item: tuple[str, _Entry]) -> tuple[float, str]:
+    return -item[1].mtime, item[0]
+
+
 class _Kept:
     """A held list's index: the directory as a list last read it, and the file names the
     watcher reported since, looked at again by the next list instead of every log."""
@@ -306,13 +310,11 @@ class JsonlReader:
         self, query: str, limit: int, index: dict[str, _Entry]
     ) -> tuple[list[SessionSummary], int]:
         needle = query.casefold()
-        found = [
-            (entry.mtime, name, entry)
-            for name, entry in index.items()
-            if not needle or needle in name.casefold()
-        ]
-        top = heapq.nsmallest(limit, found, key=lambda row: (-row[0], row[1]))
-        rows = [self._summary(name, entry) for _, name, entry in top]
+        found: Collection[tuple[str, _Entry]] = index.items()
+        if needle:
+            found = [(name, entry) for name, entry in found if needle in name.casefold()]
+        top = heapq.nsmallest(limit, found, key=_newest_first)
+        rows = [self._summary(name, entry) for name, entry in top]
         if len(self._progress) > 2 * max(limit, len(rows)):
             for stale in [name for name in self._progress if name not in index]:
                 del self._progress[stale]
