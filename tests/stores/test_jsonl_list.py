@@ -188,10 +188,13 @@ def test_a_use_of_a_watch_whose_directory_went_never_ends_a_later_use(tmp_path: 
 
 def test_a_held_list_shows_every_change_made_before_it_is_asked_for(tmp_path: Path) -> None:
     """A held list answers from its index, looking again only at what the watcher named:
-    a write, a new log, a deleted one, one deleted and created again, a torn tail and a
-    log turned into a symlink out of the directory all show in the very next list."""
+    a write, a new log, a deleted one, one deleted and created again, a torn tail, a log
+    turned into a symlink out of the directory, and a write to a log another name links to
+    all show in the very next list."""
     for name in ("a", "b", "c", "d", "e", "f"):
         write(tmp_path / f"{name}.jsonl", line(0, "todo/write", PLAN))
+    os.utime(tmp_path / "f.jsonl", (2_000_000_000, 2_000_000_000))  # first: ordered by mtime
+    (tmp_path / "g.jsonl").symlink_to(tmp_path / "f.jsonl")
     outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
     outside.write_bytes(line(0, "todo/write", PLAN))
     reader = JsonlReader(tmp_path, list_resync=3600)
@@ -214,22 +217,24 @@ def test_a_held_list_shows_every_change_made_before_it_is_asked_for(tmp_path: Pa
         (tmp_path / "e.jsonl").symlink_to(outside)
         after = listed((await reader.sessions("", 100))[0])
         write(tmp_path / "d.jsonl", line(1, "todo/write", other)[15:])
+        write(tmp_path / "f.jsonl", line(1, "todo/write", other))
         os.utime(tmp_path / "f.jsonl", (1_000_000_000, 1_000_000_000))
         rows = (await reader.sessions("", 100))[0]
         await reader.aclose()
         return before, after, listed(rows), {"order": tuple(row.name for row in rows)}
 
     before, after, last, order = run(go())  # type: ignore[misc]
-    assert before == dict.fromkeys("abcdef", (0, "A"))
+    assert before == dict.fromkeys("abcdefg", (0, "A"))
     assert after == {
         "a": (1, "B"),
         "c": (0, None),
         "d": (0, "A"),
         "f": (0, "A"),
+        "g": (0, "A"),
         "new": (0, "B"),
     }
-    assert last["d"] == (1, "B")
-    assert order["order"][-1] == "f"  # its mtime went back: last in the list
+    assert (last["d"], last["f"], last["g"]) == ((1, "B"), (1, "B"), (1, "B"))
+    assert order["order"][-2:] == ("f", "g")  # their mtime went back: last
 
 
 def test_a_held_list_lets_its_watch_go_when_closed_and_reads_anew_on_another_loop(

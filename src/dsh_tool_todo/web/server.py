@@ -79,12 +79,6 @@ def serve(
     )
     raise_open_files()  # each open stream holds a socket and its log: 1024 is soon reached
     listener = _listen(host, port)  # a taken port is one line and status 2, before any banner
-    shown = f"[{host}]" if ":" in host else host
-    address = f"http://{shown}:{port}/"
-    print(f"Serving {_shown_source(source)} (read-only) at {address}", file=out, flush=True)
-    if token is not None:
-        print(f"Token: {token}\nOpen {address}?token={token}", file=out, flush=True)
-    print("Press Ctrl-C to stop.", file=out, flush=True)
     config = uvicorn.Config(
         app,
         host=host,
@@ -95,6 +89,13 @@ def serve(
         timeout_graceful_shutdown=SHUTDOWN_GRACE,  # type: ignore[arg-type]  # a float works
         server_header=False,
     )
+    config.load()  # its protocol's imports: done before the banner says the server serves
+    shown = f"[{host}]" if ":" in host else host
+    address = f"http://{shown}:{port}/"
+    print(f"Serving {_shown_source(source)} (read-only) at {address}", file=out, flush=True)
+    if token is not None:
+        print(f"Token: {token}\nOpen {address}?token={token}", file=out, flush=True)
+    print("Press Ctrl-C to stop.", file=out, flush=True)
     with listener:
         uvicorn.Server(config).run(sockets=[listener])
 

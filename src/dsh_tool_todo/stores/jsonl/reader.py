@@ -105,6 +105,7 @@ class _Kept:
         self.forget: Callable[[], None] | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.entries: dict[str, _Entry] | None = None
+        self.linked: set[str] = set()  # files that are symlinks: they change under another name
         self.read_at = 0.0  # when the whole directory was last read (monotonic)
         self._names: set[str] = set()
         self._whole = True  # the next list reads the whole directory
@@ -296,14 +297,24 @@ class JsonlReader:
     def _kept_entries(self, kept: _Kept) -> dict[str, _Entry]:
         names = kept.taken()
         now = time.monotonic()
+        looked: Collection[tuple[str, _Entry | None]]
         if names is None or kept.entries is None or now - kept.read_at > self.list_resync:
             kept.entries, kept.read_at = self._scan(), now
+            kept.linked.clear()
+            looked = kept.entries.items()
         else:
-            for name, entry in self._looked(names).items():
+            looked = self._looked(names | kept.linked).items()
+            for name, entry in looked:
                 if entry is None:
                     kept.entries.pop(name, None)
                 else:
                     kept.entries[name] = entry
+        for name, entry in looked:
+            file = name + SUFFIX
+            if entry is not None and os.path.basename(entry.path) != file:
+                kept.linked.add(file)
+            else:
+                kept.linked.discard(file)
         return kept.entries
 
     def _sessions(
