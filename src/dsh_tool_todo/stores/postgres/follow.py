@@ -63,6 +63,8 @@ class Hub:
         self.users = 0
         self._read: psycopg.AsyncConnection[Any] | None = None
         self._read_lock = asyncio.Lock()
+        self._wanted: list[tuple[str, int, int, asyncio.Future[list[Any]]]] = []
+        self._reader: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._poller: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
@@ -101,8 +103,50 @@ class Hub:
                 self.active.pop(session_id, None)
 
     async def read_from(self, session_id: str, first: int, limit: int) -> list[Any]:
-        """Up to ``limit`` rows of the session from seq ``first`` on, in order."""
-        return await self._query(_sql.READ_AFTER, (session_id, first - 1, limit))
+        """Up to ``limit`` rows of the session from seq ``first`` on, in order.
+
+        The reads asked for while one is under way go together in the next
+        query: one notifying transaction wakes the followers of many sessions
+        at once, and one at a time on the hub's connection the last of them
+        would wait for all the others' round trips.
+        """
+        wanted = asyncio.get_running_loop().create_future()
+        self._wanted.append((session_id, first, limit, wanted))
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.get_running_loop().create_task(self._read_wanted())
+        rows: list[Any] = await wanted
+        return rows
+
+    async def _read_wanted(self) -> None:
+        while self._wanted:
+            batch, self._wanted = self._wanted, []
+            batch = [item for item in batch if not item[3].done()]  # cancelled while waiting
+            if not batch:
+                continue
+            try:
+                rows = await self._query(
+                    _sql.READ_AFTER_EACH,
+                    (
+                        [session_id for session_id, *_ in batch],
+                        [first - 1 for _, first, *_ in batch],
+                        max(limit for _, _, limit, _ in batch),
+                    ),
+                )
+            except Exception as error:  # each reader decides what the error means to it
+                for *_, wanted in batch:
+                    if not wanted.done():
+                        wanted.set_exception(error)
+                continue
+            except BaseException:  # the hub is closing: nobody waits forever
+                for *_, wanted in batch:
+                    wanted.cancel()
+                raise
+            found: list[list[Any]] = [[] for _ in batch]
+            for number, *row in rows:
+                found[number - 1].append(tuple(row))
+            for (_, _, limit, wanted), own in zip(batch, found, strict=True):
+                if not wanted.done():
+                    wanted.set_result(own[:limit])
 
     async def _query(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
         async with self._read_lock:
@@ -118,12 +162,15 @@ class Hub:
                 raise
 
     async def close(self) -> None:
-        for task in (self._task, self._poller):
+        for task in (self._task, self._poller, self._reader):
             if task is not None:
                 task.cancel()
                 with suppress(asyncio.CancelledError):
                     await task
-        self._task = self._poller = None
+        self._task = self._poller = self._reader = None
+        for *_, wanted in self._wanted:
+            wanted.cancel()
+        self._wanted = []
         if self._read is not None:
             await self._read.close()
             self._read = None
