@@ -448,3 +448,42 @@ def test_a_read_that_fails_fails_every_follower_waiting_on_it_with_the_store_err
     assert len(messages) == 2
     for message in messages:
         assert "permission denied" in message
+
+
+def test_a_follower_that_read_to_the_end_reads_again_only_when_woken(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for seq in range(3):
+        insert_row(pg_dsn, SESSION, seq)
+    sizes = count_reads(monkeypatch)
+
+    async def main() -> list[int]:
+        async with PostgresFollower(pg_dsn, SESSION, poll_interval=3600) as follower:
+            assert await take(follower, 3) == [0, 1, 2]
+            later = asyncio.ensure_future(take(follower, 1))
+            await asyncio.sleep(0.5)
+            assert len(sizes) == 1  # the backlog's read, and none while nothing moved
+            insert_row(pg_dsn, SESSION, 3)
+            notify(pg_dsn, f"3:{SESSION}")
+            return await later
+
+    assert asyncio.run(main()) == [3]
+    assert len(sizes) == 2
+
+
+def test_a_backlog_longer_than_one_read_is_read_to_its_end_without_a_wake_up(
+    pg_dsn: str,
+) -> None:
+    total = 2 * postgres._sql.MAX_BATCH + 7
+    with psycopg.Connection.connect(pg_dsn) as conn:
+        conn.execute(
+            f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
+            "SELECT %s, n, 'note', '{}' FROM generate_series(0, %s) AS n",
+            (SESSION, total - 1),
+        )
+
+    async def main() -> list[int]:
+        async with PostgresFollower(pg_dsn, SESSION, poll_interval=3600) as follower:
+            return await take(follower, total, within=5.0)
+
+    assert asyncio.run(main()) == list(range(total))
