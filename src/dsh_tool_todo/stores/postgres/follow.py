@@ -313,6 +313,7 @@ class PostgresFollower:
         self._hub: Hub | None = None
         self._error: InvalidLog | LogReplaced | None = None
         self._closed = False
+        self._at_end = False  # whether the last read found the newest row (then wait to read)
 
     def __aiter__(self) -> PostgresFollower:
         return self
@@ -326,6 +327,10 @@ class PostgresFollower:
             hub = await self._join()
             if self._closed:
                 continue
+            if self._at_end:  # the last read reached the newest row and nothing moved since
+                await self._waker.wait()
+                self._at_end = False
+                continue  # closed meanwhile: the check above
             self._waker.clear()  # before reading: a notification during the read is kept
             first = max(self.last_seq, 0)
             try:
@@ -337,8 +342,8 @@ class PostgresFollower:
                 raise store_error(f"session {self.session_id!r} on {hub.where}", error) from None
             if rows is None or self._closed:
                 continue
-            if self._take(rows):
-                await self._waker.wait()
+            self._at_end = len(rows) < _sql.MAX_BATCH
+            self._take(rows)
         if self._closed:
             raise StopAsyncIteration
         return self._buffer.popleft()
@@ -394,8 +399,8 @@ class PostgresFollower:
             self._hub = hub
         return hub
 
-    def _take(self, rows: list[Any]) -> bool:
-        """Buffer the rows' new events; whether there were none (then wait).
+    def _take(self, rows: list[Any]) -> None:
+        """Buffer the rows' new events.
 
         The first row must be the one last yielded (or, before anything was
         yielded, the one at ``after_seq``): otherwise the log was replaced. The
@@ -426,4 +431,3 @@ class PostgresFollower:
                 self._buffer.append(event)
         except (InvalidLog, LogReplaced) as error:
             self._error = error
-        return not self._buffer and self._error is None
