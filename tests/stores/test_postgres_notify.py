@@ -329,3 +329,161 @@ def test_a_closed_notifier_still_sends_and_keeps_its_thread_for_the_next_posts(
             assert notifier._thread is thread
         finally:
             notifier.close()
+
+
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many sessions each of the hubs' reads asked for, in order."""
+    from dsh_tool_todo.stores.postgres import follow
+
+    sizes: list[int] = []
+    query = follow.Hub._query
+
+    async def counted(hub: follow.Hub, statement: str, params: tuple[Any, ...]) -> list[Any]:
+        if statement == postgres._sql.READ_AFTER_EACH:
+            sizes.append(len(params[0]))
+        return await query(hub, statement, params)
+
+    monkeypatch.setattr(follow.Hub, "_query", counted)
+    return sizes
+
+
+def test_followers_woken_together_read_together_and_each_gets_its_own_events(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sessions = [f"many-{n}" for n in range(12)]
+    for session_id in sessions[:6]:  # half of them start with a backlog
+        insert_row(pg_dsn, session_id, 0)
+    sizes = count_reads(monkeypatch)
+
+    async def main() -> list[list[int]]:
+        followers = [PostgresFollower(pg_dsn, session_id) for session_id in sessions]
+        # two more on one session, from different seqs: one batch answers each its own
+        followers.append(PostgresFollower(pg_dsn, sessions[0], after_seq=0))
+        followers.append(PostgresFollower(pg_dsn, sessions[0]))
+        for follower in followers:
+            await follower.__aenter__()
+        with_backlog = [f for f in followers if f.session_id in sessions[:6] and f.last_seq < 0]
+        assert [await take(follower, 1) for follower in with_backlog] == [[0]] * 7
+        waiting = [asyncio.ensure_future(take(f, 2 if f.last_seq < 0 else 1)) for f in followers]
+        await asyncio.sleep(0.5)
+        sizes.clear()
+        rows = [(s, 1) for s in sessions[:6]] + [(s, seq) for s in sessions[6:] for seq in (0, 1)]
+        with psycopg.Connection.connect(pg_dsn) as conn:  # one transaction, one wake-up for all
+            conn.cursor().executemany(
+                f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
+                "VALUES (%s, %s, 'note', '{}')",
+                rows,
+            )
+            conn.execute(
+                "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload",
+                (postgres.CHANNEL, [f"1:{session_id}" for session_id in sessions]),
+            )
+        results = await asyncio.gather(*waiting)
+        for follower in followers:
+            await follower.aclose()
+        return results
+
+    assert asyncio.run(main()) == [[1]] * 6 + [[0, 1]] * 6 + [[1], [1]]
+    # 14 followers woke on one notifying transaction; their reads went in a few queries
+    assert sum(sizes) >= 14
+    assert len(sizes) < 7, sizes
+
+
+def test_a_follower_cancelled_while_its_read_waits_leaves_the_others_theirs(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh_tool_todo.stores.postgres import follow
+
+    insert_row(pg_dsn, "kept", 0)
+    insert_row(pg_dsn, "dropped", 0)
+    query = follow.Hub._query
+
+    async def slow(hub: follow.Hub, statement: str, params: tuple[Any, ...]) -> list[Any]:
+        if statement == postgres._sql.READ_AFTER_EACH:
+            await asyncio.sleep(0.3)  # both reads wait here, in one batch
+        return await query(hub, statement, params)
+
+    monkeypatch.setattr(follow.Hub, "_query", slow)
+
+    async def main() -> list[int]:
+        async with (
+            PostgresFollower(pg_dsn, "kept") as kept,
+            PostgresFollower(pg_dsn, "dropped") as dropped,
+        ):
+            wanted = asyncio.ensure_future(take(kept, 1))
+            cancelled = asyncio.ensure_future(take(dropped, 1))
+            await asyncio.sleep(0.1)
+            cancelled.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await cancelled
+            return await wanted
+
+    assert asyncio.run(main()) == [0]
+
+
+def test_a_read_that_fails_fails_every_follower_waiting_on_it_with_the_store_error(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh_tool_todo.stores.postgres import follow
+
+    query = follow.Hub._query
+
+    async def refused(hub: follow.Hub, statement: str, params: tuple[Any, ...]) -> list[Any]:
+        if statement == postgres._sql.READ_AFTER_EACH:
+            await asyncio.sleep(0.1)
+            raise psycopg.errors.InsufficientPrivilege("permission denied for table")
+        return await query(hub, statement, params)
+
+    monkeypatch.setattr(follow.Hub, "_query", refused)
+
+    async def main() -> list[str]:
+        async with (
+            PostgresFollower(pg_dsn, "one") as one,
+            PostgresFollower(pg_dsn, "two") as two,
+        ):
+            results = await asyncio.gather(take(one, 1), take(two, 1), return_exceptions=True)
+        return [str(result) for result in results]
+
+    messages = asyncio.run(main())
+    assert len(messages) == 2
+    for message in messages:
+        assert "permission denied" in message
+
+
+def test_a_follower_that_read_to_the_end_reads_again_only_when_woken(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for seq in range(3):
+        insert_row(pg_dsn, SESSION, seq)
+    sizes = count_reads(monkeypatch)
+
+    async def main() -> list[int]:
+        async with PostgresFollower(pg_dsn, SESSION, poll_interval=3600) as follower:
+            assert await take(follower, 3) == [0, 1, 2]
+            later = asyncio.ensure_future(take(follower, 1))
+            await asyncio.sleep(0.5)
+            assert len(sizes) == 1  # the backlog's read, and none while nothing moved
+            insert_row(pg_dsn, SESSION, 3)
+            notify(pg_dsn, f"3:{SESSION}")
+            return await later
+
+    assert asyncio.run(main()) == [3]
+    assert len(sizes) == 2
+
+
+def test_a_backlog_longer_than_one_read_is_read_to_its_end_without_a_wake_up(
+    pg_dsn: str,
+) -> None:
+    total = 2 * postgres._sql.MAX_BATCH + 7
+    with psycopg.Connection.connect(pg_dsn) as conn:
+        conn.execute(
+            f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
+            "SELECT %s, n, 'note', '{}' FROM generate_series(0, %s) AS n",
+            (SESSION, total - 1),
+        )
+
+    async def main() -> list[int]:
+        async with PostgresFollower(pg_dsn, SESSION, poll_interval=3600) as follower:
+            return await take(follower, total, within=5.0)
+
+    assert asyncio.run(main()) == list(range(total))

@@ -42,14 +42,16 @@ _LOG = logging.getLogger("dsh_tool_todo")
 
 IDLE_SECONDS = 10.0
 """A notifier with nothing to send for this long ends its thread and closes its connection."""
-GAP_SECONDS = 0.002
+GAP_SECONDS = 0.025
 """The least time between two NOTIFY transactions of a notifier.
 
 Alone, an append is announced at once; under load, what piles up in the gap
-goes in one transaction, so a process sends at most 100 a second, whatever
-its append rate (each costs the server a transaction and a pass of every
-listener over the notification queue). It adds at most this to a follower's
-latency.
+goes in one transaction, so a process sends at most 40 a second, whatever its
+append rate. Each costs the server a transaction and every listener a pass
+over the notification queue: at 500 a second a process (a 2 ms gap), four
+busy writer processes took 10-15% off the server's insert rate, at 40 a second
+nothing measurable (docs/postgres.md). It adds at most this to a follower's
+latency, and only while the process is busy.
 """
 RETRY_SECONDS = 1.0
 """After a send failed (its notifications dropped: the followers' poll finds

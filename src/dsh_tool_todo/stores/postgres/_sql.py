@@ -186,9 +186,14 @@ OPEN = (
     f"(SELECT max(seq) FROM {TABLE} WHERE session_id = %s AND type = '{TURN_START}')"
 )
 READ_ONE = f"SELECT type, data::text FROM {TABLE} WHERE session_id = %s AND seq = %s"
-READ_AFTER = (
-    f"SELECT seq, type, data::text FROM {TABLE} "
-    "WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s"
+# The rows after a seq, for several sessions in one query, each row numbered by the request it
+# answers: followers woken together read together.
+READ_AFTER_EACH = (
+    "SELECT wanted.number, e.seq, e.type, e.data::text "
+    "FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS wanted(id, after, number) "
+    f"CROSS JOIN LATERAL (SELECT seq, type, data FROM {TABLE} "
+    "WHERE session_id = wanted.id AND seq > wanted.after ORDER BY seq LIMIT %s) AS e "
+    "ORDER BY wanted.number, e.seq"
 )
 READ_BEFORE = (
     f"SELECT seq, type, data::text FROM {TABLE} "

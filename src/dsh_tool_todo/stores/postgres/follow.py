@@ -63,6 +63,8 @@ class Hub:
         self.users = 0
         self._read: psycopg.AsyncConnection[Any] | None = None
         self._read_lock = asyncio.Lock()
+        self._wanted: list[tuple[str, int, int, asyncio.Future[list[Any] | None]]] = []
+        self._reader: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._poller: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
@@ -100,9 +102,53 @@ class Hub:
                 self.heard.pop(session_id, None)
                 self.active.pop(session_id, None)
 
-    async def read_from(self, session_id: str, first: int, limit: int) -> list[Any]:
-        """Up to ``limit`` rows of the session from seq ``first`` on, in order."""
-        return await self._query(_sql.READ_AFTER, (session_id, first - 1, limit))
+    async def read_from(self, session_id: str, first: int, limit: int) -> list[Any] | None:
+        """Up to ``limit`` rows of the session from seq ``first`` on, in order; ``None`` if
+        the hub closed meanwhile (its last follower was closed while this read waited).
+
+        The reads asked for while one is under way go together in the next
+        query: one notifying transaction wakes the followers of many sessions
+        at once, and one at a time on the hub's connection the last of them
+        would wait for all the others' round trips.
+        """
+        wanted = asyncio.get_running_loop().create_future()
+        self._wanted.append((session_id, first, limit, wanted))
+        if self._reader is None or self._reader.done():
+            self._reader = asyncio.get_running_loop().create_task(self._read_wanted())
+        rows: list[Any] | None = await wanted
+        return rows
+
+    async def _read_wanted(self) -> None:
+        while self._wanted:
+            batch, self._wanted = self._wanted, []
+            batch = [item for item in batch if not item[3].done()]  # cancelled while waiting
+            if not batch:
+                continue
+            try:
+                rows = await self._query(
+                    _sql.READ_AFTER_EACH,
+                    (
+                        [session_id for session_id, *_ in batch],
+                        [first - 1 for _, first, *_ in batch],
+                        max(limit for _, _, limit, _ in batch),
+                    ),
+                )
+            except Exception as error:  # each reader decides what the error means to it
+                for *_, wanted in batch:
+                    if not wanted.done():
+                        wanted.set_exception(error)
+                continue
+            except BaseException:  # the hub is closing: nobody waits forever
+                for *_, wanted in batch:
+                    if not wanted.done():
+                        wanted.set_result(None)
+                raise
+            found: list[list[Any]] = [[] for _ in batch]
+            for number, *row in rows:
+                found[number - 1].append(tuple(row))
+            for (_, _, limit, wanted), own in zip(batch, found, strict=True):
+                if not wanted.done():
+                    wanted.set_result(own[:limit])
 
     async def _query(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
         async with self._read_lock:
@@ -118,12 +164,16 @@ class Hub:
                 raise
 
     async def close(self) -> None:
-        for task in (self._task, self._poller):
+        for task in (self._task, self._poller, self._reader):
             if task is not None:
                 task.cancel()
                 with suppress(asyncio.CancelledError):
                     await task
-        self._task = self._poller = None
+        self._task = self._poller = self._reader = None
+        for *_, wanted in self._wanted:
+            if not wanted.done():
+                wanted.set_result(None)
+        self._wanted = []
         if self._read is not None:
             await self._read.close()
             self._read = None
@@ -263,17 +313,24 @@ class PostgresFollower:
         self._hub: Hub | None = None
         self._error: InvalidLog | LogReplaced | None = None
         self._closed = False
+        self._at_end = False  # whether the last read found the newest row (then wait to read)
 
     def __aiter__(self) -> PostgresFollower:
         return self
 
     async def __anext__(self) -> Event:
-        if self._closed:
-            raise StopAsyncIteration
         while not self._buffer:
+            if self._closed:  # also when closed by another task while this one waited
+                raise StopAsyncIteration
             if self._error is not None:
                 raise self._error  # a bad row stops the follower where it is, every time
             hub = await self._join()
+            if self._closed:
+                continue
+            if self._at_end:  # the last read reached the newest row and nothing moved since
+                await self._waker.wait()
+                self._at_end = False
+                continue  # closed meanwhile: the check above
             self._waker.clear()  # before reading: a notification during the read is kept
             first = max(self.last_seq, 0)
             try:
@@ -283,23 +340,30 @@ class PostgresFollower:
                 continue
             except psycopg.Error as error:
                 raise store_error(f"session {self.session_id!r} on {hub.where}", error) from None
-            if self._take(rows):
-                await self._waker.wait()
+            if rows is None or self._closed:
+                continue
+            self._at_end = len(rows) < _sql.MAX_BATCH
+            self._take(rows)
+        if self._closed:
+            raise StopAsyncIteration
         return self._buffer.popleft()
 
     async def aclose(self) -> None:
         """Stop following; the shared connection closes with its last follower."""
         self._closed = True
+        self._waker.set()  # an iteration waiting in another task ends
         hub, self._hub = self._hub, None
-        if hub is None:
-            return
+        if hub is not None:
+            await self._leave(hub)
+
+    async def _leave(self, hub: Hub) -> None:
         hub.unregister(self.session_id, self._waker)
         hub.users -= 1
         if hub.users == 0:
             hubs = HUBS.here()
             if hubs.get(self._conninfo) is hub:
                 del hubs[self._conninfo]
-            await hub.close()
+            await hub.close()  # its poll, and a LISTEN a cancelled join left connecting
 
     async def __aenter__(self) -> PostgresFollower:
         await self._join()
@@ -327,16 +391,16 @@ class PostgresFollower:
         try:
             await hub.start()  # listening before the backlog is read
         except BaseException:
-            hub.unregister(self.session_id, self._waker)
-            hub.users -= 1
-            if hub.users == 0 and hubs.get(self._conninfo) is hub:
-                del hubs[self._conninfo]
+            await self._leave(hub)
             raise
-        self._hub = hub
+        if self._closed:  # by another task while this one joined
+            await self._leave(hub)
+        else:
+            self._hub = hub
         return hub
 
-    def _take(self, rows: list[Any]) -> bool:
-        """Buffer the rows' new events; whether there were none (then wait).
+    def _take(self, rows: list[Any]) -> None:
+        """Buffer the rows' new events.
 
         The first row must be the one last yielded (or, before anything was
         yielded, the one at ``after_seq``): otherwise the log was replaced. The
@@ -367,4 +431,3 @@ class PostgresFollower:
                 self._buffer.append(event)
         except (InvalidLog, LogReplaced) as error:
             self._error = error
-        return not self._buffer and self._error is None
