@@ -63,7 +63,7 @@ class Hub:
         self.users = 0
         self._read: psycopg.AsyncConnection[Any] | None = None
         self._read_lock = asyncio.Lock()
-        self._wanted: list[tuple[str, int, int, asyncio.Future[list[Any]]]] = []
+        self._wanted: list[tuple[str, int, int, asyncio.Future[list[Any] | None]]] = []
         self._reader: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._poller: asyncio.Task[None] | None = None
@@ -102,8 +102,9 @@ class Hub:
                 self.heard.pop(session_id, None)
                 self.active.pop(session_id, None)
 
-    async def read_from(self, session_id: str, first: int, limit: int) -> list[Any]:
-        """Up to ``limit`` rows of the session from seq ``first`` on, in order.
+    async def read_from(self, session_id: str, first: int, limit: int) -> list[Any] | None:
+        """Up to ``limit`` rows of the session from seq ``first`` on, in order; ``None`` if
+        the hub closed meanwhile (its last follower was closed while this read waited).
 
         The reads asked for while one is under way go together in the next
         query: one notifying transaction wakes the followers of many sessions
@@ -114,7 +115,7 @@ class Hub:
         self._wanted.append((session_id, first, limit, wanted))
         if self._reader is None or self._reader.done():
             self._reader = asyncio.get_running_loop().create_task(self._read_wanted())
-        rows: list[Any] = await wanted
+        rows: list[Any] | None = await wanted
         return rows
 
     async def _read_wanted(self) -> None:
@@ -139,7 +140,8 @@ class Hub:
                 continue
             except BaseException:  # the hub is closing: nobody waits forever
                 for *_, wanted in batch:
-                    wanted.cancel()
+                    if not wanted.done():
+                        wanted.set_result(None)
                 raise
             found: list[list[Any]] = [[] for _ in batch]
             for number, *row in rows:
@@ -169,7 +171,8 @@ class Hub:
                     await task
         self._task = self._poller = self._reader = None
         for *_, wanted in self._wanted:
-            wanted.cancel()
+            if not wanted.done():
+                wanted.set_result(None)
         self._wanted = []
         if self._read is not None:
             await self._read.close()
@@ -315,12 +318,14 @@ class PostgresFollower:
         return self
 
     async def __anext__(self) -> Event:
-        if self._closed:
-            raise StopAsyncIteration
         while not self._buffer:
+            if self._closed:  # also when closed by another task while this one waited
+                raise StopAsyncIteration
             if self._error is not None:
                 raise self._error  # a bad row stops the follower where it is, every time
             hub = await self._join()
+            if self._closed:
+                continue
             self._waker.clear()  # before reading: a notification during the read is kept
             first = max(self.last_seq, 0)
             try:
@@ -330,23 +335,30 @@ class PostgresFollower:
                 continue
             except psycopg.Error as error:
                 raise store_error(f"session {self.session_id!r} on {hub.where}", error) from None
+            if rows is None or self._closed:
+                continue
             if self._take(rows):
                 await self._waker.wait()
+        if self._closed:
+            raise StopAsyncIteration
         return self._buffer.popleft()
 
     async def aclose(self) -> None:
         """Stop following; the shared connection closes with its last follower."""
         self._closed = True
+        self._waker.set()  # an iteration waiting in another task ends
         hub, self._hub = self._hub, None
-        if hub is None:
-            return
+        if hub is not None:
+            await self._leave(hub)
+
+    async def _leave(self, hub: Hub) -> None:
         hub.unregister(self.session_id, self._waker)
         hub.users -= 1
         if hub.users == 0:
             hubs = HUBS.here()
             if hubs.get(self._conninfo) is hub:
                 del hubs[self._conninfo]
-            await hub.close()
+            await hub.close()  # its poll, and a LISTEN a cancelled join left connecting
 
     async def __aenter__(self) -> PostgresFollower:
         await self._join()
@@ -374,12 +386,12 @@ class PostgresFollower:
         try:
             await hub.start()  # listening before the backlog is read
         except BaseException:
-            hub.unregister(self.session_id, self._waker)
-            hub.users -= 1
-            if hub.users == 0 and hubs.get(self._conninfo) is hub:
-                del hubs[self._conninfo]
+            await self._leave(hub)
             raise
-        self._hub = hub
+        if self._closed:  # by another task while this one joined
+            await self._leave(hub)
+        else:
+            self._hub = hub
         return hub
 
     def _take(self, rows: list[Any]) -> bool:

@@ -1,0 +1,138 @@
+"""A hostile pass over following: followers that fail to join, followers closed by another task
+while their iteration waits, and many followers' reads batched into one query."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import psycopg
+import pytest
+
+from dsh_tool_todo.stores import postgres
+from dsh_tool_todo.stores.postgres import PostgresFollower, follow
+from dsh_tool_todo.stores.postgres._pools import HUBS
+
+from .test_postgres_hostile import insert_row
+
+
+def others() -> list[str]:
+    """The tasks of this loop other than the caller: what a closed follower must not leave."""
+    here = asyncio.current_task()
+    return sorted(t.get_coro().__qualname__ for t in asyncio.all_tasks() if t is not here)  # type: ignore[union-attr]
+
+
+def listening(dsn: str) -> int:
+    with psycopg.Connection.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND query LIKE 'LISTEN%%'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_follower_that_cannot_reach_the_server_leaves_no_task_running() -> None:
+    down = "postgresql://postgres@127.0.0.1:1/none"
+
+    async def main() -> list[str]:
+        follower = PostgresFollower(down, "agent-1", reconnect_delay=0.05)
+        with pytest.raises(postgres.StoreUnavailable):
+            await follower.__anext__()
+        await follower.aclose()
+        await asyncio.sleep(0.2)
+        return others()
+
+    assert asyncio.run(main()) == []
+
+
+def test_a_follower_cancelled_while_it_joins_leaves_no_connection_or_task(pg_dsn: str) -> None:
+    async def main() -> tuple[list[str], int]:
+        follower = PostgresFollower(pg_dsn, "agent-1")
+        joining = asyncio.ensure_future(follower.__aenter__())
+        await asyncio.sleep(0)  # the hub's LISTEN task has started connecting
+        joining.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await joining
+        await follower.aclose()
+        await asyncio.sleep(0.5)  # time for a leaked LISTEN to connect
+        return others(), await asyncio.to_thread(listening, pg_dsn)
+
+    assert asyncio.run(main()) == ([], 0)
+
+
+@pytest.mark.parametrize("alone", [True, False], ids=["last-follower", "hub-shared"])
+def test_a_follower_closed_by_another_task_ends_the_iteration_waiting_on_it(
+    pg_dsn: str, alone: bool
+) -> None:
+    insert_row(pg_dsn, "watched", 0)
+
+    async def main() -> tuple[list[int], list[str]]:
+        other = PostgresFollower(pg_dsn, "other")
+        if not alone:
+            await other.__aenter__()
+        follower = PostgresFollower(pg_dsn, "watched")
+        seen: list[int] = []
+
+        async def iterate() -> None:
+            async for event in follower:
+                seen.append(event["seq"])
+
+        iterating = asyncio.ensure_future(iterate())
+        await asyncio.sleep(0.5)  # it yielded seq 0 and waits for more
+        await follower.aclose()
+        await asyncio.wait_for(iterating, 5)  # ends as `async for` does: no error, no hang
+        await other.aclose()
+        await asyncio.sleep(0.1)
+        assert HUBS.here() == {}
+        return seen, others()
+
+    assert asyncio.run(main()) == ([0], [])
+
+
+def test_a_follower_closed_while_its_first_iteration_joins_leaves_nothing(pg_dsn: str) -> None:
+    async def main() -> tuple[list[str], int]:
+        follower = PostgresFollower(pg_dsn, "watched")
+        reading = asyncio.ensure_future(follower.__anext__())
+        await asyncio.sleep(0)  # joining: the hub's LISTEN is connecting
+        await follower.aclose()
+        with pytest.raises(StopAsyncIteration):
+            await asyncio.wait_for(reading, 5)
+        await asyncio.sleep(0.5)
+        assert HUBS.here() == {}
+        return others(), await asyncio.to_thread(listening, pg_dsn)
+
+    assert asyncio.run(main()) == ([], 0)
+
+
+@pytest.mark.parametrize("alone", [True, False], ids=["last-follower", "hub-shared"])
+def test_a_follower_closed_while_its_read_is_in_flight_ends_and_does_not_join_again(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch, alone: bool
+) -> None:
+    query = follow.Hub._query
+
+    async def broken(hub: follow.Hub, statement: str, params: tuple[Any, ...]) -> list[Any]:
+        if statement == postgres._sql.READ_AFTER_EACH and "watched" in params[0]:
+            await asyncio.sleep(0.3)  # the read is in flight when the follower is closed
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return await query(hub, statement, params)
+
+    monkeypatch.setattr(follow.Hub, "_query", broken)
+
+    async def main() -> list[str]:
+        other = PostgresFollower(pg_dsn, "other")
+        if not alone:
+            await other.__aenter__()
+        follower = PostgresFollower(pg_dsn, "watched", reconnect_delay=0.05)
+        await follower.__aenter__()
+        reading = asyncio.ensure_future(follower.__anext__())
+        await asyncio.sleep(0.1)
+        await follower.aclose()
+        with pytest.raises(StopAsyncIteration):
+            await asyncio.wait_for(reading, 5)
+        await other.aclose()
+        await asyncio.sleep(0.1)
+        assert HUBS.here() == {}  # the closed follower did not join the hub again
+        return others()
+
+    assert asyncio.run(main()) == []
