@@ -4,6 +4,7 @@ while their iteration waits, and many followers' reads batched into one query.""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import psycopg
@@ -14,6 +15,7 @@ from dsh_tool_todo.stores.postgres import PostgresFollower, follow
 from dsh_tool_todo.stores.postgres._pools import HUBS
 
 from .test_postgres_hostile import insert_row
+from .test_postgres_notify import take
 
 
 def others() -> list[str]:
@@ -136,3 +138,86 @@ def test_a_follower_closed_while_its_read_is_in_flight_ends_and_does_not_join_ag
         return others()
 
     assert asyncio.run(main()) == []
+
+
+def test_many_followers_with_a_backlog_catch_up_under_the_roles_statement_timeout(
+    pg_dsn: str,
+) -> None:
+    """Read alone, each follower's backlog is a few ms of work; read together in one query
+    it was many times that, over the role's statement timeout: every retry was the same
+    batch, timed out again, and no follower ever got an event."""
+    sessions, backlog = 100, 500
+    role = f"viewer_{uuid.uuid4().hex[:8]}"
+    with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
+            "SELECT 'busy-' || n, seq, 'note', json_build_object('text', repeat('x', 1000)) "
+            "FROM generate_series(1, %s) AS n, generate_series(0, %s) AS seq",
+            (sessions, backlog - 1),
+        )
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT SELECT ON {postgres.TABLE} TO {role}")
+        conn.execute(f"ALTER ROLE {role} SET statement_timeout = '100ms'")
+    params = psycopg.conninfo.conninfo_to_dict(pg_dsn)
+    params["user"] = role
+    viewer = psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in params.items()})
+
+    async def main() -> list[list[int]]:
+        followers = [
+            PostgresFollower(viewer, f"busy-{n}", reconnect_delay=0.05)
+            for n in range(1, sessions + 1)
+        ]
+        try:
+            return await asyncio.gather(*(take(f, backlog, within=30) for f in followers))
+        finally:
+            for follower in followers:
+                await follower.aclose()
+
+    try:
+        assert asyncio.run(main()) == [list(range(backlog))] * sessions
+    finally:
+        with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (role,),
+            )
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+
+
+def test_one_followers_batched_read_is_never_much_more_than_its_own(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However many followers read together, one query brings at most a few of a follower's
+    own reads' worth of rows (memory, and the time a statement may take)."""
+    sessions = 40
+    with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
+            "SELECT 'busy-' || n, seq, 'note', '{}' "
+            "FROM generate_series(1, %s) AS n, generate_series(0, %s) AS seq",
+            (sessions, postgres._sql.MAX_BATCH - 1),
+        )
+    query = follow.Hub._query
+    rows_read: list[int] = []
+
+    async def counted(hub: follow.Hub, statement: str, params: tuple[Any, ...]) -> list[Any]:
+        rows = await query(hub, statement, params)
+        if statement == postgres._sql.READ_AFTER_EACH:
+            rows_read.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(follow.Hub, "_query", counted)
+
+    async def main() -> list[list[int]]:
+        followers = [PostgresFollower(pg_dsn, f"busy-{n}") for n in range(1, sessions + 1)]
+        try:
+            return await asyncio.gather(
+                *(take(f, postgres._sql.MAX_BATCH, within=30) for f in followers)
+            )
+        finally:
+            for follower in followers:
+                await follower.aclose()
+
+    assert asyncio.run(main()) == [list(range(postgres._sql.MAX_BATCH))] * sessions
+    assert max(rows_read) <= 2 * postgres._sql.MAX_BATCH, max(rows_read)

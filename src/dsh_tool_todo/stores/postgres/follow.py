@@ -121,34 +121,48 @@ class Hub:
     async def _read_wanted(self) -> None:
         while self._wanted:
             batch, self._wanted = self._wanted, []
-            batch = [item for item in batch if not item[3].done()]  # cancelled while waiting
-            if not batch:
-                continue
-            try:
-                rows = await self._query(
-                    _sql.READ_AFTER_EACH,
-                    (
-                        [session_id for session_id, *_ in batch],
-                        [first - 1 for _, first, *_ in batch],
-                        max(limit for _, _, limit, _ in batch),
-                    ),
-                )
-            except Exception as error:  # each reader decides what the error means to it
-                for *_, wanted in batch:
-                    if not wanted.done():
-                        wanted.set_exception(error)
-                continue
-            except BaseException:  # the hub is closing: nobody waits forever
-                for *_, wanted in batch:
-                    if not wanted.done():
-                        wanted.set_result(None)
-                raise
-            found: list[list[Any]] = [[] for _ in batch]
-            for number, *row in rows:
-                found[number - 1].append(tuple(row))
-            for (_, _, limit, wanted), own in zip(batch, found, strict=True):
+            await self._answer([item for item in batch if not item[3].done()])  # not cancelled
+
+    async def _answer(
+        self, batch: list[tuple[str, int, int, asyncio.Future[list[Any] | None]]]
+    ) -> None:
+        if not batch:
+            return
+        # About one follower's read of rows in all, at least the last row and the next each:
+        # hundreds of backlogs in one statement were many reads' time and memory, over a
+        # statement_timeout that every retry of the same batch met again.
+        share = max(2, _sql.MAX_BATCH // len(batch))
+        try:
+            rows = await self._query(
+                _sql.READ_AFTER_EACH,
+                (
+                    [session_id for session_id, *_ in batch],
+                    [first - 1 for _, first, *_ in batch],
+                    min(share, max(limit for _, _, limit, _ in batch)),
+                ),
+            )
+        except Exception as error:  # each reader decides what the error means to it
+            if len(batch) > 1 and not isinstance(error, psycopg.OperationalError):
+                for (
+                    item
+                ) in batch:  # one read's own fault (an id the server cannot hold) is its alone
+                    await self._answer([item])
+                return
+            for *_, wanted in batch:
                 if not wanted.done():
-                    wanted.set_result(own[:limit])
+                    wanted.set_exception(error)
+            return
+        except BaseException:  # the hub is closing: nobody waits forever
+            for *_, wanted in batch:
+                if not wanted.done():
+                    wanted.set_result(None)
+            raise
+        found: list[list[Any]] = [[] for _ in batch]
+        for number, *row in rows:
+            found[number - 1].append(tuple(row))
+        for (_, _, limit, wanted), own in zip(batch, found, strict=True):
+            if not wanted.done():
+                wanted.set_result(own[:limit])
 
     async def _query(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
         async with self._read_lock:
