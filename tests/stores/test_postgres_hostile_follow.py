@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -14,6 +16,7 @@ from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import PostgresFollower, follow
 from dsh_tool_todo.stores.postgres._pools import HUBS
 
+from .conftest import admin_connection, database_dsn
 from .test_postgres_hostile import insert_row
 from .test_postgres_notify import take
 
@@ -221,3 +224,58 @@ def test_one_followers_batched_read_is_never_much_more_than_its_own(
 
     assert asyncio.run(main()) == [list(range(postgres._sql.MAX_BATCH))] * sessions
     assert max(rows_read) <= 2 * postgres._sql.MAX_BATCH, max(rows_read)
+
+
+@contextmanager
+def latin1_database() -> Iterator[str]:
+    name = f"test_{uuid.uuid4().hex}"
+    with admin_connection() as conn:
+        conn.execute(
+            f"CREATE DATABASE {name} ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' "
+            "TEMPLATE template0"
+        )
+    try:
+        dsn = database_dsn(name)
+        postgres.setup(dsn)
+        yield dsn
+    finally:
+        postgres.close_shared_pools()
+        with admin_connection() as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_a_follower_the_database_cannot_encode_fails_alone_not_its_batch() -> None:
+    """In a LATIN1 database a session id with a euro sign cannot be sent: that follower's
+    read fails, with a store error; a follower read in the same query gets its events."""
+    with latin1_database() as dsn:
+        insert_row(dsn, "plain", 0)
+
+        async def main() -> list[object]:
+            async with (
+                PostgresFollower(dsn, "plain") as plain,
+                PostgresFollower(dsn, "caf\u20ac") as euro,
+            ):
+                return await asyncio.gather(take(plain, 1), take(euro, 1), return_exceptions=True)
+
+        plain, euro = asyncio.run(main())
+        assert plain == [0]
+        assert isinstance(euro, postgres.PostgresStoreError), repr(euro)
+        assert "LATIN1" in str(euro)
+
+
+def test_a_follower_the_database_cannot_encode_does_not_stop_the_others_poll() -> None:
+    with latin1_database() as dsn:
+
+        async def main() -> list[int]:
+            async with (
+                PostgresFollower(dsn, "plain", poll_interval=0.2) as plain,
+                PostgresFollower(dsn, "caf\u20ac") as euro,
+            ):
+                waiting = asyncio.ensure_future(take(plain, 1, within=5))
+                with pytest.raises(postgres.PostgresStoreError):
+                    await take(euro, 1)
+                await asyncio.sleep(1.5)  # "plain" is no longer among the busy sessions
+                await asyncio.to_thread(insert_row, dsn, "plain", 0)  # never announced
+                return await waiting
+
+        assert asyncio.run(main()) == [0]

@@ -53,7 +53,9 @@ class Hub:
         self, conninfo: str, kwargs: Mapping[str, Any], delay: float, poll: float = 1.0
     ) -> None:
         self.conninfo = conninfo
-        self.kwargs = {**kwargs, "autocommit": True}
+        # Any str can be sent: an id the database's encoding cannot hold is the server's
+        # error about that id, not a client-side encoding error.
+        self.kwargs = {**kwargs, "autocommit": True, "client_encoding": "utf8"}
         self.where = server_name(conninfo)
         self.delay = delay
         self.poll = poll
@@ -240,8 +242,13 @@ class Hub:
                 continue
             try:
                 rows = await self._query(_sql.NEWEST, (sessions,))
-            except psycopg.Error:
+            except psycopg.OperationalError:
                 continue  # the server is away: the LISTEN reconnects and wakes everyone
+            except psycopg.Error:  # one id the server cannot hold fails the query: ask alone
+                rows = []
+                for session_id in sessions:
+                    with suppress(psycopg.Error):
+                        rows += await self._query(_sql.NEWEST, ([session_id],))
             except Exception:
                 _LOG.exception("polling %s failed; polling again", self.where)
                 continue
