@@ -17,7 +17,7 @@ from dsh_tool_todo.stores.postgres import PostgresFollower, follow
 from dsh_tool_todo.stores.postgres._pools import HUBS
 
 from .conftest import admin_connection, database_dsn
-from .test_postgres_hostile import insert_row
+from .test_postgres_hostile import insert_row, notify
 from .test_postgres_notify import take
 
 
@@ -279,3 +279,35 @@ def test_a_follower_the_database_cannot_encode_does_not_stop_the_others_poll() -
                 return await waiting
 
         assert asyncio.run(main()) == [0]
+
+
+def test_a_foreign_notification_of_the_next_seq_does_not_hide_its_unannounced_commit(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A foreign NOTIFY names seq 1 before it exists; then seq 1 commits and its writer dies
+    before notifying. The poll must still wake the follower: the notification was a claim,
+    and the follower's read found it false."""
+    insert_row(pg_dsn, "agent-1", 0)
+    query = follow.Hub._query
+    polls = asyncio.Event()
+
+    async def gated(hub: follow.Hub, statement: str, params: tuple[Any, ...]) -> list[Any]:
+        if statement == postgres._sql.NEWEST:
+            await polls.wait()  # no poll runs between the claim and the commit
+        return await query(hub, statement, params)
+
+    monkeypatch.setattr(follow.Hub, "_query", gated)
+
+    async def main() -> list[int]:
+        polls.set()
+        async with PostgresFollower(pg_dsn, "agent-1", poll_interval=0.2) as follower:
+            assert await take(follower, 1) == [0]
+            polls.clear()
+            await asyncio.to_thread(notify, pg_dsn, "1:agent-1")  # a claim, not a commit
+            waiting = asyncio.ensure_future(take(follower, 1, within=5))
+            await asyncio.sleep(0.3)  # woken, it read: nothing after seq 0
+            await asyncio.to_thread(insert_row, pg_dsn, "agent-1", 1)  # never announced
+            polls.set()
+            return await waiting
+
+    assert asyncio.run(main()) == [1]

@@ -133,22 +133,26 @@ class Hub:
         # About one follower's read of rows in all, at least the last row and the next each:
         # hundreds of backlogs in one statement were many reads' time and memory, over a
         # statement_timeout that every retry of the same batch met again.
-        share = max(2, _sql.MAX_BATCH // len(batch))
+        share = min(max(2, _sql.MAX_BATCH // len(batch)), max(limit for *_, limit, _ in batch))
         try:
             rows = await self._query(
                 _sql.READ_AFTER_EACH,
                 (
                     [session_id for session_id, *_ in batch],
                     [first - 1 for _, first, *_ in batch],
-                    min(share, max(limit for _, _, limit, _ in batch)),
+                    share,
                 ),
             )
         except Exception as error:  # each reader decides what the error means to it
             if len(batch) > 1 and not isinstance(error, psycopg.OperationalError):
-                for (
-                    item
-                ) in batch:  # one read's own fault (an id the server cannot hold) is its alone
-                    await self._answer([item])
+                # One read's own fault (an id the server cannot hold) is its alone.
+                try:
+                    for item in batch:
+                        await self._answer([item])
+                finally:  # the hub is closing: nobody waits forever
+                    for *_, wanted in batch:
+                        if not wanted.done():
+                            wanted.set_result(None)
                 return
             for *_, wanted in batch:
                 if not wanted.done():
@@ -162,7 +166,14 @@ class Hub:
         found: list[list[Any]] = [[] for _ in batch]
         for number, *row in rows:
             found[number - 1].append(tuple(row))
-        for (_, _, limit, wanted), own in zip(batch, found, strict=True):
+        for (session_id, first, limit, wanted), own in zip(batch, found, strict=True):
+            # A read that reached the newest row shows what a notification naming a later
+            # seq was: a claim, not a commit (anyone may NOTIFY). The poll must not take
+            # that seq, once it commits unannounced, for one already heard of.
+            if len(own) < share:
+                newest = own[-1][0] if own else first - 1
+                if self.heard.get(session_id, -1) > newest:
+                    self.heard[session_id] = newest
             if not wanted.done():
                 wanted.set_result(own[:limit])
 
