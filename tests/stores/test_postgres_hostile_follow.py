@@ -143,6 +143,28 @@ def test_a_follower_closed_while_its_read_is_in_flight_ends_and_does_not_join_ag
     assert asyncio.run(main()) == []
 
 
+@contextmanager
+def timed_out_role(dsn: str, timeout: str) -> Iterator[str]:
+    """A conninfo for a role that may only SELECT, with a statement_timeout of its own."""
+    role = f"viewer_{uuid.uuid4().hex[:8]}"
+    with psycopg.Connection.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT SELECT ON {postgres.TABLE} TO {role}")
+        conn.execute(f"ALTER ROLE {role} SET statement_timeout = '{timeout}'")
+    params = psycopg.conninfo.conninfo_to_dict(dsn)
+    params["user"] = role
+    try:
+        yield psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in params.items()})
+    finally:
+        with psycopg.Connection.connect(dsn, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (role,),
+            )
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+
+
 def test_many_followers_with_a_backlog_catch_up_under_the_roles_statement_timeout(
     pg_dsn: str,
 ) -> None:
@@ -150,7 +172,6 @@ def test_many_followers_with_a_backlog_catch_up_under_the_roles_statement_timeou
     it was many times that, over the role's statement timeout: every retry was the same
     batch, timed out again, and no follower ever got an event."""
     sessions, backlog = 100, 500
-    role = f"viewer_{uuid.uuid4().hex[:8]}"
     with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(
             f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
@@ -158,14 +179,8 @@ def test_many_followers_with_a_backlog_catch_up_under_the_roles_statement_timeou
             "FROM generate_series(1, %s) AS n, generate_series(0, %s) AS seq",
             (sessions, backlog - 1),
         )
-        conn.execute(f"CREATE ROLE {role} LOGIN")
-        conn.execute(f"GRANT SELECT ON {postgres.TABLE} TO {role}")
-        conn.execute(f"ALTER ROLE {role} SET statement_timeout = '100ms'")
-    params = psycopg.conninfo.conninfo_to_dict(pg_dsn)
-    params["user"] = role
-    viewer = psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in params.items()})
 
-    async def main() -> list[list[int]]:
+    async def main(viewer: str) -> list[list[int]]:
         followers = [
             PostgresFollower(viewer, f"busy-{n}", reconnect_delay=0.05)
             for n in range(1, sessions + 1)
@@ -176,16 +191,27 @@ def test_many_followers_with_a_backlog_catch_up_under_the_roles_statement_timeou
             for follower in followers:
                 await follower.aclose()
 
-    try:
-        assert asyncio.run(main()) == [list(range(backlog))] * sessions
-    finally:
-        with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
-            conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
-                (role,),
-            )
-            conn.execute(f"DROP OWNED BY {role}")
-            conn.execute(f"DROP ROLE {role}")
+    with timed_out_role(pg_dsn, "100ms") as viewer:
+        assert asyncio.run(main(viewer)) == [list(range(backlog))] * sessions
+
+
+def test_a_follower_whose_reads_of_big_events_time_out_reads_fewer_at_once(pg_dsn: str) -> None:
+    """Forty events of a megabyte each: reading them all at once takes longer than the
+    role's statement_timeout, reading a few does not. The follower read all at once
+    again and again, never yielding anything and never saying why."""
+    with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(
+            f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
+            "SELECT 'big', seq, 'note', json_build_object('text', repeat('x', 1000000)) "
+            "FROM generate_series(0, 39) AS seq"
+        )
+
+    async def main(viewer: str) -> list[int]:
+        async with PostgresFollower(viewer, "big", reconnect_delay=0.05) as follower:
+            return await take(follower, 40, within=20)
+
+    with timed_out_role(pg_dsn, "80ms") as viewer:
+        assert asyncio.run(main(viewer)) == list(range(40))
 
 
 def test_one_followers_batched_read_is_never_much_more_than_its_own(

@@ -341,6 +341,7 @@ class PostgresFollower:
             raise UsageError(f"poll_interval must be seconds in (0, 3600], not {poll_interval!r}")
         self._poll = float(poll_interval)
         self._buffer: deque[Event] = deque()
+        self._limit = _sql.MAX_BATCH  # rows to read at once: fewer after a read timed out
         self._waker = asyncio.Event()
         self._hub: Hub | None = None
         self._error: InvalidLog | LogReplaced | None = None
@@ -361,7 +362,13 @@ class PostgresFollower:
             self._waker.clear()  # before reading: a notification during the read is kept
             first = max(self.last_seq, 0)
             try:
-                rows = await hub.read_from(self.session_id, first, _sql.MAX_BATCH)
+                rows = await hub.read_from(self.session_id, first, self._limit)
+            except psycopg.errors.QueryCanceled:
+                if self._limit > 2:  # a statement_timeout shorter than reading that many rows
+                    self._limit //= 2
+                else:  # or a lock held on the table: wait until it is released
+                    await asyncio.sleep(self._delay)
+                continue
             except psycopg.OperationalError:
                 await asyncio.sleep(self._delay)  # the hub's LISTEN reconnects meanwhile
                 continue
