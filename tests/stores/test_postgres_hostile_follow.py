@@ -337,3 +337,27 @@ def test_a_foreign_notification_of_the_next_seq_does_not_hide_its_unannounced_co
             return await waiting
 
     assert asyncio.run(main()) == [1]
+
+
+def test_a_session_recreated_with_the_same_events_is_still_a_replaced_log(pg_dsn: str) -> None:
+    """The new log's rows hold the same type and data as the old one's (a session of the
+    same agent, started again): the row at the follower's seq is still another row."""
+    from dsh_tool_todo.errors import LogReplaced
+    from dsh_tool_todo.stores.postgres import PostgresSession
+
+    def write(count: int) -> None:
+        with PostgresSession(pg_dsn, "agent-1") as session:
+            for _ in range(count):
+                session.append("note", {})
+
+    async def main() -> list[int]:
+        write(3)
+        async with PostgresFollower(pg_dsn, "agent-1") as follower:
+            seen = await take(follower, 3)
+            assert postgres.delete_session(pg_dsn, "agent-1") == 3
+            write(5)
+            with pytest.raises(LogReplaced, match="seq 2"):
+                seen += await take(follower, 1)
+            return seen
+
+    assert asyncio.run(main()) == [0, 1, 2]

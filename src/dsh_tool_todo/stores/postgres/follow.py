@@ -335,7 +335,7 @@ class PostgresFollower:
             self._kwargs = {}
         self._conninfo = conninfo_of(conninfo_or_pool)
         self.last_seq = after_seq
-        self._last_row: tuple[Any, ...] | None = None  # (type, data) of the row at last_seq
+        self._last_row: tuple[Any, ...] | None = None  # (type, data, xmin) of the row at last_seq
         self._delay = reconnect_delay
         if type(poll_interval) not in (int, float) or not 0 < poll_interval <= 3600:
             raise UsageError(f"poll_interval must be seconds in (0, 3600], not {poll_interval!r}")
@@ -454,7 +454,7 @@ class PostgresFollower:
                     )
                 rows = rows[1:]
             for row in rows:
-                event = decode_row(self.session_id, *row)
+                event = decode_row(self.session_id, *row[:3])
                 if event["seq"] != self.last_seq + 1 and self.last_seq >= 0:
                     raise InvalidLog(
                         f"session {self.session_id!r}, seq {event['seq']}: follows seq "
