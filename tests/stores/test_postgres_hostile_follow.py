@@ -361,3 +361,22 @@ def test_a_session_recreated_with_the_same_events_is_still_a_replaced_log(pg_dsn
             return seen
 
     assert asyncio.run(main()) == [0, 1, 2]
+
+
+def test_two_waits_on_one_follower_at_once_share_its_events_and_invent_no_replaced_log(
+    pg_dsn: str,
+) -> None:
+    """Two ``__anext__`` under way together (a handler waiting on the follower and on a
+    socket, say): both reads come back from seq 0; the second one, taken after the first
+    had moved the follower on, made it say later that seq 2 was gone."""
+    for seq in range(3):
+        insert_row(pg_dsn, "agent-1", seq)
+
+    async def main() -> list[int]:
+        async with PostgresFollower(pg_dsn, "agent-1") as follower:
+            both = await asyncio.gather(follower.__anext__(), follower.__anext__())
+            seen = [event["seq"] for event in both] + await take(follower, 1)
+            await asyncio.to_thread(insert_row, pg_dsn, "agent-1", 3)
+            return seen + await take(follower, 1)
+
+    assert asyncio.run(main()) == [0, 1, 2, 3]

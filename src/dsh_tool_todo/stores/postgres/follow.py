@@ -360,7 +360,8 @@ class PostgresFollower:
             if self._closed:
                 continue
             self._waker.clear()  # before reading: a notification during the read is kept
-            first = max(self.last_seq, 0)
+            asked = self.last_seq
+            first = max(asked, 0)
             try:
                 rows = await hub.read_from(self.session_id, first, self._limit)
             except psycopg.errors.QueryCanceled:
@@ -374,8 +375,8 @@ class PostgresFollower:
                 continue
             except psycopg.Error as error:
                 raise store_error(f"session {self.session_id!r} on {hub.where}", error) from None
-            if rows is None or self._closed:
-                continue
+            if rows is None or self._closed or self.last_seq != asked:
+                continue  # (another wait on this follower took newer rows meanwhile)
             if self._take(rows):
                 await self._waker.wait()
         if self._closed:
