@@ -380,3 +380,19 @@ def test_two_waits_on_one_follower_at_once_share_its_events_and_invent_no_replac
             return seen + await take(follower, 1)
 
     assert asyncio.run(main()) == [0, 1, 2, 3]
+
+
+def test_a_log_whose_first_rows_are_missing_is_invalid_as_a_gap_later_is(pg_dsn: str) -> None:
+    """From the start, a follower's first event is seq 0: a log that begins at seq 2 (rows
+    deleted, or written by something else) is missing events, as one with a gap later is."""
+    from dsh_tool_todo.errors import InvalidLog
+
+    insert_row(pg_dsn, "agent-1", 2)
+    insert_row(pg_dsn, "agent-1", 3)
+
+    async def main() -> None:
+        async with PostgresFollower(pg_dsn, "agent-1") as follower:
+            with pytest.raises(InvalidLog, match=r"'agent-1', seq 2: .*missing"):
+                await take(follower, 1)
+
+    asyncio.run(main())

@@ -456,10 +456,11 @@ class PostgresFollower:
                 rows = rows[1:]
             for row in rows:
                 event = decode_row(self.session_id, *row[:3])
-                if event["seq"] != self.last_seq + 1 and self.last_seq >= 0:
+                if event["seq"] != self.last_seq + 1:
+                    after = f"seq {self.last_seq}" if self.last_seq >= 0 else "the start"
                     raise InvalidLog(
-                        f"session {self.session_id!r}, seq {event['seq']}: follows seq "
-                        f"{self.last_seq} (events are missing)"
+                        f"session {self.session_id!r}, seq {event['seq']}: follows {after} "
+                        "(events are missing)"
                     )
                 self.last_seq = event["seq"]
                 self._last_row = tuple(row[1:])
