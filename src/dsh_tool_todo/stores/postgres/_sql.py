@@ -187,11 +187,12 @@ OPEN = (
 )
 READ_ONE = f"SELECT type, data::text FROM {TABLE} WHERE session_id = %s AND seq = %s"
 # The rows after a seq, for several sessions in one query, each row numbered by the request it
-# answers: followers woken together read together.
+# answers: followers woken together read together. The inserting transaction (xmin) tells a
+# row from one that a recreated session holds with the same type and data.
 READ_AFTER_EACH = (
-    "SELECT wanted.number, e.seq, e.type, e.data::text "
+    "SELECT wanted.number, e.seq, e.type, e.data::text, e.xmin::text::bigint "
     "FROM unnest(%s::text[], %s::bigint[]) WITH ORDINALITY AS wanted(id, after, number) "
-    f"CROSS JOIN LATERAL (SELECT seq, type, data FROM {TABLE} "
+    f"CROSS JOIN LATERAL (SELECT seq, type, data, xmin FROM {TABLE} "
     "WHERE session_id = wanted.id AND seq > wanted.after ORDER BY seq LIMIT %s) AS e "
     "ORDER BY wanted.number, e.seq"
 )

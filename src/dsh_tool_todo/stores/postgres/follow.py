@@ -30,6 +30,10 @@ BUSY_POLL = 0.05
 ACTIVE_FOR = 1.0
 
 
+_Wanted = tuple[str, int, int, "asyncio.Future[tuple[list[Any], bool] | None]"]
+"""A read asked of the hub: session, first seq, row limit, and where its answer goes."""
+
+
 class Hub:
     """One ``LISTEN`` connection per process, event loop and conninfo, shared by every follower.
 
@@ -53,7 +57,9 @@ class Hub:
         self, conninfo: str, kwargs: Mapping[str, Any], delay: float, poll: float = 1.0
     ) -> None:
         self.conninfo = conninfo
-        self.kwargs = {**kwargs, "autocommit": True}
+        # Any str can be sent: an id the database's encoding cannot hold is the server's
+        # error about that id, not a client-side encoding error.
+        self.kwargs = {**kwargs, "autocommit": True, "client_encoding": "utf8"}
         self.where = server_name(conninfo)
         self.delay = delay
         self.poll = poll
@@ -63,7 +69,7 @@ class Hub:
         self.users = 0
         self._read: psycopg.AsyncConnection[Any] | None = None
         self._read_lock = asyncio.Lock()
-        self._wanted: list[tuple[str, int, int, asyncio.Future[list[Any] | None]]] = []
+        self._wanted: list[_Wanted] = []
         self._reader: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._poller: asyncio.Task[None] | None = None
@@ -102,9 +108,12 @@ class Hub:
                 self.heard.pop(session_id, None)
                 self.active.pop(session_id, None)
 
-    async def read_from(self, session_id: str, first: int, limit: int) -> list[Any] | None:
-        """Up to ``limit`` rows of the session from seq ``first`` on, in order; ``None`` if
-        the hub closed meanwhile (its last follower was closed while this read waited).
+    async def read_from(
+        self, session_id: str, first: int, limit: int
+    ) -> tuple[list[Any], bool] | None:
+        """Up to ``limit`` rows of the session from seq ``first`` on, in order, and whether
+        they reach its newest row; ``None`` if the hub closed meanwhile (its last follower
+        was closed while this read waited).
 
         The reads asked for while one is under way go together in the next
         query: one notifying transaction wakes the followers of many sessions
@@ -115,40 +124,63 @@ class Hub:
         self._wanted.append((session_id, first, limit, wanted))
         if self._reader is None or self._reader.done():
             self._reader = asyncio.get_running_loop().create_task(self._read_wanted())
-        rows: list[Any] | None = await wanted
-        return rows
+        answer: tuple[list[Any], bool] | None = await wanted
+        return answer
 
     async def _read_wanted(self) -> None:
         while self._wanted:
             batch, self._wanted = self._wanted, []
-            batch = [item for item in batch if not item[3].done()]  # cancelled while waiting
-            if not batch:
-                continue
-            try:
-                rows = await self._query(
-                    _sql.READ_AFTER_EACH,
-                    (
-                        [session_id for session_id, *_ in batch],
-                        [first - 1 for _, first, *_ in batch],
-                        max(limit for _, _, limit, _ in batch),
-                    ),
-                )
-            except Exception as error:  # each reader decides what the error means to it
-                for *_, wanted in batch:
-                    if not wanted.done():
-                        wanted.set_exception(error)
-                continue
-            except BaseException:  # the hub is closing: nobody waits forever
-                for *_, wanted in batch:
-                    if not wanted.done():
-                        wanted.set_result(None)
-                raise
-            found: list[list[Any]] = [[] for _ in batch]
-            for number, *row in rows:
-                found[number - 1].append(tuple(row))
-            for (_, _, limit, wanted), own in zip(batch, found, strict=True):
+            await self._answer([item for item in batch if not item[3].done()])  # not cancelled
+
+    async def _answer(self, batch: list[_Wanted]) -> None:
+        if not batch:
+            return
+        # About one follower's read of rows in all, at least the last row and the next each:
+        # hundreds of backlogs in one statement were many reads' time and memory, over a
+        # statement_timeout that every retry of the same batch met again.
+        share = min(max(2, _sql.MAX_BATCH // len(batch)), max(limit for *_, limit, _ in batch))
+        try:
+            rows = await self._query(
+                _sql.READ_AFTER_EACH,
+                (
+                    [session_id for session_id, *_ in batch],
+                    [first - 1 for _, first, *_ in batch],
+                    share,
+                ),
+            )
+        except Exception as error:  # each reader decides what the error means to it
+            if len(batch) > 1 and not isinstance(error, psycopg.OperationalError):
+                # One read's own fault (an id the server cannot hold) is its alone.
+                try:
+                    for item in batch:
+                        await self._answer([item])
+                finally:  # the hub is closing: nobody waits forever
+                    for *_, wanted in batch:
+                        if not wanted.done():
+                            wanted.set_result(None)
+                return
+            for *_, wanted in batch:
                 if not wanted.done():
-                    wanted.set_result(own[:limit])
+                    wanted.set_exception(error)
+            return
+        except BaseException:  # the hub is closing: nobody waits forever
+            for *_, wanted in batch:
+                if not wanted.done():
+                    wanted.set_result(None)
+            raise
+        found: list[list[Any]] = [[] for _ in batch]
+        for number, *row in rows:
+            found[number - 1].append(tuple(row))
+        for (session_id, first, limit, wanted), own in zip(batch, found, strict=True):
+            # A read that reached the newest row shows what a notification naming a later
+            # seq was: a claim, not a commit (anyone may NOTIFY). The poll must not take
+            # that seq, once it commits unannounced, for one already heard of.
+            if len(own) < share:
+                newest = own[-1][0] if own else first - 1
+                if self.heard.get(session_id, -1) > newest:
+                    self.heard[session_id] = newest
+            if not wanted.done():
+                wanted.set_result((own[:limit], len(own) < share and len(own) <= limit))
 
     async def _query(self, statement: str, params: tuple[Any, ...]) -> list[Any]:
         async with self._read_lock:
@@ -226,8 +258,13 @@ class Hub:
                 continue
             try:
                 rows = await self._query(_sql.NEWEST, (sessions,))
-            except psycopg.Error:
+            except psycopg.OperationalError:
                 continue  # the server is away: the LISTEN reconnects and wakes everyone
+            except psycopg.Error:  # one id the server cannot hold fails the query: ask alone
+                rows = []
+                for session_id in sessions:
+                    with suppress(psycopg.Error):
+                        rows += await self._query(_sql.NEWEST, ([session_id],))
             except Exception:
                 _LOG.exception("polling %s failed; polling again", self.where)
                 continue
@@ -303,12 +340,13 @@ class PostgresFollower:
             self._kwargs = {}
         self._conninfo = conninfo_of(conninfo_or_pool)
         self.last_seq = after_seq
-        self._last_row: tuple[Any, ...] | None = None  # (type, data) of the row at last_seq
+        self._last_row: tuple[Any, ...] | None = None  # (type, data, xmin) of the row at last_seq
         self._delay = reconnect_delay
         if type(poll_interval) not in (int, float) or not 0 < poll_interval <= 3600:
             raise UsageError(f"poll_interval must be seconds in (0, 3600], not {poll_interval!r}")
         self._poll = float(poll_interval)
         self._buffer: deque[Event] = deque()
+        self._limit = _sql.MAX_BATCH  # rows to read at once: fewer after a read timed out
         self._waker = asyncio.Event()
         self._hub: Hub | None = None
         self._error: InvalidLog | LogReplaced | None = None
@@ -332,17 +370,24 @@ class PostgresFollower:
                 self._at_end = False
                 continue  # closed meanwhile: the check above
             self._waker.clear()  # before reading: a notification during the read is kept
-            first = max(self.last_seq, 0)
+            asked = self.last_seq
+            first = max(asked, 0)
             try:
-                rows = await hub.read_from(self.session_id, first, _sql.MAX_BATCH)
+                answer = await hub.read_from(self.session_id, first, self._limit)
+            except psycopg.errors.QueryCanceled:
+                if self._limit > 2:  # a statement_timeout shorter than reading that many rows
+                    self._limit //= 2
+                else:  # or a lock held on the table: wait until it is released
+                    await asyncio.sleep(self._delay)
+                continue
             except psycopg.OperationalError:
                 await asyncio.sleep(self._delay)  # the hub's LISTEN reconnects meanwhile
                 continue
             except psycopg.Error as error:
                 raise store_error(f"session {self.session_id!r} on {hub.where}", error) from None
-            if rows is None or self._closed:
-                continue
-            self._at_end = len(rows) < _sql.MAX_BATCH
+            if answer is None or self._closed or self.last_seq != asked:
+                continue  # (another wait on this follower took newer rows meanwhile)
+            rows, self._at_end = answer
             self._take(rows)
         if self._closed:
             raise StopAsyncIteration
@@ -420,11 +465,12 @@ class PostgresFollower:
                     )
                 rows = rows[1:]
             for row in rows:
-                event = decode_row(self.session_id, *row)
-                if event["seq"] != self.last_seq + 1 and self.last_seq >= 0:
+                event = decode_row(self.session_id, *row[:3])
+                if event["seq"] != self.last_seq + 1:
+                    after = f"seq {self.last_seq}" if self.last_seq >= 0 else "the start"
                     raise InvalidLog(
-                        f"session {self.session_id!r}, seq {event['seq']}: follows seq "
-                        f"{self.last_seq} (events are missing)"
+                        f"session {self.session_id!r}, seq {event['seq']}: follows {after} "
+                        "(events are missing)"
                     )
                 self.last_seq = event["seq"]
                 self._last_row = tuple(row[1:])

@@ -314,7 +314,8 @@ class PostgresReader:
                     "(the session was deleted and written again)"
                 )
             # the follower's first read checks that this same row is still there
-            follower._last_row = tuple(rows[0][1:])
+            xmin, kind, data = rows[0]
+            follower._last_row = (kind, data, xmin)
         try:
             while True:
                 try:
