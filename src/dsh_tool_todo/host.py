@@ -33,6 +33,7 @@ from .loader import load_plugins, new_plugin_manager
 from .protocols import ProjectionUnit, ResumableUnit
 from .stores.memory import AsyncMemorySession as AsyncMemorySession
 from .stores.memory import MemorySession as MemorySession
+from .tool import _Owner
 
 __all__ = ["AsyncMemorySession", "Host", "HostAgent", "HostContext", "MemorySession", "ToolCall"]
 
@@ -52,8 +53,7 @@ class ToolCall:
     agent: HostAgent | None
 
 
-@dataclass(frozen=True, eq=False)
-class HostAgent:
+class HostAgent(_Owner):
     """An agent of the host, owning one session.
 
     It is the exec context of its own tool calls (its ``agent`` is itself):
@@ -62,10 +62,16 @@ class HostAgent:
     runs rather than until it is dropped.
     """
 
+    __slots__ = ("__weakref__",)
+
     session: Any
-    # Not a field: the host's calls carry no tool-call id, and a class attribute keeps the
-    # tool's read of it a plain lookup.
-    call_id = None
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.call_id = None  # the host's calls carry no tool-call id
+
+    def __repr__(self) -> str:
+        return f"HostAgent(session={self.session!r})"
 
     @property
     def agent(self) -> HostAgent:

@@ -75,7 +75,8 @@ class TodoWriteTool:
         """
         # _record, _prepare, validate_call (judge's shortcut too), _append and render_result
         # written out: the per-call hot path
-        agent = None if call is None else call.agent
+        owner = isinstance(call, _Owner)  # its own agent: no property call to find it
+        agent: Any = call if owner else None if call is None else call.agent
         if agent is None:
             return ToolCallRejected(NO_OWNER).model_text
         parallel = self.options.allow_parallel_in_progress
@@ -88,7 +89,7 @@ class TodoWriteTool:
             except ToolCallRejected as rejected:
                 return rejected.model_text
         data, counts = counted
-        call_id = getattr(call, "call_id", None)
+        call_id = agent.call_id if owner else getattr(call, "call_id", None)
         if call_id is not None:
             data = _with_call_id(data, call_id)
         session = agent.session
@@ -189,7 +190,9 @@ class _Owner:
     """The exec context of a call owned by one session: it is its own agent.
 
     The one owner-bound exec context: the core API and every adapter build
-    their calls with it (``integrations._core`` re-exports it as ``Owned``).
+    their calls with it (``integrations._core`` re-exports it as ``Owned``),
+    and the reference host's agents are one. :meth:`TodoWriteTool.run` reads
+    its session and call id without asking for its ``agent``.
     """
 
     __slots__ = ("call_id", "session")
