@@ -145,7 +145,7 @@ class _Units:
     not made per agent.
     """
 
-    __slots__ = ("by_key", "folds", "ids", "keys", "resumable")
+    __slots__ = ("by_key", "folds", "ids", "keys", "resumable", "starts")
 
     def __init__(self, units: Mapping[str, ProjectionUnit[Any, Any]]) -> None:
         self.by_key = dict(units)  # a snapshot: what the agents' states are made for
@@ -154,6 +154,11 @@ class _Units:
         self.resumable: dict[str, ResumableUnit[Any, Any]] = {
             key: unit for key, unit in self.by_key.items() if isinstance(unit, ResumableUnit)
         }
+        # Each unit's start on a log with nothing to resume: its init, or resume(None).
+        self.starts = tuple(
+            (key, unit, None if key not in self.resumable else self.resumable[key].resume)
+            for key, unit in self.by_key.items()
+        )
 
 
 def _ids(units: Mapping[str, object]) -> list[int]:
@@ -161,7 +166,8 @@ def _ids(units: Mapping[str, object]) -> list[int]:
 
 
 class _ProjectionStates:
-    """One agent's projection states, fed by a single subscription to its session."""
+    """One agent's projection states: fed by a single subscription to its session, or, for a
+    session the host made, folded from its list of events when read."""
 
     __slots__ = (
         "_folds",
@@ -176,20 +182,28 @@ class _ProjectionStates:
         "units",
     )
 
-    def __init__(self, table: _Units) -> None:
+    def __init__(self, table: _Units, follow_from: int | None) -> None:
         self._table = table
         self._folds = table.folds
         self.units = table.by_key
-        self.states: dict[str, Any] = {key: unit.init for key, unit in self.units.items()}
         self.broken = False
-        # Events heard between subscribing and resuming; None once resumed.
-        self._pending: list[Event] | None = []
         self._lock = threading.Lock()
-        self._plain = False  # resumed and not broken: feed folds straight away
         self.session_ref: weakref.ref[Any] | None = None  # its callback drops these states
-        # Following a host-made session's own list of events: the seq of the first event
-        # not folded yet (None: fed by a subscription instead).
-        self._next_seq: int | None = None
+        # Following a log only this host appends to (a MemorySession it made), folded when
+        # read: the seq of the first event not folded yet. None: fed by a subscription.
+        self._next_seq = follow_from
+        states: dict[str, Any] = {}
+        self.states = states
+        if follow_from is None:  # subscribed, then resumed: events heard meanwhile are kept
+            for key, unit in table.by_key.items():
+                states[key] = unit.init
+            self._pending: list[Event] | None = []
+            self._plain = False  # resumed and not broken: feed folds straight away
+        else:  # nothing to resume: a log with no event, or its link alone, which no unit folds
+            for key, unit, resume in table.starts:
+                states[key] = unit.init if resume is None else resume(None)
+            self._pending = None
+            self._plain = True
 
     def feed(self, event: Event) -> None:
         if not self._plain:
@@ -233,24 +247,6 @@ class _ProjectionStates:
                         continue  # already in the resumed state
                     self._fold_one(key, unit, event)
             self._plain = not self.broken
-
-    def resume_empty(self) -> None:
-        """:meth:`resume` for a log that holds no event and that only this host can append to."""
-        for key, resumable in self._table.resumable.items():
-            self.states[key] = resumable.resume(None)
-        self._pending = None
-        self._plain = True
-
-    def follow(self, log: list[Event]) -> None:
-        """Fold, when a view is read, what the host's own in-memory session appended since.
-
-        A :class:`MemorySession` the host made keeps every event in its list
-        anyway, and nothing else can have resumed it: rather than a listener
-        folding each event as it is appended (about a twentieth of a whole
-        call), the reader folds what is new, in log order, before it reads.
-        """
-        self.resume_empty()
-        self._next_seq = len(log)  # a made log holds at most its link, which no unit folds
 
     def view(self, key: str) -> Any:
         if self._next_seq is not None:
@@ -373,62 +369,42 @@ class Host:
         a last ``todo/write`` that breaks the invariant raises
         :class:`~dsh_tool_todo.errors.InvalidLog` and leaves no subscription.
         """
+        made = session is None
         if parent is not None or parent_call_id is not None:
-            key = _parent_key(parent, parent_call_id)
-            if session is None:
-                session = MemorySession(parent=key, parent_call_id=parent_call_id)
-                made = True
-            else:
-                link = getattr(session, "link", None)
-                if link is None:
-                    raise UsageError(
-                        f"a {type(session).__name__} cannot record a parent (it has no link "
-                        "method): use a store session of this library, or link it yourself"
-                    )
-                linked = link(key, parent_call_id=parent_call_id)
-                if inspect.isawaitable(linked):  # an asyncio session: its link is I/O to await
-                    getattr(linked, "close", lambda: None)()
-                    raise UsageError(
-                        f"a {type(session).__name__} links asynchronously: "
-                        "`await session.link(parent, parent_call_id=...)` (or open it with "
-                        "parent=), then call new_agent(session) without parent="
-                    )
-                made = False
-            return self._new_agent(session, made=made)
-        return self._new_agent(session, made=session is None)
-
-    def _new_agent(self, session: ObservableSession | None, *, made: bool) -> HostAgent:
+            session = _linked(session, _parent_key(parent, parent_call_id), parent_call_id)
         owned = MemorySession() if session is None else session
         units = self.context.session_projections
         if units is None:
             return HostAgent(owned)
+        # Set past the registry's own method? Keys in order and units by identity (a unit's
+        # own __eq__ is never called), as two flat lists: this runs per agent.
+        table = self._units
+        if _ids(units) != table.ids or list(units) != table.keys:
+            self._units = table = _Units(units)
+        key = id(owned)
+        if made:  # no one else has it yet, and its own list of events is all the host needs
+            states = _ProjectionStates(table, len(owned.events))  # type: ignore[attr-defined]
+            # Freed, the session's entry goes at once: a later session may get its id.
+            # The callback is pop(key, ref): the dead ref lands as pop's default.
+            states.session_ref = weakref.ref(owned, partial(self._projections.pop, key))
+            self._projections[key] = states
+            return HostAgent(owned)
         with self._agents_lock:
-            key = id(owned)
             if key in self._projections:
                 return HostAgent(owned)  # one subscription per session per host
-            # Set past the registry's own method? Keys in order and units by identity (a
-            # unit's own __eq__ is never called), as two flat lists: this runs per agent.
-            table = self._units
-            if _ids(units) != table.ids or list(units) != table.keys:
-                self._units = table = _Units(units)
-            states = _ProjectionStates(table)
+            states = _ProjectionStates(table, None)
             try:
-                # Freed, the session's entry goes at once: a later session may get its id.
-                # The callback is pop(key, ref): the dead ref lands as pop's default.
                 states.session_ref = weakref.ref(owned, partial(self._projections.pop, key))
             except TypeError:
                 raise UsageError(
                     "a session must be weak-referenceable (a __slots__ class needs __weakref__)"
                 ) from None
-            if made:  # its own list of events is all the host needs: nothing to subscribe
-                states.follow(owned.events)  # type: ignore[attr-defined]
-            else:
-                unsubscribe = owned.subscribe(states.feed)  # first: no event can slip past
-                try:
-                    states.resume(owned)
-                except BaseException:
-                    unsubscribe()
-                    raise
+            unsubscribe = owned.subscribe(states.feed)  # first: no event can slip past
+            try:
+                states.resume(owned)
+            except BaseException:
+                unsubscribe()
+                raise
             self._projections[key] = states
         return HostAgent(owned)
 
@@ -491,6 +467,29 @@ class Host:
     def _unknown_tool(self, name: str) -> UsageError:
         known = ", ".join(sorted(self.tools)) or "none"
         return UsageError(f"no tool named {name!r} (registered: {known})")
+
+
+def _linked(
+    session: ObservableSession | None, parent: str, parent_call_id: str | None
+) -> ObservableSession:
+    """``session`` with its parent link recorded (a new :class:`MemorySession` for ``None``)."""
+    if session is None:
+        return MemorySession(parent=parent, parent_call_id=parent_call_id)
+    link = getattr(session, "link", None)
+    if link is None:
+        raise UsageError(
+            f"a {type(session).__name__} cannot record a parent (it has no link "
+            "method): use a store session of this library, or link it yourself"
+        )
+    linked = link(parent, parent_call_id=parent_call_id)
+    if inspect.isawaitable(linked):  # an asyncio session: its link is I/O to await
+        getattr(linked, "close", lambda: None)()
+        raise UsageError(
+            f"a {type(session).__name__} links asynchronously: "
+            "`await session.link(parent, parent_call_id=...)` (or open it with "
+            "parent=), then call new_agent(session) without parent="
+        )
+    return session
 
 
 def _parent_key(parent: str | HostAgent | None, parent_call_id: str | None) -> str:
