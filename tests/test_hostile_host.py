@@ -679,6 +679,56 @@ def test_15_a_restarted_agent_on_a_jsonl_log_continues_its_plan(tmp_path: Path) 
         Host([dsh_tool_todo], options(False)).new_agent(session)
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda registry, unit: registry.__setitem__("count", unit),
+        lambda registry, unit: registry.update(count=unit),
+        lambda registry, unit: registry.update({"count": unit}),
+        lambda registry, unit: registry.setdefault("count", unit),
+        lambda registry, unit: registry.__ior__({"count": unit}),
+    ],
+)
+def test_every_way_past_the_registry_reaches_the_next_agent(
+    host: Host, change: Callable[[Any, Any], object]
+) -> None:
+    registry = host.context.session_projections
+    assert registry is not None
+    before = host.new_agent()
+    change(registry, _Counting())
+    after = host.new_agent()
+    _call(host, after)
+    assert host.projection(after.session, "count") == 1
+    with pytest.raises(UsageError, match=r"'count' was added after this agent was made"):
+        host.projection(before.session, "count")
+
+
+@pytest.mark.parametrize(
+    "remove",
+    [
+        lambda registry: registry.__delitem__("count"),
+        lambda registry: registry.pop("count"),
+        lambda registry: registry.popitem(),  # the newest: "count"
+        lambda registry: registry.clear(),
+    ],
+)
+def test_a_unit_removed_past_the_registry_folds_nothing_for_the_next_agent(
+    host: Host, remove: Callable[[Any], object]
+) -> None:
+    registry = host.context.session_projections
+    assert registry is not None
+    unit = _Recording()
+    registry["count"] = unit
+    host.new_agent()  # made with "count"
+    remove(registry)
+    if "todos" not in registry:  # put back past every method, so only remove() was seen
+        dict.__setitem__(registry, "todos", TodosProjection())
+    agent = host.new_agent()
+    _call(host, agent)
+    assert host.projection(agent.session, "todos") == ARGS["todos"]
+    assert unit.folded == []
+
+
 def test_a_unit_swapped_in_past_the_registry_is_never_compared(host: Host) -> None:
     class Uncomparable(_Counting):
         def __eq__(self, other: object) -> bool:

@@ -120,6 +120,34 @@ class ProjectionTable(dict[str, ProjectionUnit[Any, Any]]):
         """Refuse registrations from now on (the host calls this after ``apply``)."""
         self._sealed = True
 
+    # Changed past register (``table[key] = unit``, ``del``, ``update``...)? Every dict method
+    # that can change it counts, so a new agent asks one number rather than comparing the units.
+    changes = 0
+
+
+def _counted(name: str) -> Callable[..., Any]:
+    change = getattr(dict, name)
+
+    def counted(self: ProjectionTable, /, *args: Any, **kwargs: Any) -> Any:
+        self.changes += 1
+        return change(self, *args, **kwargs)
+
+    counted.__name__ = name
+    return counted
+
+
+for _name in (
+    "__setitem__",
+    "__delitem__",
+    "__ior__",
+    "clear",
+    "pop",
+    "popitem",
+    "setdefault",
+    "update",
+):
+    setattr(ProjectionTable, _name, _counted(_name))
+
 
 @dataclass(frozen=True)
 class HostContext:
@@ -145,11 +173,11 @@ class _Units:
     not made per agent.
     """
 
-    __slots__ = ("by_key", "folds", "ids", "keys", "resumable", "starts")
+    __slots__ = ("by_key", "changes", "folds", "resumable", "starts")
 
     def __init__(self, units: Mapping[str, ProjectionUnit[Any, Any]]) -> None:
         self.by_key = dict(units)  # a snapshot: what the agents' states are made for
-        self.keys, self.ids = list(self.by_key), _ids(self.by_key)
+        self.changes = getattr(units, "changes", 0)  # the table's count when snapshot
         self.folds = tuple((key, unit.apply) for key, unit in self.by_key.items())
         self.resumable: dict[str, ResumableUnit[Any, Any]] = {
             key: unit for key, unit in self.by_key.items() if isinstance(unit, ResumableUnit)
@@ -159,10 +187,6 @@ class _Units:
             (key, unit, None if key not in self.resumable else self.resumable[key].resume)
             for key, unit in self.by_key.items()
         )
-
-
-def _ids(units: Mapping[str, object]) -> list[int]:
-    return list(map(id, units.values()))
 
 
 class _ProjectionStates:
@@ -376,10 +400,8 @@ class Host:
         units = self.context.session_projections
         if units is None:
             return HostAgent(owned)
-        # Set past the registry's own method? Keys in order and units by identity (a unit's
-        # own __eq__ is never called), as two flat lists: this runs per agent.
         table = self._units
-        if _ids(units) != table.ids or list(units) != table.keys:
+        if units.changes != table.changes:  # set past the registry's own method
             self._units = table = _Units(units)
         key = id(owned)
         if made:  # no one else has it yet, and its own list of events is all the host needs
