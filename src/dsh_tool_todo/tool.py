@@ -99,7 +99,10 @@ class TodoWriteTool:
             raise _failure(error) from error
         if written is not None and type(written) is not dict:
             _check_sync_result(session, written)
-        return self._texts.get(counts) or self._success_text(counts)
+        try:  # a subscript, not get(): no method call
+            return self._texts[counts]
+        except KeyError:
+            return self._success_text(counts)
 
     async def arun(self, args: Any, call: ToolExec | None) -> str:
         """:meth:`run` for asyncio hosts; the session's ``append`` may be a coroutine."""
@@ -126,7 +129,10 @@ class TodoWriteTool:
                 raise _failure(error) from error
         elif written is not None and type(written) is not dict:
             _refuse_generator(session, written)
-        return self._texts.get(counts) or self._success_text(counts)
+        try:
+            return self._texts[counts]
+        except KeyError:
+            return self._success_text(counts)
 
     def call(self, args: Any, session: Session, *, call_id: str | None = None) -> str:
         """Run one call owned by ``session``'s agent; return exactly the text the model reads.
