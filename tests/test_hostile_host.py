@@ -256,6 +256,25 @@ def test_a_session_the_host_made_is_folded_when_read_each_event_once() -> None:
     assert unit.folded == [1, 2, 3, 4]
 
 
+def test_a_session_the_host_made_shares_its_states_and_another_host_has_its_own() -> None:
+    host, unit = _recording_host()
+    first = host.new_agent()
+    _call(host, first)
+    second = host.new_agent(first.session)  # the same host: the same states, not reset
+    _call(host, second)
+    assert host.projection(first.session, "count") == 2
+    assert unit.folded == [0, 1]  # each event folded once
+    other, other_unit = _recording_host()
+    other.new_agent(first.session)  # resumed: the plan, and only later events counted
+    assert other.projection(first.session, "todos") == ARGS["todos"]
+    _call(other, other.new_agent(first.session))
+    assert other.projection(first.session, "count") == 1
+    assert other_unit.folded == [2]
+    assert host.projection(first.session, "count") == 3
+    with pytest.raises(UsageError, match="belongs to no agent of this host"):
+        other.projection(host.new_agent().session, "todos")
+
+
 def test_a_listener_on_a_session_the_host_made_reads_the_plan_it_was_called_for() -> None:
     host, _ = _recording_host()
     agent = host.new_agent()

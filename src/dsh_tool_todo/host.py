@@ -272,18 +272,15 @@ class _ProjectionStates:
                     self._fold_one(key, unit, event)
             self._plain = not self.broken
 
-    def view(self, key: str) -> Any:
+    def view(self, key: str, session: Any) -> Any:
         if self._next_seq is not None:
-            self._catch_up()
+            self._catch_up(session)
         state = self.states[key]
         if isinstance(state, _Broken):
             raise InvalidLog(state.message)
         return self.units[key].view(state)
 
-    def _catch_up(self) -> None:
-        session = None if self.session_ref is None else self.session_ref()
-        if session is None:
-            return
+    def _catch_up(self, session: Any) -> None:
         with self._lock:
             log: list[Event] = session.events
             if not log or self._next_seq is None:
@@ -363,6 +360,8 @@ class Host:
             self.context.session_projections.seal()
         # By id, and dropped when the session is freed: the host never pins an agent.
         self._projections: dict[int, _ProjectionStates] = {}
+        # Marks the states of a session this host made, which that session keeps itself.
+        self._mark = object()
         self._agents_lock = threading.Lock()
         units = self.context.session_projections
         self._units = _Units(units if units is not None else {})
@@ -403,19 +402,20 @@ class Host:
         table = self._units
         if units.changes != table.changes:  # set past the registry's own method
             self._units = table = _Units(units)
-        key = id(owned)
         if made:  # no one else has it yet, and its own list of events is all the host needs
+            # The session keeps its states, marked as this host's: they go with it, and the
+            # host keeps no entry to drop when it is freed.
             states = _ProjectionStates(table, len(owned.events))  # type: ignore[attr-defined]
-            # Freed, the session's entry goes at once: a later session may get its id.
-            # The callback is pop(key, ref): the dead ref lands as pop's default.
-            states.session_ref = weakref.ref(owned, partial(self._projections.pop, key))
-            self._projections[key] = states
+            owned._host_states = (self._mark, states)  # type: ignore[attr-defined]
             return HostAgent(owned)
         with self._agents_lock:
-            if key in self._projections:
+            key = id(owned)
+            if key in self._projections or self._made_here(owned) is not None:
                 return HostAgent(owned)  # one subscription per session per host
             states = _ProjectionStates(table, None)
             try:
+                # Freed, the session's entry goes at once: a later session may get its id.
+                # The callback is pop(key, ref): the dead ref lands as pop's default.
                 states.session_ref = weakref.ref(owned, partial(self._projections.pop, key))
             except TypeError:
                 raise UsageError(
@@ -479,12 +479,17 @@ class Host:
             raise UsageError("this host mounts no session projections (projections=False)")
         if key not in units:
             raise UsageError(f"no session projection {key!r} is registered")
-        states = self._projections.get(id(session))
+        states = self._projections.get(id(session)) or self._made_here(session)
         if states is None:
             raise UsageError("that session belongs to no agent of this host")
         if key not in states.units:
             raise UsageError(f"session projection {key!r} was added after this agent was made")
-        return _copy_view(states.view(key))
+        return _copy_view(states.view(key, session))
+
+    def _made_here(self, session: object) -> _ProjectionStates | None:
+        """The states a session this host made keeps, or ``None``."""
+        made = getattr(session, "_host_states", None)
+        return made[1] if made is not None and made[0] is self._mark else None
 
     def _unknown_tool(self, name: str) -> UsageError:
         known = ", ".join(sorted(self.tools)) or "none"
