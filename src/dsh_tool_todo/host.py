@@ -362,6 +362,7 @@ class Host:
         self._projections: dict[int, _ProjectionStates] = {}
         # Marks the states of a session this host made, which that session keeps itself.
         self._mark = object()
+        self._runners: set[type] = set()  # tool classes that offer run
         self._agents_lock = threading.Lock()
         units = self.context.session_projections
         self._units = _Units(units if units is not None else {})
@@ -437,9 +438,10 @@ class Host:
         except KeyError:
             raise self._unknown_tool(name) from None
         call = _NO_AGENT if agent is None else agent
-        run = getattr(tool, "run", None)
-        if run is not None:  # the tool renders itself and hands out no result to copy
-            text: str = run(args, call)
+        # A tool that renders itself (no result to copy), asked of its class once: run is
+        # called through the tool, so a run set on the tool itself is still the one called.
+        if type(tool) in self._runners or self._runs(tool):
+            text: str = tool.run(args, call)
             return text
         try:
             result = tool.execute(args, call)
@@ -490,6 +492,13 @@ class Host:
         """The states a session this host made keeps, or ``None``."""
         made = getattr(session, "_host_states", None)
         return made[1] if made is not None and made[0] is self._mark else None
+
+    def _runs(self, tool: Any) -> bool:
+        if getattr(tool, "run", None) is None:
+            return False
+        if getattr(type(tool), "run", None) is not None:
+            self._runners.add(type(tool))
+        return True
 
     def _unknown_tool(self, name: str) -> UsageError:
         known = ", ".join(sorted(self.tools)) or "none"
