@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import sys
+from typing import Any, ClassVar
 
 import pytest
 
@@ -40,6 +41,53 @@ def test_a_projection_key_is_registered_once(host: Host) -> None:
 def test_an_unknown_tool_is_a_programmer_error(host: Host, agent: HostAgent) -> None:
     with pytest.raises(UsageError, match=r"no tool named 'todo_read' \(registered: todo_write\)"):
         host.call_tool("todo_read", {}, agent=agent)
+
+
+class _Echo:
+    """A plugin's tool without ``run``: the host calls ``execute``, then ``render``."""
+
+    name = "echo"
+    description = "Say it back."
+    parameters: ClassVar[dict[str, object]] = {"type": "object"}
+
+    def execute(self, args: str, call: Any) -> dict[str, Any]:
+        if not args:
+            raise dsh_tool_todo.ToolCallRejected("Error: nothing to echo.")
+        return {"said": args, "agent": call.agent}
+
+    def render(self, result: dict[str, Any]) -> str:
+        return f"echo {result['said']}"
+
+
+def test_a_tool_without_run_is_called_through_execute_and_render(host: Host) -> None:
+    echo = _Echo()
+    host.tools.register(echo)
+    agent = host.new_agent()
+    for _ in range(2):  # and again, once the host has looked at its class
+        assert host.call_tool("echo", "hi", agent=agent) == "echo hi"
+        assert host.call_tool("echo", "", agent=agent) == "Error: nothing to echo."
+    echo.run = lambda args, call: f"ran {args}"  # type: ignore[attr-defined]
+    assert host.call_tool("echo", "hi", agent=agent) == "ran hi"
+
+
+def test_a_run_set_on_the_tool_itself_is_the_one_called(host: Host, agent: HostAgent) -> None:
+    tool = host.tools["todo_write"]
+    args = {"todos": [todo("a")]}
+    assert host.call_tool("todo_write", args, agent=agent).startswith("Updated")
+    seen: list[Any] = []
+    plain = tool.run
+
+    def traced(args: Any, call: Any) -> str:
+        seen.append(args)
+        return plain(args, call)
+
+    tool.run = traced  # type: ignore[method-assign]
+    try:
+        assert host.call_tool("todo_write", args, agent=agent).startswith("Updated")
+    finally:
+        del tool.run
+    assert seen == [args]
+    assert len(agent.session.events) == 2
 
 
 def test_projection_errors_say_what_is_wrong(make_host: HostFactory) -> None:

@@ -218,6 +218,97 @@ def test_19_new_agent_twice_on_one_session_neither_resubscribes_nor_resets() -> 
     assert host.projection(session, "count") == 2  # each event folded once
 
 
+class _Recording(_Counting):
+    """A counting unit that also records the seq of each event it folds."""
+
+    def __init__(self) -> None:
+        self.folded: list[int] = []
+
+    def apply(self, state: int, event: Mapping[str, Any]) -> int:
+        self.folded.append(event["seq"])
+        return state + 1
+
+
+def _recording_host() -> tuple[Host, _Recording]:
+    unit = _Recording()
+    plugin = types.ModuleType("recording_plugin")
+
+    @hookimpl
+    def apply(ctx: Any) -> None:
+        ctx.session_projections.register("count", unit)
+
+    plugin.apply = apply  # type: ignore[attr-defined]
+    return Host([dsh_tool_todo, plugin], options(False)), unit
+
+
+def test_a_session_the_host_made_is_folded_when_read_each_event_once() -> None:
+    host, unit = _recording_host()
+    agent = host.new_agent(parent="lead")  # its link event is no unit's to fold
+    for _ in range(3):
+        _call(host, agent)
+    assert unit.folded == []  # nothing folded per append: the log is the session's own list
+    assert host.projection(agent.session, "count") == 3
+    assert host.projection(agent.session, "todos") == ARGS["todos"]
+    assert unit.folded == [1, 2, 3]  # once each, in log order, however often read
+    agent.session.events.clear()  # emptied by its owner: what comes after still folds
+    _call(host, agent, {"todos": [todo("later")]})
+    assert host.projection(agent.session, "todos") == [todo("later")]
+    assert unit.folded == [1, 2, 3, 4]
+
+
+def test_a_session_the_host_made_shares_its_states_and_another_host_has_its_own() -> None:
+    host, unit = _recording_host()
+    first = host.new_agent()
+    _call(host, first)
+    second = host.new_agent(first.session)  # the same host: the same states, not reset
+    _call(host, second)
+    assert host.projection(first.session, "count") == 2
+    assert unit.folded == [0, 1]  # each event folded once
+    other, other_unit = _recording_host()
+    other.new_agent(first.session)  # resumed: the plan, and only later events counted
+    assert other.projection(first.session, "todos") == ARGS["todos"]
+    _call(other, other.new_agent(first.session))
+    assert other.projection(first.session, "count") == 1
+    assert other_unit.folded == [2]
+    assert host.projection(first.session, "count") == 3
+    with pytest.raises(UsageError, match="belongs to no agent of this host"):
+        other.projection(host.new_agent().session, "todos")
+
+
+def test_a_listener_on_a_session_the_host_made_reads_the_plan_it_was_called_for() -> None:
+    host, _ = _recording_host()
+    agent = host.new_agent()
+    seen: list[Any] = []
+    agent.session.subscribe(lambda event: seen.append(host.projection(agent.session, "todos")))
+    _call(host, agent)
+    _call(host, agent, {"todos": [todo("next")]})
+    assert seen == [ARGS["todos"], [todo("next")]]
+
+
+def test_readers_and_writers_on_a_session_the_host_made_fold_each_event_once() -> None:
+    host, unit = _recording_host()
+    agent = host.new_agent()
+    start = threading.Barrier(4)
+
+    def write() -> None:
+        start.wait()
+        for _ in range(200):
+            _call(host, agent)
+
+    def read() -> None:
+        start.wait()
+        for _ in range(200):
+            host.projection(agent.session, "count")
+
+    threads = [threading.Thread(target=job) for job in (write, write, read, read)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert host.projection(agent.session, "count") == 400
+    assert unit.folded == list(range(400))
+
+
 def test_20_a_unit_registered_after_composition_is_refused(host: Host, agent: HostAgent) -> None:
     registry = host.context.session_projections
     assert registry is not None
@@ -605,6 +696,56 @@ def test_15_a_restarted_agent_on_a_jsonl_log_continues_its_plan(tmp_path: Path) 
     broken = r"event 2: Error: invalid todo: `content` must be"
     with JsonlSession(path) as session, pytest.raises(InvalidLog, match=broken):
         Host([dsh_tool_todo], options(False)).new_agent(session)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda registry, unit: registry.__setitem__("count", unit),
+        lambda registry, unit: registry.update(count=unit),
+        lambda registry, unit: registry.update({"count": unit}),
+        lambda registry, unit: registry.setdefault("count", unit),
+        lambda registry, unit: registry.__ior__({"count": unit}),
+    ],
+)
+def test_every_way_past_the_registry_reaches_the_next_agent(
+    host: Host, change: Callable[[Any, Any], object]
+) -> None:
+    registry = host.context.session_projections
+    assert registry is not None
+    before = host.new_agent()
+    change(registry, _Counting())
+    after = host.new_agent()
+    _call(host, after)
+    assert host.projection(after.session, "count") == 1
+    with pytest.raises(UsageError, match=r"'count' was added after this agent was made"):
+        host.projection(before.session, "count")
+
+
+@pytest.mark.parametrize(
+    "remove",
+    [
+        lambda registry: registry.__delitem__("count"),
+        lambda registry: registry.pop("count"),
+        lambda registry: registry.popitem(),  # the newest: "count"
+        lambda registry: registry.clear(),
+    ],
+)
+def test_a_unit_removed_past_the_registry_folds_nothing_for_the_next_agent(
+    host: Host, remove: Callable[[Any], object]
+) -> None:
+    registry = host.context.session_projections
+    assert registry is not None
+    unit = _Recording()
+    registry["count"] = unit
+    host.new_agent()  # made with "count"
+    remove(registry)
+    if "todos" not in registry:  # put back past every method, so only remove() was seen
+        dict.__setitem__(registry, "todos", TodosProjection())
+    agent = host.new_agent()
+    _call(host, agent)
+    assert host.projection(agent.session, "todos") == ARGS["todos"]
+    assert unit.folded == []
 
 
 def test_a_unit_swapped_in_past_the_registry_is_never_compared(host: Host) -> None:

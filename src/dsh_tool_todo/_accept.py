@@ -26,6 +26,13 @@ from pydantic_core import from_json
 
 from .model import TodoItem, TodoResult
 
+# The keys and statuses as the parser's own string objects: it hands out one shared object
+# per short string it has seen, so the lookups and comparisons below find the very object (a
+# pointer compare) where an equal string would be compared character by character. Should
+# the parser ever hand out another object, they still compare equal: only speed depends on it.
+_CONTENT, _STATUS = from_json('{"content":0,"status":0}')
+_PENDING, _IN_PROGRESS, _COMPLETED = from_json('["pending","in_progress","completed"]')
+
 Counted = tuple[dict[str, list[TodoItem]], tuple[int, int, int]]
 """Accepted arguments ``{todos}``, the event's data as is, and the list's counts:
 ``(data, (pending, in_progress, completed))``."""
@@ -51,18 +58,18 @@ def accept_counted(raw: str | bytes, allow_parallel: bool) -> Counted | None:
     try:
         for item in todos:
             first, _ = item  # a dict unpacks into its keys, in the order written
-            if first != "content":
+            if first != _CONTENT:
                 return None
-            content = item["content"]
+            content = item[_CONTENT]
             if not content or content.isspace():
                 return None
             add(content)
-            status = item["status"]
-            if status == "pending":
+            status = item[_STATUS]
+            if status == _PENDING:
                 pending += 1
-            elif status == "in_progress":
+            elif status == _IN_PROGRESS:
                 in_progress += 1
-            elif status != "completed":  # only a str equals one; anything else is refused
+            elif status != _COMPLETED:  # only a str equals one; anything else is refused
                 return None
     except (KeyError, TypeError, ValueError, AttributeError):
         return None

@@ -33,6 +33,7 @@ from .loader import load_plugins, new_plugin_manager
 from .protocols import ProjectionUnit, ResumableUnit
 from .stores.memory import AsyncMemorySession as AsyncMemorySession
 from .stores.memory import MemorySession as MemorySession
+from .tool import _Owner
 
 __all__ = ["AsyncMemorySession", "Host", "HostAgent", "HostContext", "MemorySession", "ToolCall"]
 
@@ -52,8 +53,7 @@ class ToolCall:
     agent: HostAgent | None
 
 
-@dataclass(frozen=True, eq=False)
-class HostAgent:
+class HostAgent(_Owner):
     """An agent of the host, owning one session.
 
     It is the exec context of its own tool calls (its ``agent`` is itself):
@@ -62,10 +62,16 @@ class HostAgent:
     runs rather than until it is dropped.
     """
 
+    __slots__ = ("__weakref__",)
+
     session: Any
-    # Not a field: the host's calls carry no tool-call id, and a class attribute keeps the
-    # tool's read of it a plain lookup.
-    call_id = None
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.call_id = None  # the host's calls carry no tool-call id
+
+    def __repr__(self) -> str:
+        return f"HostAgent(session={self.session!r})"
 
     @property
     def agent(self) -> HostAgent:
@@ -114,6 +120,34 @@ class ProjectionTable(dict[str, ProjectionUnit[Any, Any]]):
         """Refuse registrations from now on (the host calls this after ``apply``)."""
         self._sealed = True
 
+    # Changed past register (``table[key] = unit``, ``del``, ``update``...)? Every dict method
+    # that can change it counts, so a new agent asks one number rather than comparing the units.
+    changes = 0
+
+
+def _counted(name: str) -> Callable[..., Any]:
+    change = getattr(dict, name)
+
+    def counted(self: ProjectionTable, /, *args: Any, **kwargs: Any) -> Any:
+        self.changes += 1
+        return change(self, *args, **kwargs)
+
+    counted.__name__ = name
+    return counted
+
+
+for _name in (
+    "__setitem__",
+    "__delitem__",
+    "__ior__",
+    "clear",
+    "pop",
+    "popitem",
+    "setdefault",
+    "update",
+):
+    setattr(ProjectionTable, _name, _counted(_name))
+
 
 @dataclass(frozen=True)
 class HostContext:
@@ -139,27 +173,30 @@ class _Units:
     not made per agent.
     """
 
-    __slots__ = ("by_key", "folds", "ids", "keys", "resumable")
+    __slots__ = ("by_key", "changes", "folds", "resumable", "starts")
 
     def __init__(self, units: Mapping[str, ProjectionUnit[Any, Any]]) -> None:
         self.by_key = dict(units)  # a snapshot: what the agents' states are made for
-        self.keys, self.ids = list(self.by_key), _ids(self.by_key)
+        self.changes = getattr(units, "changes", 0)  # the table's count when snapshot
         self.folds = tuple((key, unit.apply) for key, unit in self.by_key.items())
         self.resumable: dict[str, ResumableUnit[Any, Any]] = {
             key: unit for key, unit in self.by_key.items() if isinstance(unit, ResumableUnit)
         }
-
-
-def _ids(units: Mapping[str, object]) -> list[int]:
-    return list(map(id, units.values()))
+        # Each unit's start on a log with nothing to resume: its init, or resume(None).
+        self.starts = tuple(
+            (key, unit, None if key not in self.resumable else self.resumable[key].resume)
+            for key, unit in self.by_key.items()
+        )
 
 
 class _ProjectionStates:
-    """One agent's projection states, fed by a single subscription to its session."""
+    """One agent's projection states: fed by a single subscription to its session, or, for a
+    session the host made, folded from its list of events when read."""
 
     __slots__ = (
         "_folds",
         "_lock",
+        "_next_seq",
         "_pending",
         "_plain",
         "_table",
@@ -169,17 +206,28 @@ class _ProjectionStates:
         "units",
     )
 
-    def __init__(self, table: _Units) -> None:
+    def __init__(self, table: _Units, follow_from: int | None) -> None:
         self._table = table
         self._folds = table.folds
         self.units = table.by_key
-        self.states: dict[str, Any] = {key: unit.init for key, unit in self.units.items()}
         self.broken = False
-        # Events heard between subscribing and resuming; None once resumed.
-        self._pending: list[Event] | None = []
         self._lock = threading.Lock()
-        self._plain = False  # resumed and not broken: feed folds straight away
         self.session_ref: weakref.ref[Any] | None = None  # its callback drops these states
+        # Following a log only this host appends to (a MemorySession it made), folded when
+        # read: the seq of the first event not folded yet. None: fed by a subscription.
+        self._next_seq = follow_from
+        states: dict[str, Any] = {}
+        self.states = states
+        if follow_from is None:  # subscribed, then resumed: events heard meanwhile are kept
+            for key, unit in table.by_key.items():
+                states[key] = unit.init
+            self._pending: list[Event] | None = []
+            self._plain = False  # resumed and not broken: feed folds straight away
+        else:  # nothing to resume: a log with no event, or its link alone, which no unit folds
+            for key, unit, resume in table.starts:
+                states[key] = unit.init if resume is None else resume(None)
+            self._pending = None
+            self._plain = True
 
     def feed(self, event: Event) -> None:
         if not self._plain:
@@ -224,18 +272,25 @@ class _ProjectionStates:
                     self._fold_one(key, unit, event)
             self._plain = not self.broken
 
-    def resume_empty(self) -> None:
-        """:meth:`resume` for a log that holds no event and that only this host can append to."""
-        for key, resumable in self._table.resumable.items():
-            self.states[key] = resumable.resume(None)
-        self._pending = None
-        self._plain = True
-
-    def view(self, key: str) -> Any:
+    def view(self, key: str, session: Any) -> Any:
+        if self._next_seq is not None:
+            self._catch_up(session)
         state = self.states[key]
         if isinstance(state, _Broken):
             raise InvalidLog(state.message)
         return self.units[key].view(state)
+
+    def _catch_up(self, session: Any) -> None:
+        with self._lock:
+            log: list[Event] = session.events
+            if not log or self._next_seq is None:
+                return
+            # By seq, not position: a list emptied by its owner still folds what came after.
+            new = log[max(self._next_seq - log[0]["seq"], 0) :]
+            for event in new:
+                self.feed(event)
+            if new:
+                self._next_seq = new[-1]["seq"] + 1
 
     def _buffer(self, event: Event) -> bool:
         with self._lock:
@@ -305,6 +360,9 @@ class Host:
             self.context.session_projections.seal()
         # By id, and dropped when the session is freed: the host never pins an agent.
         self._projections: dict[int, _ProjectionStates] = {}
+        # Marks the states of a session this host made, which that session keeps itself.
+        self._mark = object()
+        self._runners: set[type] = set()  # tool classes that offer run
         self._agents_lock = threading.Lock()
         units = self.context.session_projections
         self._units = _Units(units if units is not None else {})
@@ -327,51 +385,35 @@ class Host:
         the host subscribes.
 
         The host subscribes its projections to the session once: a second agent
-        on the same session shares them. A session with ``latest`` (every store
+        on the same session shares them. A session the host makes is not
+        subscribed to: it keeps every event in its list, and the host folds what
+        is new when :meth:`projection` reads it. A session with ``latest`` (every store
         of this library) resumes each :class:`~dsh_tool_todo.protocols.ResumableUnit`
         from its log, so an agent opened on an existing log starts with its plan;
         a last ``todo/write`` that breaks the invariant raises
         :class:`~dsh_tool_todo.errors.InvalidLog` and leaves no subscription.
         """
+        made = session is None
         if parent is not None or parent_call_id is not None:
-            key = _parent_key(parent, parent_call_id)
-            if session is None:
-                session = MemorySession(parent=key, parent_call_id=parent_call_id)
-                made = True
-            else:
-                link = getattr(session, "link", None)
-                if link is None:
-                    raise UsageError(
-                        f"a {type(session).__name__} cannot record a parent (it has no link "
-                        "method): use a store session of this library, or link it yourself"
-                    )
-                linked = link(key, parent_call_id=parent_call_id)
-                if inspect.isawaitable(linked):  # an asyncio session: its link is I/O to await
-                    getattr(linked, "close", lambda: None)()
-                    raise UsageError(
-                        f"a {type(session).__name__} links asynchronously: "
-                        "`await session.link(parent, parent_call_id=...)` (or open it with "
-                        "parent=), then call new_agent(session) without parent="
-                    )
-                made = False
-            return self._new_agent(session, made=made)
-        return self._new_agent(session, made=session is None)
-
-    def _new_agent(self, session: ObservableSession | None, *, made: bool) -> HostAgent:
+            session = _linked(session, _parent_key(parent, parent_call_id), parent_call_id)
         owned = MemorySession() if session is None else session
         units = self.context.session_projections
         if units is None:
             return HostAgent(owned)
+        table = self._units
+        if units.changes != table.changes:  # set past the registry's own method
+            self._units = table = _Units(units)
+        if made:  # no one else has it yet, and its own list of events is all the host needs
+            # The session keeps its states, marked as this host's: they go with it, and the
+            # host keeps no entry to drop when it is freed.
+            states = _ProjectionStates(table, len(owned.events))  # type: ignore[attr-defined]
+            owned._host_states = (self._mark, states)  # type: ignore[attr-defined]
+            return HostAgent(owned)
         with self._agents_lock:
             key = id(owned)
-            if key in self._projections:
+            if key in self._projections or self._made_here(owned) is not None:
                 return HostAgent(owned)  # one subscription per session per host
-            # Set past the registry's own method? Keys in order and units by identity (a
-            # unit's own __eq__ is never called), as two flat lists: this runs per agent.
-            table = self._units
-            if _ids(units) != table.ids or list(units) != table.keys:
-                self._units = table = _Units(units)
-            states = _ProjectionStates(table)
+            states = _ProjectionStates(table, None)
             try:
                 # Freed, the session's entry goes at once: a later session may get its id.
                 # The callback is pop(key, ref): the dead ref lands as pop's default.
@@ -382,11 +424,7 @@ class Host:
                 ) from None
             unsubscribe = owned.subscribe(states.feed)  # first: no event can slip past
             try:
-                # Made here: no event yet (or its link alone), and no one else can append.
-                if made:
-                    states.resume_empty()
-                else:
-                    states.resume(owned)
+                states.resume(owned)
             except BaseException:
                 unsubscribe()
                 raise
@@ -400,9 +438,10 @@ class Host:
         except KeyError:
             raise self._unknown_tool(name) from None
         call = _NO_AGENT if agent is None else agent
-        run = getattr(tool, "run", None)
-        if run is not None:  # the tool renders itself and hands out no result to copy
-            text: str = run(args, call)
+        # A tool that renders itself (no result to copy), asked of its class once: run is
+        # called through the tool, so a run set on the tool itself is still the one called.
+        if type(tool) in self._runners or self._runs(tool):
+            text: str = tool.run(args, call)
             return text
         try:
             result = tool.execute(args, call)
@@ -442,16 +481,51 @@ class Host:
             raise UsageError("this host mounts no session projections (projections=False)")
         if key not in units:
             raise UsageError(f"no session projection {key!r} is registered")
-        states = self._projections.get(id(session))
+        states = self._projections.get(id(session)) or self._made_here(session)
         if states is None:
             raise UsageError("that session belongs to no agent of this host")
         if key not in states.units:
             raise UsageError(f"session projection {key!r} was added after this agent was made")
-        return _copy_view(states.view(key))
+        return _copy_view(states.view(key, session))
+
+    def _made_here(self, session: object) -> _ProjectionStates | None:
+        """The states a session this host made keeps, or ``None``."""
+        made = getattr(session, "_host_states", None)
+        return made[1] if made is not None and made[0] is self._mark else None
+
+    def _runs(self, tool: Any) -> bool:
+        if getattr(tool, "run", None) is None:
+            return False
+        if getattr(type(tool), "run", None) is not None:
+            self._runners.add(type(tool))
+        return True
 
     def _unknown_tool(self, name: str) -> UsageError:
         known = ", ".join(sorted(self.tools)) or "none"
         return UsageError(f"no tool named {name!r} (registered: {known})")
+
+
+def _linked(
+    session: ObservableSession | None, parent: str, parent_call_id: str | None
+) -> ObservableSession:
+    """``session`` with its parent link recorded (a new :class:`MemorySession` for ``None``)."""
+    if session is None:
+        return MemorySession(parent=parent, parent_call_id=parent_call_id)
+    link = getattr(session, "link", None)
+    if link is None:
+        raise UsageError(
+            f"a {type(session).__name__} cannot record a parent (it has no link "
+            "method): use a store session of this library, or link it yourself"
+        )
+    linked = link(parent, parent_call_id=parent_call_id)
+    if inspect.isawaitable(linked):  # an asyncio session: its link is I/O to await
+        getattr(linked, "close", lambda: None)()
+        raise UsageError(
+            f"a {type(session).__name__} links asynchronously: "
+            "`await session.link(parent, parent_call_id=...)` (or open it with "
+            "parent=), then call new_agent(session) without parent="
+        )
+    return session
 
 
 def _parent_key(parent: str | HostAgent | None, parent_call_id: str | None) -> str:

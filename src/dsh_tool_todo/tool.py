@@ -75,7 +75,8 @@ class TodoWriteTool:
         """
         # _record, _prepare, validate_call (judge's shortcut too), _append and render_result
         # written out: the per-call hot path
-        agent = None if call is None else call.agent
+        owner = isinstance(call, _Owner)  # its own agent: no property call to find it
+        agent: Any = call if owner else None if call is None else call.agent
         if agent is None:
             return ToolCallRejected(NO_OWNER).model_text
         parallel = self.options.allow_parallel_in_progress
@@ -88,7 +89,7 @@ class TodoWriteTool:
             except ToolCallRejected as rejected:
                 return rejected.model_text
         data, counts = counted
-        call_id = getattr(call, "call_id", None)
+        call_id = agent.call_id if owner else getattr(call, "call_id", None)
         if call_id is not None:
             data = _with_call_id(data, call_id)
         session = agent.session
@@ -98,7 +99,10 @@ class TodoWriteTool:
             raise _failure(error) from error
         if written is not None and type(written) is not dict:
             _check_sync_result(session, written)
-        return self._texts.get(counts) or self._success_text(counts)
+        try:  # a subscript, not get(): no method call
+            return self._texts[counts]
+        except KeyError:
+            return self._success_text(counts)
 
     async def arun(self, args: Any, call: ToolExec | None) -> str:
         """:meth:`run` for asyncio hosts; the session's ``append`` may be a coroutine."""
@@ -125,7 +129,10 @@ class TodoWriteTool:
                 raise _failure(error) from error
         elif written is not None and type(written) is not dict:
             _refuse_generator(session, written)
-        return self._texts.get(counts) or self._success_text(counts)
+        try:
+            return self._texts[counts]
+        except KeyError:
+            return self._success_text(counts)
 
     def call(self, args: Any, session: Session, *, call_id: str | None = None) -> str:
         """Run one call owned by ``session``'s agent; return exactly the text the model reads.
@@ -189,7 +196,9 @@ class _Owner:
     """The exec context of a call owned by one session: it is its own agent.
 
     The one owner-bound exec context: the core API and every adapter build
-    their calls with it (``integrations._core`` re-exports it as ``Owned``).
+    their calls with it (``integrations._core`` re-exports it as ``Owned``),
+    and the reference host's agents are one. :meth:`TodoWriteTool.run` reads
+    its session and call id without asking for its ``agent``.
     """
 
     __slots__ = ("call_id", "session")

@@ -14,6 +14,8 @@ from ._closing import ClosedOnExit
 
 __all__ = ["AsyncMemorySession", "MemorySession"]
 
+_FIRST_SUBSCRIBER = threading.Lock()
+
 
 class MemorySession(ClosedOnExit):
     """An append-only, in-memory session log; safe to append from several threads.
@@ -43,7 +45,8 @@ class MemorySession(ClosedOnExit):
         self.events: list[Event] = []
         self._seq = 0
         self._closed = False
-        self._listeners = Listeners()
+        # Made by the first subscribe: until then an append has no listener to look for.
+        self._listeners: Listeners | None = None
         self._lock = threading.Lock()
         self._calls: dict[bytes, Event] = {}  # the current turn's keyed todo/writes by call_key
         if parent is not None:
@@ -69,7 +72,8 @@ class MemorySession(ClosedOnExit):
             event: Event = {"seq": self._seq, "type": LINK_EVENT_TYPE, "data": data}
             self.events.append(event)
             self._seq += 1
-            self._listeners.notify(event)
+            if self._listeners is not None:
+                self._listeners.notify(event)
         return event
 
     @property
@@ -95,18 +99,25 @@ class MemorySession(ClosedOnExit):
                 self._calls[key] = event
             elif type == TURN_START:
                 self._calls = {}
-            # Listeners.notify written out: one call fewer per append.
-            for listener in self._listeners.callbacks:
-                try:
-                    listener(event)
-                except Exception:  # the append has succeeded: report, never propagate
-                    report(listener, event)
+            listeners = self._listeners
+            if listeners is not None:  # Listeners.notify written out: one call fewer per append
+                for listener in listeners.callbacks:
+                    try:
+                        listener(event)
+                    except Exception:  # the append has succeeded: report, never propagate
+                        report(listener, event)
         finally:
             lock.release()
         return event
 
     def subscribe(self, listener: Listener, /) -> Callable[[], None]:
-        return self._listeners.add(listener)
+        listeners = self._listeners
+        if listeners is None:
+            with _FIRST_SUBSCRIBER:  # not the session's lock: a listener may subscribe
+                listeners = self._listeners
+                if listeners is None:
+                    listeners = self._listeners = Listeners()
+        return listeners.add(listener)
 
     def latest(self, types: Collection[str], /) -> Event | None:
         """The newest event whose type is in ``types`` (searched from the end), or ``None``."""
