@@ -153,10 +153,10 @@ def test_a_list_stream_closed_during_its_directory_read_leaves_no_frozen_index(
     scan = reader._scan
     started, resume = threading.Event(), threading.Event()
 
-    def slow_scan() -> Any:
+    def slow_scan(*args: Any) -> Any:
         started.set()
         resume.wait(WITHIN)
-        return scan()
+        return scan(*args)
 
     async def go() -> tuple[dict[str, Any], dict[str, Any]]:
         reader._scan = slow_scan  # type: ignore[method-assign]

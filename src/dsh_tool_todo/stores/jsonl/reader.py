@@ -70,6 +70,13 @@ def _addressable(name: str) -> bool:
         return False
 
 
+def _linked(link: os.stat_result) -> bool:
+    """Whether a file (by its ``lstat``) may change under another name: a symlink (even
+    one that leads nowhere yet) or one of several hard links. A watcher names only the
+    file written, so a kept index looks at these again with every list."""
+    return stat.S_ISLNK(link.st_mode) or link.st_nlink > 1
+
+
 def _replaced(path: str) -> LogReplaced:
     return LogReplaced(f"{path}: no longer the log read so far (replaced, cut short or deleted)")
 
@@ -105,7 +112,7 @@ class _Kept:
         self.forget: Callable[[], None] | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.entries: dict[str, _Entry] | None = None
-        self.linked: set[str] = set()  # files that are symlinks: they change under another name
+        self.linked: set[str] = set()  # files that change under another name (_linked)
         self.read_at = 0.0  # when the whole directory was last read (monotonic)
         self._names: set[str] = set()
         self._whole = True  # the next list reads the whole directory
@@ -156,6 +163,10 @@ class JsonlReader:
     _watcher: DirectoryWatch | None = field(init=False, default=None)
     _index: dict[str, _Entry] | None = field(init=False, default=None)
     _index_users: int = field(init=False, default=0)
+    _index_linked: set[str] = field(init=False, default_factory=set)
+    # (_index, _index_users) change together: a stream's read ending in a thread after the
+    # stream closed must not leave an index that nothing keeps current
+    _index_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _held: bool = field(init=False, default=False)
     _kept: _Kept | None = field(init=False, default=None)
 
@@ -208,7 +219,9 @@ class JsonlReader:
         key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
         return _Entry(info.st_mtime, key, path)
 
-    def _scan(self) -> dict[str, _Entry]:
+    def _scan(self, links: set[str] | None = None) -> dict[str, _Entry]:
+        """The list's view of every log; the file names that are :func:`_linked` are added
+        to ``links``."""
         found: dict[str, _Entry] = {}
         cut = len(SUFFIX)
         regular = stat.S_ISREG
@@ -228,7 +241,11 @@ class JsonlReader:
                     if "\\" not in name:  # a directory entry never holds "/" or NUL
                         key = (link.st_ino, link.st_size, link.st_mtime_ns, link.st_ctime_ns)
                         found[name] = _Entry(link.st_mtime, key, item.path)
+                        if link.st_nlink > 1 and links is not None:
+                            links.add(file)
                     continue
+                if links is not None and _linked(link):
+                    links.add(file)
                 entry = self._entry(name, item.path, link)
                 if entry is not None:
                     found[name] = entry
@@ -246,7 +263,9 @@ class JsonlReader:
         self._held = True
 
     async def sessions(self, query: str, limit: int) -> tuple[list[SessionSummary], int]:
-        kept = self._keep() if self._held and self._index is None else None
+        # A held list answers from its own index even while a list stream keeps one: the
+        # stream's may not have read yet what the watcher saw before this list.
+        kept = self._keep() if self._held else None
         return await asyncio.to_thread(self._locked_sessions, query, limit, kept)
 
     def _keep(self) -> _Kept | None:
@@ -286,10 +305,10 @@ class JsonlReader:
     ) -> tuple[list[SessionSummary], int]:
         with self._progress_lock:  # list requests run in worker threads, maybe several at once
             # While a list is watched the index is kept current by the watcher: no directory read.
-            if self._index is not None:
-                index = self._index
-            elif kept is not None:
+            if kept is not None:
                 index = self._kept_entries(kept)
+            elif self._index is not None:
+                index = self._index
             else:
                 index = self._scan()
             return self._sessions(query, limit, index)
@@ -297,24 +316,18 @@ class JsonlReader:
     def _kept_entries(self, kept: _Kept) -> dict[str, _Entry]:
         names = kept.taken()
         now = time.monotonic()
-        looked: Collection[tuple[str, _Entry | None]]
+        links: set[str] = set()
         if names is None or kept.entries is None or now - kept.read_at > self.list_resync:
-            kept.entries, kept.read_at = self._scan(), now
-            kept.linked.clear()
-            looked = kept.entries.items()
-        else:
-            looked = self._looked(names | kept.linked).items()
-            for name, entry in looked:
-                if entry is None:
-                    kept.entries.pop(name, None)
-                else:
-                    kept.entries[name] = entry
-        for name, entry in looked:
-            file = name + SUFFIX
-            if entry is not None and os.path.basename(entry.path) != file:
-                kept.linked.add(file)
+            kept.entries, kept.read_at = self._scan(links), now
+            kept.linked = links
+            return kept.entries
+        files = names | kept.linked
+        for name, entry in self._looked(files, links).items():
+            if entry is None:
+                kept.entries.pop(name, None)
             else:
-                kept.linked.discard(file)
+                kept.entries[name] = entry
+        kept.linked = (kept.linked - files) | links
         return kept.entries
 
     def _sessions(
@@ -388,7 +401,8 @@ class JsonlReader:
             wake.set()
 
         forget = watch.listen(told) if watch is not None and stop is not None else None
-        self._index_users += 1
+        with self._index_lock:
+            self._index_users += 1
         try:
             await asyncio.to_thread(self._reindex, None)
             while True:
@@ -413,29 +427,35 @@ class JsonlReader:
                 forget()
             if stop is not None:
                 stop()
-            self._index_users -= 1
-            if self._index_users == 0:
-                self._index = None
+            with self._index_lock:
+                self._index_users -= 1
+                if self._index_users == 0:
+                    self._index = None
 
     def _reindex(self, files: set[str] | None) -> set[str]:
         """Bring the index up to date for ``files`` (file names; ``None``: the whole
         directory) and say which sessions changed."""
+        links: set[str] = set()
         if files is None:
-            fresh = self._scan()
-            with self._progress_lock:
+            fresh = self._scan(links)
+            with self._progress_lock, self._index_lock:
                 old = self._index or {}
                 changed = {
                     name for name in fresh.keys() | old.keys() if fresh.get(name) != old.get(name)
                 }
-                self._index = fresh
+                if self._index_users:  # else every stream closed while this read ran
+                    self._index, self._index_linked = fresh, links
             return changed
         with self._progress_lock:
             unknown = self._index is None
+            files = files | self._index_linked  # a watcher names only the file written
         if unknown:  # closed under the watch (aclose): a part would hide the rest
             return self._reindex(None)
-        looked = self._looked(files)
-        with self._progress_lock:
-            index = self._index if self._index is not None else {}
+        looked = self._looked(files, links)
+        with self._progress_lock, self._index_lock:
+            index = self._index
+            if index is None:  # closed meanwhile: nothing to update
+                return set(looked)
             changed = set()
             for name, entry in looked.items():
                 if index.get(name) == entry:
@@ -445,11 +465,14 @@ class JsonlReader:
                     index.pop(name, None)
                 else:
                     index[name] = entry
-            self._index = index
+            self._index_linked = (self._index_linked - files) | links
         return changed
 
-    def _looked(self, files: Collection[str]) -> dict[str, _Entry | None]:
-        """The list's view of each log among ``files`` (file names), by session name."""
+    def _looked(
+        self, files: Collection[str], links: set[str] | None = None
+    ) -> dict[str, _Entry | None]:
+        """The list's view of each log among ``files`` (file names), by session name; those
+        that are :func:`_linked` are added to ``links``."""
         looked: dict[str, _Entry | None] = {}
         for file in files:
             if not file.endswith(SUFFIX) or file.startswith("."):
@@ -460,6 +483,8 @@ class JsonlReader:
                 link: os.stat_result | None = os.lstat(path)
             except OSError:
                 link = None
+            if links is not None and link is not None and _linked(link):
+                links.add(file)
             looked[name] = self._entry(name, path, link)
         return looked
 
