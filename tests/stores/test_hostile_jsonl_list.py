@@ -10,6 +10,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dsh_tool_todo.stores.jsonl import JsonlReader
 
 WITHIN = 20.0
@@ -115,14 +117,16 @@ def test_an_open_list_stream_rings_and_lists_a_write_through_a_symlink(tmp_path:
     assert got == expected
 
 
-def test_a_held_list_under_an_open_stream_shows_a_change_made_just_before(
-    tmp_path: Path,
+@pytest.mark.parametrize("held", [True, False], ids=["held", "not-held"])
+def test_a_list_under_an_open_stream_shows_a_change_made_just_before(
+    tmp_path: Path, held: bool
 ) -> None:
     """While the page's list stream is open, a list asked for right after a write (before
     the loop has read the watcher) shows the write, as a held list does without a stream."""
     write(tmp_path / "a.jsonl", line(0, "todo/write", A))
     reader = JsonlReader(tmp_path, list_resync=3600)
-    reader.hold_list()
+    if held:
+        reader.hold_list()
 
     async def go() -> tuple[dict[str, Any], dict[str, Any]]:
         changes = reader.changes()

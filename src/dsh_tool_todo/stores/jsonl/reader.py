@@ -161,12 +161,7 @@ class JsonlReader:
     _progress: dict[str, _Cached] = field(init=False, default_factory=dict)
     _progress_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _watcher: DirectoryWatch | None = field(init=False, default=None)
-    _index: dict[str, _Entry] | None = field(init=False, default=None)
-    _index_users: int = field(init=False, default=0)
-    _index_linked: set[str] = field(init=False, default_factory=set)
-    # (_index, _index_users) change together: a stream's read ending in a thread after the
-    # stream closed must not leave an index that nothing keeps current
-    _index_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _streams: int = field(init=False, default=0)  # changes() iterators running
     _held: bool = field(init=False, default=False)
     _kept: _Kept | None = field(init=False, default=None)
 
@@ -263,9 +258,8 @@ class JsonlReader:
         self._held = True
 
     async def sessions(self, query: str, limit: int) -> tuple[list[SessionSummary], int]:
-        # A held list answers from its own index even while a list stream keeps one: the
-        # stream's may not have read yet what the watcher saw before this list.
-        kept = self._keep() if self._held else None
+        # Not a stream's index: it may not have read yet what the watcher saw before this list.
+        kept = self._keep() if self._held or self._streams else None
         return await asyncio.to_thread(self._locked_sessions, query, limit, kept)
 
     def _keep(self) -> _Kept | None:
@@ -305,12 +299,7 @@ class JsonlReader:
     ) -> tuple[list[SessionSummary], int]:
         with self._progress_lock:  # list requests run in worker threads, maybe several at once
             # While a list is watched the index is kept current by the watcher: no directory read.
-            if kept is not None:
-                index = self._kept_entries(kept)
-            elif self._index is not None:
-                index = self._index
-            else:
-                index = self._scan()
+            index = self._scan() if kept is None else self._kept_entries(kept)
             return self._sessions(query, limit, index)
 
     def _kept_entries(self, kept: _Kept) -> dict[str, _Entry]:
@@ -381,10 +370,9 @@ class JsonlReader:
         """The names of sessions whose list row may have changed (appended to, created,
         deleted, replaced), a set at a time, as they change; forever.
 
-        While one runs, :meth:`sessions` answers from an index of the directory
-        kept by it, so a list costs no directory read. Reads only what the
-        shared watcher names; where there is none, reads the directory every
-        ``list_interval`` seconds.
+        While one runs, the list is held as by :meth:`hold_list`, so a list costs no
+        directory read. Reads only what the shared watcher names; where there is
+        none, reads the directory every ``list_interval`` seconds.
         """
         watch = self._watch()
         stop = None if watch is None else watch.start()
@@ -401,10 +389,12 @@ class JsonlReader:
             wake.set()
 
         forget = watch.listen(told) if watch is not None and stop is not None else None
-        with self._index_lock:
-            self._index_users += 1
+        # this stream's own index: what it last told, so that it tells what changed since
+        index: dict[str, _Entry] = {}
+        linked: set[str] = set()
+        self._streams += 1
         try:
-            await asyncio.to_thread(self._reindex, None)
+            await asyncio.to_thread(self._reindex, index, linked, None)
             while True:
                 if watch is not None and watch.active:
                     timer = asyncio.get_running_loop().call_later(self.list_resync, told, None)
@@ -419,7 +409,7 @@ class JsonlReader:
                 names: set[str] | None = None if everything else pending.copy()
                 pending.clear()
                 everything = False
-                changed = await asyncio.to_thread(self._reindex, names)
+                changed = await asyncio.to_thread(self._reindex, index, linked, names)
                 if changed:
                     yield frozenset(changed)
         finally:
@@ -427,45 +417,37 @@ class JsonlReader:
                 forget()
             if stop is not None:
                 stop()
-            with self._index_lock:
-                self._index_users -= 1
-                if self._index_users == 0:
-                    self._index = None
+            self._streams -= 1
 
-    def _reindex(self, files: set[str] | None) -> set[str]:
-        """Bring the index up to date for ``files`` (file names; ``None``: the whole
-        directory) and say which sessions changed."""
+    def _reindex(
+        self, index: dict[str, _Entry], linked: set[str], files: set[str] | None
+    ) -> set[str]:
+        """Bring a stream's ``index`` (and the files in it that are :func:`_linked`) up to
+        date for ``files`` (file names; ``None``: the whole directory) and say which
+        sessions changed."""
         links: set[str] = set()
         if files is None:
             fresh = self._scan(links)
-            with self._progress_lock, self._index_lock:
-                old = self._index or {}
-                changed = {
-                    name for name in fresh.keys() | old.keys() if fresh.get(name) != old.get(name)
-                }
-                if self._index_users:  # else every stream closed while this read ran
-                    self._index, self._index_linked = fresh, links
+            changed = {
+                name for name in fresh.keys() | index.keys() if fresh.get(name) != index.get(name)
+            }
+            index.clear()
+            index.update(fresh)
+            linked.clear()
+            linked.update(links)
             return changed
-        with self._progress_lock:
-            unknown = self._index is None
-            files = files | self._index_linked  # a watcher names only the file written
-        if unknown:  # closed under the watch (aclose): a part would hide the rest
-            return self._reindex(None)
-        looked = self._looked(files, links)
-        with self._progress_lock, self._index_lock:
-            index = self._index
-            if index is None:  # closed meanwhile: nothing to update
-                return set(looked)
-            changed = set()
-            for name, entry in looked.items():
-                if index.get(name) == entry:
-                    continue
-                changed.add(name)
-                if entry is None:
-                    index.pop(name, None)
-                else:
-                    index[name] = entry
-            self._index_linked = (self._index_linked - files) | links
+        files = files | linked  # a watcher names only the file written
+        changed = set()
+        for name, entry in self._looked(files, links).items():
+            if index.get(name) == entry:
+                continue
+            changed.add(name)
+            if entry is None:
+                index.pop(name, None)
+            else:
+                index[name] = entry
+        linked -= files
+        linked |= links
         return changed
 
     def _looked(
@@ -567,4 +549,3 @@ class JsonlReader:
         if self._kept is not None:
             self._drop(self._kept)
         self._progress.clear()
-        self._index = None
