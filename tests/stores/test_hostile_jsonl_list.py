@@ -181,3 +181,61 @@ def test_a_list_stream_closed_during_its_directory_read_leaves_no_frozen_index(
     got, expected = run(go())
     assert set(expected) == {"a", "b"}
     assert got == expected
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["held", "stream"])
+def test_a_hard_link_made_after_a_list_shows_a_write_through_the_new_name(
+    tmp_path: Path, stream: bool
+) -> None:
+    """``link(a, b)`` tells a directory watcher only that ``b`` appeared (``a``'s link
+    count changes unseen): a write through ``b`` then changes ``a``'s row too."""
+    write(tmp_path / "a.jsonl", line(0, "todo/write", A))
+    reader = JsonlReader(tmp_path, list_resync=3600)
+    reader.hold_list()
+
+    async def go() -> tuple[set[str], dict[str, Any], dict[str, Any]]:
+        changes = reader.changes()
+        first = asyncio.ensure_future(anext(changes))
+        await asyncio.sleep(0.3)
+        await listed(reader)
+        os.link(tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+        rung: set[str] = set(await first) if stream else set()
+        await listed(reader)
+        write(tmp_path / "b.jsonl", line(1, "todo/write", B))
+        while stream and "a" not in rung:
+            rung |= await anext(changes)
+        got = await listed(reader)
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        await changes.aclose()
+        await reader.aclose()
+        return rung, got, await fresh(tmp_path)
+
+    rung, got, expected = run(go())
+    assert expected["a"][:2] == (1, "B")
+    assert got == expected
+    assert not stream or rung >= {"a", "b"}
+
+
+def test_a_held_list_shows_a_write_through_a_hard_link_deleted_right_after(
+    tmp_path: Path,
+) -> None:
+    """A write through a second name, then that name deleted, before the list: the watcher
+    names only the deleted name; the first name's row shows the write."""
+    write(tmp_path / "a.jsonl", line(0, "todo/write", A))
+    reader = JsonlReader(tmp_path, list_resync=3600)
+    reader.hold_list()
+
+    async def go() -> tuple[dict[str, Any], dict[str, Any]]:
+        await listed(reader)
+        os.link(tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+        await listed(reader)
+        write(tmp_path / "b.jsonl", line(1, "todo/write", B))
+        (tmp_path / "b.jsonl").unlink()
+        got = await listed(reader)
+        await reader.aclose()
+        return got, await fresh(tmp_path)
+
+    got, expected = run(go())
+    assert expected["a"][:2] == (1, "B")
+    assert got == expected

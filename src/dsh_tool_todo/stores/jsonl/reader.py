@@ -70,13 +70,6 @@ def _addressable(name: str) -> bool:
         return False
 
 
-def _linked(link: os.stat_result) -> bool:
-    """Whether a file (by its ``lstat``) may change under another name: a symlink (even
-    one that leads nowhere yet) or one of several hard links. A watcher names only the
-    file written, so a kept index looks at these again with every list."""
-    return stat.S_ISLNK(link.st_mode) or link.st_nlink > 1
-
-
 def _replaced(path: str) -> LogReplaced:
     return LogReplaced(f"{path}: no longer the log read so far (replaced, cut short or deleted)")
 
@@ -112,7 +105,7 @@ class _Kept:
         self.forget: Callable[[], None] | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.entries: dict[str, _Entry] | None = None
-        self.linked: set[str] = set()  # files that change under another name (_linked)
+        self.linked: set[str] = set()  # symlinks: they change under their target's name
         self.read_at = 0.0  # when the whole directory was last read (monotonic)
         self._names: set[str] = set()
         self._whole = True  # the next list reads the whole directory
@@ -215,8 +208,8 @@ class JsonlReader:
         return _Entry(info.st_mtime, key, path)
 
     def _scan(self, links: set[str] | None = None) -> dict[str, _Entry]:
-        """The list's view of every log; the file names that are :func:`_linked` are added
-        to ``links``."""
+        """The list's view of every log; the names of the files that are symlinks (even
+        those that lead nowhere yet) are added to ``links``."""
         found: dict[str, _Entry] = {}
         cut = len(SUFFIX)
         regular = stat.S_ISREG
@@ -236,10 +229,8 @@ class JsonlReader:
                     if "\\" not in name:  # a directory entry never holds "/" or NUL
                         key = (link.st_ino, link.st_size, link.st_mtime_ns, link.st_ctime_ns)
                         found[name] = _Entry(link.st_mtime, key, item.path)
-                        if link.st_nlink > 1 and links is not None:
-                            links.add(file)
                     continue
-                if links is not None and _linked(link):
+                if links is not None and stat.S_ISLNK(link.st_mode):
                     links.add(file)
                 entry = self._entry(name, item.path, link)
                 if entry is not None:
@@ -305,18 +296,11 @@ class JsonlReader:
     def _kept_entries(self, kept: _Kept) -> dict[str, _Entry]:
         names = kept.taken()
         now = time.monotonic()
-        links: set[str] = set()
         if names is None or kept.entries is None or now - kept.read_at > self.list_resync:
-            kept.entries, kept.read_at = self._scan(links), now
-            kept.linked = links
-            return kept.entries
-        files = names | kept.linked
-        for name, entry in self._looked(files, links).items():
-            if entry is None:
-                kept.entries.pop(name, None)
-            else:
-                kept.entries[name] = entry
-        kept.linked = (kept.linked - files) | links
+            kept.linked = set()
+            kept.entries, kept.read_at = self._scan(kept.linked), now
+        else:
+            self._update(kept.entries, kept.linked, names)
         return kept.entries
 
     def _sessions(
@@ -422,51 +406,71 @@ class JsonlReader:
     def _reindex(
         self, index: dict[str, _Entry], linked: set[str], files: set[str] | None
     ) -> set[str]:
-        """Bring a stream's ``index`` (and the files in it that are :func:`_linked`) up to
-        date for ``files`` (file names; ``None``: the whole directory) and say which
-        sessions changed."""
+        """Bring a stream's ``index`` (and ``linked``, its symlinks) up to date for
+        ``files`` (file names; ``None``: the whole directory) and say which sessions
+        changed."""
+        if files is not None:
+            return self._update(index, linked, files)
         links: set[str] = set()
-        if files is None:
-            fresh = self._scan(links)
-            changed = {
-                name for name in fresh.keys() | index.keys() if fresh.get(name) != index.get(name)
-            }
-            index.clear()
-            index.update(fresh)
-            linked.clear()
-            linked.update(links)
-            return changed
-        files = files | linked  # a watcher names only the file written
+        fresh = self._scan(links)
+        changed = {
+            name for name in fresh.keys() | index.keys() if fresh.get(name) != index.get(name)
+        }
+        index.clear()
+        index.update(fresh)
+        linked.clear()
+        linked.update(links)
+        return changed
+
+    def _update(self, entries: dict[str, _Entry], linked: set[str], files: set[str]) -> set[str]:
+        """Look again at ``files`` (the file names a watcher told) in ``entries``, and at
+        every other name the change may show under: the symlinks (``linked``, updated
+        here) and the other names of a hard-linked file (a watcher tells only the name
+        written, or the new name of a link). Says which sessions changed."""
+        links: set[str] = set()
+        shared: set[int] = set()
+        files = files | linked
+        looked = self._looked(files, links, shared)
+        for name, entry in looked.items():
+            old = entries.get(name)
+            if old is not None and (entry is None or entry.key[0] != old.key[0]):
+                shared.add(old.key[0])  # gone or replaced: written through just before, maybe
+        if shared:  # rare: the inodes of hard-linked files told; one pass finds their names
+            others = {name + SUFFIX for name, entry in entries.items() if entry.key[0] in shared}
+            looked.update(self._looked(others - files, links))
         changed = set()
-        for name, entry in self._looked(files, links).items():
-            if index.get(name) == entry:
+        for name, entry in looked.items():
+            if entries.get(name) == entry:
                 continue
             changed.add(name)
             if entry is None:
-                index.pop(name, None)
+                entries.pop(name, None)
             else:
-                index[name] = entry
-        linked -= files
-        linked |= links
+                entries[name] = entry
+        linked.difference_update(files)
+        linked.update(links)
         return changed
 
     def _looked(
-        self, files: Collection[str], links: set[str] | None = None
+        self, files: Collection[str], links: set[str] | None = None, shared: set[int] | None = None
     ) -> dict[str, _Entry | None]:
-        """The list's view of each log among ``files`` (file names), by session name; those
-        that are :func:`_linked` are added to ``links``."""
+        """The list's view of each log among ``files`` (file names), by session name. The
+        names that are symlinks are added to ``links``; the inodes of those (any file, a
+        session or not) that are one of several hard links, to ``shared``."""
         looked: dict[str, _Entry | None] = {}
         for file in files:
-            if not file.endswith(SUFFIX) or file.startswith("."):
-                continue
-            name = file[: -len(SUFFIX)]
             path = os.path.join(self._root, file)
             try:
                 link: os.stat_result | None = os.lstat(path)
             except OSError:
                 link = None
-            if links is not None and link is not None and _linked(link):
+            if link is not None and shared is not None and link.st_nlink > 1:
+                shared.add(link.st_ino)  # a directory's too: a spare look, never a miss
+            if not file.endswith(SUFFIX) or file.startswith("."):
+                continue
+            if link is not None and links is not None and stat.S_ISLNK(link.st_mode):
                 links.add(file)
+            name = file[: -len(SUFFIX)]
             looked[name] = self._entry(name, path, link)
         return looked
 
