@@ -11,7 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from dsh_tool_todo._accept import accepts_logged
+from dsh_tool_todo._validation import validate_call
 from dsh_tool_todo.stores.jsonl import JsonlReader
 
 WITHIN = 20.0
@@ -239,3 +243,52 @@ def test_a_held_list_shows_a_write_through_a_hard_link_deleted_right_after(
     got, expected = run(go())
     assert expected["a"][:2] == (1, "B")
     assert got == expected
+
+
+class _Str(str):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+class _Dict(dict):  # type: ignore[type-arg]
+    pass
+
+
+_STATUSES = ["pending", "in_progress", "completed"]
+_TEXTS = st.one_of(
+    st.text(max_size=4),
+    st.sampled_from(["", " ", "\u3000", "\x1c", "\u200b", "\ud800", "e\u0301", "\u00e9", "A"]),
+)
+_VALUES = st.one_of(
+    _TEXTS,
+    _TEXTS.map(_Str),
+    st.sampled_from(_STATUSES),
+    st.sampled_from(_STATUSES).map(_Str),
+    st.booleans(),
+    st.integers().map(_Int),
+    st.floats(),
+    st.none(),
+    st.just(b"pending"),
+)
+_ITEMS = st.one_of(
+    st.builds(lambda c, s: {"content": c, "status": s}, _VALUES, _VALUES),
+    st.builds(lambda c, s: _Dict(content=c, status=s), _VALUES, _VALUES),
+    st.dictionaries(st.sampled_from(["content", "status", "x"]), _VALUES, max_size=3),
+    _VALUES,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(_ITEMS, max_size=5), st.booleans())
+def test_a_logged_write_of_nasty_values_is_accepted_only_where_pydantic_accepts_it(
+    todos: list[Any], repeat: bool
+) -> None:
+    """Subclasses of str, int and dict, NaN, surrogates, look-alike contents, repeats: the
+    check without pydantic says yes only where the full validation does."""
+    if repeat and todos:
+        todos.append(todos[-1])
+    if accepts_logged(todos):
+        validate_call({"todos": todos}, allow_parallel=True)  # raises if it would refuse
