@@ -105,7 +105,7 @@ class _Kept:
         self.forget: Callable[[], None] | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.entries: dict[str, _Entry] | None = None
-        self.linked: set[str] = set()  # files that are symlinks: they change under another name
+        self.linked: set[str] = set()  # symlinks: they change under their target's name
         self.read_at = 0.0  # when the whole directory was last read (monotonic)
         self._names: set[str] = set()
         self._whole = True  # the next list reads the whole directory
@@ -154,8 +154,7 @@ class JsonlReader:
     _progress: dict[str, _Cached] = field(init=False, default_factory=dict)
     _progress_lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _watcher: DirectoryWatch | None = field(init=False, default=None)
-    _index: dict[str, _Entry] | None = field(init=False, default=None)
-    _index_users: int = field(init=False, default=0)
+    _streams: int = field(init=False, default=0)  # changes() iterators running
     _held: bool = field(init=False, default=False)
     _kept: _Kept | None = field(init=False, default=None)
 
@@ -208,7 +207,9 @@ class JsonlReader:
         key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
         return _Entry(info.st_mtime, key, path)
 
-    def _scan(self) -> dict[str, _Entry]:
+    def _scan(self, links: set[str] | None = None) -> dict[str, _Entry]:
+        """The list's view of every log; the names of the files that are symlinks (even
+        those that lead nowhere yet) are added to ``links``."""
         found: dict[str, _Entry] = {}
         cut = len(SUFFIX)
         regular = stat.S_ISREG
@@ -229,6 +230,8 @@ class JsonlReader:
                         key = (link.st_ino, link.st_size, link.st_mtime_ns, link.st_ctime_ns)
                         found[name] = _Entry(link.st_mtime, key, item.path)
                     continue
+                if links is not None and stat.S_ISLNK(link.st_mode):
+                    links.add(file)
                 entry = self._entry(name, item.path, link)
                 if entry is not None:
                     found[name] = entry
@@ -246,7 +249,8 @@ class JsonlReader:
         self._held = True
 
     async def sessions(self, query: str, limit: int) -> tuple[list[SessionSummary], int]:
-        kept = self._keep() if self._held and self._index is None else None
+        # Not a stream's index: it may not have read yet what the watcher saw before this list.
+        kept = self._keep() if self._held or self._streams else None
         return await asyncio.to_thread(self._locked_sessions, query, limit, kept)
 
     def _keep(self) -> _Kept | None:
@@ -286,35 +290,17 @@ class JsonlReader:
     ) -> tuple[list[SessionSummary], int]:
         with self._progress_lock:  # list requests run in worker threads, maybe several at once
             # While a list is watched the index is kept current by the watcher: no directory read.
-            if self._index is not None:
-                index = self._index
-            elif kept is not None:
-                index = self._kept_entries(kept)
-            else:
-                index = self._scan()
+            index = self._scan() if kept is None else self._kept_entries(kept)
             return self._sessions(query, limit, index)
 
     def _kept_entries(self, kept: _Kept) -> dict[str, _Entry]:
         names = kept.taken()
         now = time.monotonic()
-        looked: Collection[tuple[str, _Entry | None]]
         if names is None or kept.entries is None or now - kept.read_at > self.list_resync:
-            kept.entries, kept.read_at = self._scan(), now
-            kept.linked.clear()
-            looked = kept.entries.items()
+            kept.linked = set()
+            kept.entries, kept.read_at = self._scan(kept.linked), now
         else:
-            looked = self._looked(names | kept.linked).items()
-            for name, entry in looked:
-                if entry is None:
-                    kept.entries.pop(name, None)
-                else:
-                    kept.entries[name] = entry
-        for name, entry in looked:
-            file = name + SUFFIX
-            if entry is not None and os.path.basename(entry.path) != file:
-                kept.linked.add(file)
-            else:
-                kept.linked.discard(file)
+            self._update(kept.entries, kept.linked, names)
         return kept.entries
 
     def _sessions(
@@ -368,10 +354,9 @@ class JsonlReader:
         """The names of sessions whose list row may have changed (appended to, created,
         deleted, replaced), a set at a time, as they change; forever.
 
-        While one runs, :meth:`sessions` answers from an index of the directory
-        kept by it, so a list costs no directory read. Reads only what the
-        shared watcher names; where there is none, reads the directory every
-        ``list_interval`` seconds.
+        While one runs, the list is held as by :meth:`hold_list`, so a list costs no
+        directory read. Reads only what the shared watcher names; where there is
+        none, reads the directory every ``list_interval`` seconds.
         """
         watch = self._watch()
         stop = None if watch is None else watch.start()
@@ -388,9 +373,12 @@ class JsonlReader:
             wake.set()
 
         forget = watch.listen(told) if watch is not None and stop is not None else None
-        self._index_users += 1
+        # this stream's own index: what it last told, so that it tells what changed since
+        index: dict[str, _Entry] = {}
+        linked: set[str] = set()
+        self._streams += 1
         try:
-            await asyncio.to_thread(self._reindex, None)
+            await asyncio.to_thread(self._reindex, index, linked, None)
             while True:
                 if watch is not None and watch.active:
                     timer = asyncio.get_running_loop().call_later(self.list_resync, told, None)
@@ -405,7 +393,7 @@ class JsonlReader:
                 names: set[str] | None = None if everything else pending.copy()
                 pending.clear()
                 everything = False
-                changed = await asyncio.to_thread(self._reindex, names)
+                changed = await asyncio.to_thread(self._reindex, index, linked, names)
                 if changed:
                     yield frozenset(changed)
         finally:
@@ -413,53 +401,76 @@ class JsonlReader:
                 forget()
             if stop is not None:
                 stop()
-            self._index_users -= 1
-            if self._index_users == 0:
-                self._index = None
+            self._streams -= 1
 
-    def _reindex(self, files: set[str] | None) -> set[str]:
-        """Bring the index up to date for ``files`` (file names; ``None``: the whole
-        directory) and say which sessions changed."""
-        if files is None:
-            fresh = self._scan()
-            with self._progress_lock:
-                old = self._index or {}
-                changed = {
-                    name for name in fresh.keys() | old.keys() if fresh.get(name) != old.get(name)
-                }
-                self._index = fresh
-            return changed
-        with self._progress_lock:
-            unknown = self._index is None
-        if unknown:  # closed under the watch (aclose): a part would hide the rest
-            return self._reindex(None)
-        looked = self._looked(files)
-        with self._progress_lock:
-            index = self._index if self._index is not None else {}
-            changed = set()
-            for name, entry in looked.items():
-                if index.get(name) == entry:
-                    continue
-                changed.add(name)
-                if entry is None:
-                    index.pop(name, None)
-                else:
-                    index[name] = entry
-            self._index = index
+    def _reindex(
+        self, index: dict[str, _Entry], linked: set[str], files: set[str] | None
+    ) -> set[str]:
+        """Bring a stream's ``index`` (and ``linked``, its symlinks) up to date for
+        ``files`` (file names; ``None``: the whole directory) and say which sessions
+        changed."""
+        if files is not None:
+            return self._update(index, linked, files)
+        links: set[str] = set()
+        fresh = self._scan(links)
+        changed = {
+            name for name in fresh.keys() | index.keys() if fresh.get(name) != index.get(name)
+        }
+        index.clear()
+        index.update(fresh)
+        linked.clear()
+        linked.update(links)
         return changed
 
-    def _looked(self, files: Collection[str]) -> dict[str, _Entry | None]:
-        """The list's view of each log among ``files`` (file names), by session name."""
+    def _update(self, entries: dict[str, _Entry], linked: set[str], files: set[str]) -> set[str]:
+        """Look again at ``files`` (the file names a watcher told) in ``entries``, and at
+        every other name the change may show under: the symlinks (``linked``, updated
+        here) and the other names of a hard-linked file (a watcher tells only the name
+        written, or the new name of a link). Says which sessions changed."""
+        links: set[str] = set()
+        shared: set[int] = set()
+        files = files | linked
+        looked = self._looked(files, links, shared)
+        for name, entry in looked.items():
+            old = entries.get(name)
+            if old is not None and (entry is None or entry.key[0] != old.key[0]):
+                shared.add(old.key[0])  # gone or replaced: written through just before, maybe
+        if shared:  # rare: the inodes of hard-linked files told; one pass finds their names
+            others = {name + SUFFIX for name, entry in entries.items() if entry.key[0] in shared}
+            looked.update(self._looked(others - files, links))
+        changed = set()
+        for name, entry in looked.items():
+            if entries.get(name) == entry:
+                continue
+            changed.add(name)
+            if entry is None:
+                entries.pop(name, None)
+            else:
+                entries[name] = entry
+        linked.difference_update(files)
+        linked.update(links)
+        return changed
+
+    def _looked(
+        self, files: Collection[str], links: set[str] | None = None, shared: set[int] | None = None
+    ) -> dict[str, _Entry | None]:
+        """The list's view of each log among ``files`` (file names), by session name. The
+        names that are symlinks are added to ``links``; the inodes of those (any file, a
+        session or not) that are one of several hard links, to ``shared``."""
         looked: dict[str, _Entry | None] = {}
         for file in files:
-            if not file.endswith(SUFFIX) or file.startswith("."):
-                continue
-            name = file[: -len(SUFFIX)]
             path = os.path.join(self._root, file)
             try:
                 link: os.stat_result | None = os.lstat(path)
             except OSError:
                 link = None
+            if link is not None and shared is not None and link.st_nlink > 1:
+                shared.add(link.st_ino)  # a directory's too: a spare look, never a miss
+            if not file.endswith(SUFFIX) or file.startswith("."):
+                continue
+            if link is not None and links is not None and stat.S_ISLNK(link.st_mode):
+                links.add(file)
+            name = file[: -len(SUFFIX)]
             looked[name] = self._entry(name, path, link)
         return looked
 
@@ -542,4 +553,3 @@ class JsonlReader:
         if self._kept is not None:
             self._drop(self._kept)
         self._progress.clear()
-        self._index = None
