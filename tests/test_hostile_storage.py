@@ -846,3 +846,38 @@ def test_a_log_recreated_between_snapshot_and_follow_is_replaced_even_on_the_sam
             await reader.aclose()
 
     assert asyncio.run(main()) == ["replaced"]
+
+
+def test_a_log_removed_and_written_again_is_followed_as_a_replaced_log(tmp_path: Path) -> None:
+    """A rotation that deletes, then creates: a look between the two found no file and
+    ended the follower (``watch`` exited with ENOENT)."""
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(plan_line(0, "old"))
+
+    def remove() -> None:
+        path.unlink()
+
+    def write_again() -> None:
+        path.write_bytes(plan_line(0, "new"))
+
+    plans = follow(path, [remove, lambda: None, lambda: None, write_again, lambda: None])
+    assert [[item["content"] for item in plan or []] for plan in plans] == [["old"], ["new"]]
+
+
+def test_a_log_removed_for_good_ends_the_follower_with_file_not_found(tmp_path: Path) -> None:
+    from dsh_tool_todo.stores.jsonl import _tail
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(plan_line(0, "old"))
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        if len(slept) == 1:
+            path.unlink()
+
+    plans = follow_plan(path, interval=0.05, sleep=sleep)
+    assert next(plans) == [todo("old")]
+    with pytest.raises(FileNotFoundError):
+        next(plans)
+    assert sum(slept[1:]) == pytest.approx(_tail.REAPPEAR_SECONDS)

@@ -28,6 +28,7 @@ event check, naming the path and line.
 from __future__ import annotations
 
 import io
+import math
 import os
 from collections.abc import Callable, Collection, Iterator
 from typing import BinaryIO
@@ -270,6 +271,25 @@ def plan_of(deciding: Event | None) -> Plan:
     return _PLANS.init if deciding is None else _PLANS.apply(_PLANS.init, deciding)
 
 
+REAPPEAR_SECONDS = 2.0
+"""How long a follower waits for a log that was removed to be written again (a rotation that
+deletes, then creates) before it says the log is gone."""
+
+
+def _reopened(
+    name: str, interval: float, sleep: Callable[[float], None]
+) -> tuple[Event | None, _Tail]:
+    """The log at ``name`` again, after it was replaced: when it was removed rather than
+    renamed over, the new one may not be there yet."""
+    looks = max(1, math.ceil(REAPPEAR_SECONDS / interval))
+    for _ in range(looks):
+        try:
+            return _Tail.at_end(name)
+        except FileNotFoundError:
+            sleep(interval)
+    return _Tail.at_end(name)
+
+
 def follow_plan(
     path: str | os.PathLike[str], *, interval: float, sleep: Callable[[float], None]
 ) -> Iterator[Plan]:
@@ -278,9 +298,11 @@ def follow_plan(
     Starts from the end of the file, so following a long log costs nothing up
     front; a line still being written waits for its newline. When the log is
     replaced it starts over from the current plan, read from the end, never
-    from byte 0. Raises :class:`~dsh_tool_todo.errors.InvalidLog` for what
-    ``show`` refuses (a line that is not an event, an invalid ``todo/write``, a
-    tail that is no torn append) and for what is not a regular file.
+    from byte 0; a log removed and written again within ``REAPPEAR_SECONDS``
+    is a replaced log too (after that, :class:`FileNotFoundError`). Raises
+    :class:`~dsh_tool_todo.errors.InvalidLog` for what ``show`` refuses (a line
+    that is not an event, an invalid ``todo/write``, a tail that is no torn
+    append) and for what is not a regular file.
     """
     name = os.fspath(path)
     deciding, tail = _Tail.at_end(name)
@@ -294,7 +316,7 @@ def follow_plan(
             if events is None:
                 before = plan
                 tail.close()
-                deciding, tail = _Tail.at_end(name)
+                deciding, tail = _reopened(name, interval, sleep)
                 plan = plan_of(deciding)
                 if plan != before:
                     yield plan
