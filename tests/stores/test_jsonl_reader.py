@@ -136,3 +136,32 @@ def test_a_torn_line_cut_off_and_replaced_by_a_shorter_one_is_read(tmp_path: Pat
         return await asyncio.wait_for(waiting, 5)
 
     assert asyncio.run(follow()) == {"seq": 1, "type": "turn/end", "data": {}}
+
+
+@pytest.mark.parametrize("read", ["snapshot", "follow"])
+def test_a_log_deleted_between_locating_and_opening_it_is_a_session_not_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read: str
+) -> None:
+    """A stream that opened as its log was deleted said the raw ``[Errno 2]`` to the page,
+    not that the log was deleted."""
+    with JsonlSession(tmp_path / "s.jsonl") as session:
+        session.append("note", {})
+    reader = JsonlReader(tmp_path)
+    located = JsonlReader._located
+
+    def deleted_after(self: JsonlReader, name: str) -> tuple[str, int]:
+        found = located(self, name)
+        os.unlink(found[0])
+        return found
+
+    monkeypatch.setattr(JsonlReader, "_located", deleted_after)
+
+    async def main() -> None:
+        if read == "snapshot":
+            await reader.snapshot("s")
+        else:
+            async for _ in reader.follow("s", after=-1):
+                pass
+
+    with pytest.raises(SessionNotFound):
+        asyncio.run(main())

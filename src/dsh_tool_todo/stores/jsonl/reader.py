@@ -489,19 +489,25 @@ class JsonlReader:
 
     async def snapshot(self, name: str) -> Snapshot:
         path, size = self._located(name)
-        if size <= IN_LOOP_READ:
-            return read_snapshot(path)
-        return await asyncio.to_thread(read_snapshot, path)
+        try:
+            if size <= IN_LOOP_READ:
+                return read_snapshot(path)
+            return await asyncio.to_thread(read_snapshot, path)
+        except FileNotFoundError:  # deleted since it was located
+            raise SessionNotFound(name) from None
 
     async def follow(
         self, name: str, *, after: int, since: Snapshot | None = None
     ) -> AsyncIterator[Event]:
         path = self._located(name)[0]
         tail: _Tail | None
-        if since is not None and since.position is not None and since.last_seq == after:
-            tail = await asyncio.to_thread(_Tail.at, path, since)  # on from where it was read
-        else:
-            tail = await asyncio.to_thread(_Tail.after_seq, path, after)
+        try:
+            if since is not None and since.position is not None and since.last_seq == after:
+                tail = await asyncio.to_thread(_Tail.at, path, since)  # on from where it was read
+            else:
+                tail = await asyncio.to_thread(_Tail.after_seq, path, after)
+        except FileNotFoundError:  # deleted since it was located
+            raise SessionNotFound(name) from None
         if tail is None:
             raise _replaced(path)
         stop = None
