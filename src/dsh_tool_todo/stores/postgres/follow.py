@@ -34,6 +34,13 @@ _Wanted = tuple[str, int, int, "asyncio.Future[tuple[list[Any], bool] | None]"]
 """A read asked of the hub: session, first seq, row limit, and where its answer goes."""
 
 
+def _unanswered(reads: list[_Wanted]) -> None:
+    """Answer ``None`` (the hub closed) to each of ``reads`` not yet answered."""
+    for *_, wanted in reads:
+        if not wanted.done():
+            wanted.set_result(None)
+
+
 class Hub:
     """One ``LISTEN`` connection per process, event loop and conninfo, shared by every follower.
 
@@ -155,18 +162,14 @@ class Hub:
                     for item in batch:
                         await self._answer([item])
                 finally:  # the hub is closing: nobody waits forever
-                    for *_, wanted in batch:
-                        if not wanted.done():
-                            wanted.set_result(None)
+                    _unanswered(batch)
                 return
             for *_, wanted in batch:
                 if not wanted.done():
                     wanted.set_exception(error)
             return
         except BaseException:  # the hub is closing: nobody waits forever
-            for *_, wanted in batch:
-                if not wanted.done():
-                    wanted.set_result(None)
+            _unanswered(batch)
             raise
         found: list[list[Any]] = [[] for _ in batch]
         for number, *row in rows:
@@ -202,9 +205,7 @@ class Hub:
                 with suppress(asyncio.CancelledError):
                     await task
         self._task = self._poller = self._reader = None
-        for *_, wanted in self._wanted:
-            if not wanted.done():
-                wanted.set_result(None)
+        _unanswered(self._wanted)
         self._wanted = []
         if self._read is not None:
             await self._read.close()
