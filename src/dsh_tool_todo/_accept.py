@@ -22,9 +22,11 @@ left to the full validation.
 
 from __future__ import annotations
 
+from typing import get_args
+
 from pydantic_core import from_json
 
-from .model import TodoItem, TodoResult
+from .model import Status, TodoItem, TodoResult
 
 # The keys and statuses as the parser's own string objects: it hands out one shared object
 # per short string it has seen, so the lookups and comparisons below find the very object (a
@@ -79,7 +81,7 @@ def accept_counted(raw: str | bytes, allow_parallel: bool) -> Counted | None:
     return args, (pending, in_progress, count - pending - in_progress)
 
 
-_STATUSES = frozenset(("pending", "in_progress", "completed"))
+_STATUSES = frozenset(get_args(Status))
 
 
 def accepts_logged(todos: object) -> bool:
