@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
@@ -24,6 +25,25 @@ SESSION = "agent-7"
 def notify(dsn: str, payload: str) -> None:
     with psycopg.Connection.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_notify(%s, %s)", (postgres.CHANNEL, payload))
+
+
+def before_query(
+    monkeypatch: pytest.MonkeyPatch,
+    statement: str,
+    hook: Callable[[tuple[Any, ...]], Awaitable[object]],
+) -> None:
+    """Await ``hook(params)`` before each of the followers' hubs' ``statement`` queries is
+    sent (a hook that raises is the query's error)."""
+    from dsh_tool_todo.stores.postgres import follow
+
+    query = follow.Hub._query
+
+    async def hooked(hub: follow.Hub, sent: str, params: tuple[Any, ...]) -> list[Any]:
+        if sent == statement:
+            await hook(params)
+        return await query(hub, sent, params)
+
+    monkeypatch.setattr(follow.Hub, "_query", hooked)
 
 
 def insert_row(dsn: str, session_id: str, seq: int, kind: str = "note", text: str = "{}") -> None:

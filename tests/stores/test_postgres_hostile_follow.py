@@ -17,7 +17,7 @@ from dsh_tool_todo.stores.postgres import PostgresFollower, follow
 from dsh_tool_todo.stores.postgres._pools import HUBS
 
 from .conftest import admin_connection, database_dsn
-from .test_postgres_hostile import insert_row, notify
+from .test_postgres_hostile import before_query, insert_row, notify
 from .test_postgres_notify import take
 
 
@@ -114,15 +114,12 @@ def test_a_follower_closed_while_its_first_iteration_joins_leaves_nothing(pg_dsn
 def test_a_follower_closed_while_its_read_is_in_flight_ends_and_does_not_join_again(
     pg_dsn: str, monkeypatch: pytest.MonkeyPatch, alone: bool
 ) -> None:
-    query = follow.Hub._query
-
-    async def broken(hub: follow.Hub, statement: str, params: tuple[Any, ...]) -> list[Any]:
-        if statement == postgres._sql.READ_AFTER_EACH and "watched" in params[0]:
+    async def broken(params: tuple[Any, ...]) -> None:
+        if "watched" in params[0]:
             await asyncio.sleep(0.3)  # the read is in flight when the follower is closed
             raise psycopg.OperationalError("server closed the connection unexpectedly")
-        return await query(hub, statement, params)
 
-    monkeypatch.setattr(follow.Hub, "_query", broken)
+    before_query(monkeypatch, postgres._sql.READ_AFTER_EACH, broken)
 
     async def main() -> list[str]:
         other = PostgresFollower(pg_dsn, "other")
@@ -314,15 +311,12 @@ def test_a_foreign_notification_of_the_next_seq_does_not_hide_its_unannounced_co
     before notifying. The poll must still wake the follower: the notification was a claim,
     and the follower's read found it false."""
     insert_row(pg_dsn, "agent-1", 0)
-    query = follow.Hub._query
     polls = asyncio.Event()
 
-    async def gated(hub: follow.Hub, statement: str, params: tuple[Any, ...]) -> list[Any]:
-        if statement == postgres._sql.NEWEST:
-            await polls.wait()  # no poll runs between the claim and the commit
-        return await query(hub, statement, params)
+    async def gated(params: tuple[Any, ...]) -> None:
+        await polls.wait()  # no poll runs between the claim and the commit
 
-    monkeypatch.setattr(follow.Hub, "_query", gated)
+    before_query(monkeypatch, postgres._sql.NEWEST, gated)
 
     async def main() -> list[int]:
         polls.set()

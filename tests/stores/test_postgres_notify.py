@@ -26,7 +26,7 @@ from dsh_tool_todo.listeners import Event
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import PostgresFollower, PostgresSession, _notify, _pools
 
-from .test_postgres_hostile import insert_row, notify
+from .test_postgres_hostile import before_query, insert_row, notify
 
 SESSION = "agent-n"
 
@@ -333,17 +333,12 @@ def test_a_closed_notifier_still_sends_and_keeps_its_thread_for_the_next_posts(
 
 def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many sessions each of the hubs' reads asked for, in order."""
-    from dsh_tool_todo.stores.postgres import follow
-
     sizes: list[int] = []
-    query = follow.Hub._query
 
-    async def counted(hub: follow.Hub, statement: str, params: tuple[Any, ...]) -> list[Any]:
-        if statement == postgres._sql.READ_AFTER_EACH:
-            sizes.append(len(params[0]))
-        return await query(hub, statement, params)
+    async def count(params: tuple[Any, ...]) -> None:
+        sizes.append(len(params[0]))
 
-    monkeypatch.setattr(follow.Hub, "_query", counted)
+    before_query(monkeypatch, postgres._sql.READ_AFTER_EACH, count)
     return sizes
 
 
@@ -392,18 +387,13 @@ def test_followers_woken_together_read_together_and_each_gets_its_own_events(
 def test_a_follower_cancelled_while_its_read_waits_leaves_the_others_theirs(
     pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dsh_tool_todo.stores.postgres import follow
-
     insert_row(pg_dsn, "kept", 0)
     insert_row(pg_dsn, "dropped", 0)
-    query = follow.Hub._query
 
-    async def slow(hub: follow.Hub, statement: str, params: tuple[Any, ...]) -> list[Any]:
-        if statement == postgres._sql.READ_AFTER_EACH:
-            await asyncio.sleep(0.3)  # both reads wait here, in one batch
-        return await query(hub, statement, params)
+    async def slow(params: tuple[Any, ...]) -> None:
+        await asyncio.sleep(0.3)  # both reads wait here, in one batch
 
-    monkeypatch.setattr(follow.Hub, "_query", slow)
+    before_query(monkeypatch, postgres._sql.READ_AFTER_EACH, slow)
 
     async def main() -> list[int]:
         async with (
@@ -424,17 +414,11 @@ def test_a_follower_cancelled_while_its_read_waits_leaves_the_others_theirs(
 def test_a_read_that_fails_fails_every_follower_waiting_on_it_with_the_store_error(
     pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dsh_tool_todo.stores.postgres import follow
+    async def refused(params: tuple[Any, ...]) -> None:
+        await asyncio.sleep(0.1)
+        raise psycopg.errors.InsufficientPrivilege("permission denied for table")
 
-    query = follow.Hub._query
-
-    async def refused(hub: follow.Hub, statement: str, params: tuple[Any, ...]) -> list[Any]:
-        if statement == postgres._sql.READ_AFTER_EACH:
-            await asyncio.sleep(0.1)
-            raise psycopg.errors.InsufficientPrivilege("permission denied for table")
-        return await query(hub, statement, params)
-
-    monkeypatch.setattr(follow.Hub, "_query", refused)
+    before_query(monkeypatch, postgres._sql.READ_AFTER_EACH, refused)
 
     async def main() -> list[str]:
         async with (
