@@ -60,6 +60,22 @@ def head(log: Path) -> dict[str, Any]:
 # --- OpenAI Agents SDK: agent.as_tool() ------------------------------------------------
 
 
+def delegating_lead(todo: Any, research: Any) -> OpenAIAgent[Any]:
+    """A lead agent that writes its plan, then calls ``research`` (a sub-agent as a tool,
+    linked), then answers "done"."""
+    return OpenAIAgent(
+        name="lead",
+        model=ScriptedModel(
+            [
+                [function_call("todo_write", plan("Delegate"), call_id="l1")],
+                [function_call("research", {"input": "q"}, call_id="l2")],
+                [assistant_message("done")],
+            ]
+        ),
+        tools=[todo, linked_agent_tool(research)],
+    )
+
+
 def test_openai_agents_as_tools_give_each_sub_agent_a_linked_plan(tmp_path: Path) -> None:
     with OwnerRegistry(tmp_path) as owners:
         todo = todo_write_function_tool(
@@ -90,17 +106,7 @@ def test_openai_agents_as_tools_give_each_sub_agent_a_linked_plan(tmp_path: Path
             ],
         )
         research = researcher.as_tool(tool_name="research", tool_description="Research")
-        lead = OpenAIAgent(
-            name="lead",
-            model=ScriptedModel(
-                [
-                    [function_call("todo_write", plan("Delegate"), call_id="l1")],
-                    [function_call("research", {"input": "q"}, call_id="l2")],
-                    [assistant_message("done")],
-                ]
-            ),
-            tools=[todo, linked_agent_tool(research)],
-        )
+        lead = delegating_lead(todo, research)
         config = RunConfig(tracing_disabled=True)
         result = asyncio.run(Runner.run(lead, "go", run_config=config))
     assert result.final_output == "done"
@@ -278,17 +284,7 @@ def test_openai_agents_reminder_filter_reads_a_linked_sub_agents_own_plan() -> N
     research = researcher.as_tool(
         tool_name="research", tool_description="Research", run_config=config
     )
-    lead = OpenAIAgent(
-        name="lead",
-        model=ScriptedModel(
-            [
-                [function_call("todo_write", plan("Delegate"), call_id="l1")],
-                [function_call("research", {"input": "q"}, call_id="l2")],
-                [assistant_message("done")],
-            ]
-        ),
-        tools=[todo, linked_agent_tool(research)],
-    )
+    lead = delegating_lead(todo, research)
     assert asyncio.run(Runner.run(lead, "go", run_config=config)).final_output == "done"
     assert sub_model.first_call is not None
     assert sub_model.first_call.input == [{"content": "q", "role": "user"}]
