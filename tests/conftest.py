@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,14 @@ PLAN = [
     {"content": "Add the --json flag", "status": "in_progress"},
     {"content": "Write tests", "status": "pending"},
 ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A shell without job control starts its background commands with Ctrl-C ignored, and an
+    # ignored signal stays ignored through exec: the CLIs these tests stop with SIGINT would
+    # never see it. A handler (not SIG_IGN) is reset to the default in each child.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def options(parallel: bool) -> dict[str, dict[str, bool]]:
