@@ -397,16 +397,6 @@ and a call id of at most ``links.MAX_KEY_CHARS`` characters each, at most 6 byte
 as JSON) is shorter; a longer first line is no link."""
 
 
-def read_head(path: str) -> Event | None:
-    """The log's first event when it is a whole line of at most :data:`HEAD_READ` bytes.
-
-    What a reader takes a session's link from (``links.link_of``): one short read
-    at the start of the file, whatever its length.
-    """
-    with open_log(path) as file:
-        return _head_event(file.read(HEAD_READ))
-
-
 def _head_event(first: bytes) -> Event | None:
     end = first.find(b"\n")
     if end < 0:
@@ -415,8 +405,9 @@ def _head_event(first: bytes) -> Event | None:
 
 
 def read_summary(path: str) -> tuple[Snapshot, Event | None]:
-    """:func:`read_snapshot` and :func:`read_head` of the log at ``path`` through one open:
-    what a list shows of a log. A log shorter than :data:`HEAD_READ` is read in one call."""
+    """:func:`read_snapshot` of the log at ``path`` and its first event when that is a whole line
+    of at most :data:`HEAD_READ` bytes (where ``links.link_of`` finds a link), through one
+    open: what a list shows of a log. A log shorter than :data:`HEAD_READ` is read in one call."""
     with open_log(path) as file:
         info = os.fstat(file.fileno())
         first = file.read(HEAD_READ)
