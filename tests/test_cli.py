@@ -205,6 +205,36 @@ def test_watch_follows_a_log_another_process_appends_to(tmp_path: Path) -> None:
             watcher.kill()
 
 
+CTRL_C_IN_GENERATED_CODE = """
+import sys
+from dsh_tool_todo import cli
+
+def interrupted(args, out):
+    def stop():
+        raise KeyboardInterrupt
+    eval("stop()", {"stop": stop})  # as in code generated from a string: a dataclass's __init__
+
+cli._COMMANDS["watch"] = interrupted
+raise SystemExit(cli.main(["watch", sys.argv[1]]))
+"""
+
+
+def test_ctrl_c_ends_the_command_with_status_0_even_inside_code_run_from_a_string(
+    tmp_path: Path,
+) -> None:
+    # run as `python -m`, as the command's other tests run it: that path checks the flag
+    (tmp_path / "interrupted_cli.py").write_text(CTRL_C_IN_GENERATED_CODE, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "interrupted_cli", str(tmp_path / "log.jsonl")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=ENV,
+        timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+
+
 WRITER = """
 import sys, time
 from dsh_tool_todo.sessionlog import JsonlSession

@@ -260,6 +260,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dsh-todo: error: {_reason(error)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
+        # A Ctrl-C raised while code that eval() or exec() runs from a string was running (the
+        # code generated for dataclasses and named tuples, string annotations) leaves CPython's
+        # "unhandled KeyboardInterrupt" flag set although it is handled here: the interpreter
+        # would end itself with SIGINT at exit, not with this status. Running a string clears it.
+        exec("")
         return 0
 
 
