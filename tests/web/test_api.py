@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from dsh_tool_todo.errors import UsageError
-from dsh_tool_todo.web.app import CSP, create_app
+from dsh_tool_todo.web._guard import CSP
+from dsh_tool_todo.web.app import create_app
 from dsh_tool_todo.web.sources import JsonlDirectorySource, SessionNotFound
 
 from .conftest import NOTE, TURN, plan_write, run_requests, todo, write_log
