@@ -286,8 +286,8 @@ def idle_streams(streams: int, seconds: float) -> dict[str, Any]:
 
 
 def rows(*, quick: bool) -> list[Row]:
-    rounds, changes, idle_seconds = (1, 30, 10.0) if quick else (3, 100, 60.0)
-    stream_count, stream_seconds = (200, 10.0) if quick else (1000, 30.0)
+    rounds, changes, idle_seconds = (1, 30, 5.0) if quick else (3, 100, 60.0)
+    stream_count, stream_seconds = (200, 5.0) if quick else (1000, 30.0)
     result: list[Row] = []
     directory = _directory(SESSIONS)
     sources: list[tuple[str, Any]] = [("JSONL", lambda: _nullcontext(str(directory)))]
