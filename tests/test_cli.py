@@ -212,7 +212,7 @@ from dsh_tool_todo import cli
 def interrupted(args, out):
     def stop():
         raise KeyboardInterrupt
-    eval("stop()", {"stop": stop})  # as in code generated from a string: a dataclass's __init__
+    eval("stop()", {"stop": stop})  # escapes an eval of a string, as from a class being made
 
 cli._COMMANDS["watch"] = interrupted
 raise SystemExit(cli.main(["watch", sys.argv[1]]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import math
@@ -260,11 +261,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dsh-todo: error: {_reason(error)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        # A Ctrl-C raised while code that eval() or exec() runs from a string was running (the
-        # code generated for dataclasses and named tuples, string annotations) leaves CPython's
-        # "unhandled KeyboardInterrupt" flag set although it is handled here: the interpreter
-        # would end itself with SIGINT at exit, not with this status. Running a string clears it.
-        exec("")
+        # A Ctrl-C that escaped an eval() or exec() of a string on its way here (a dataclass or
+        # named tuple class being made by an import inside the command, say) leaves CPython's
+        # "unhandled KeyboardInterrupt" flag set although it is handled here: under `python -m`
+        # the interpreter would end itself with SIGINT at exit, not with this status. Running a
+        # string clears the flag (an audit hook may refuse it: then the status is all we lose).
+        with contextlib.suppress(Exception):
+            exec("")
         return 0
 
 
