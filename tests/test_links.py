@@ -153,7 +153,9 @@ def test_the_longest_link_a_store_writes_is_read_back_and_a_longer_head_is_not_r
     rows, _ = asyncio.run(JsonlReader(tmp_path).sessions("", 10))
     assert [row.parent for row in rows] == [parent]
 
-    huge = tmp_path / "huge.jsonl"  # a first line of 8 MiB: the head read stops at 16 KiB
+    # a first line of 8 MiB: the head is looked for in the first 16 KiB only (the snapshot's
+    # own read, from the end, still reads the whole line as the log's last event)
+    huge = tmp_path / "huge.jsonl"
     huge.write_text('{"seq":0,"type":"x","data":{"y":"' + "y" * (8 << 20) + '"}}\n')
     asked: list[int] = []
     opened = _tail.open_log
