@@ -109,6 +109,9 @@ def test_the_page_says_loading_until_the_first_snapshot(
     expect(page.locator("#calls .call")).to_have_count(1)
 
 
+FIRST_CONTENT = "document.querySelector('#plan-items .content')"
+
+
 def test_a_clipped_item_expands_by_click_and_by_keyboard_and_stays_open(
     tmp_path: Path, serve_process: Starter, page: Page, page_errors: PageErrors
 ) -> None:
@@ -121,12 +124,17 @@ def test_a_clipped_item_expands_by_click_and_by_keyboard_and_stays_open(
         short_content = page.locator("#plan-items .content").last
         expect(long_content).to_have_attribute("aria-expanded", "false")
         expect(short_content).not_to_have_attribute("aria-expanded", "false")
-        assert long_content.evaluate("node => node.scrollHeight > node.clientHeight + 1")
+        # waited for, not read once: on a loaded machine the page may be between two layouts
+        page.wait_for_function(
+            f"() => {FIRST_CONTENT}.scrollHeight > {FIRST_CONTENT}.clientHeight + 1"
+        )
         assert long_content.get_attribute("title") == long_item
 
         long_content.click()
         expect(long_content).to_have_attribute("aria-expanded", "true")
-        assert long_content.evaluate("node => node.scrollHeight <= node.clientHeight + 1")
+        page.wait_for_function(
+            f"() => {FIRST_CONTENT}.scrollHeight <= {FIRST_CONTENT}.clientHeight + 1"
+        )
 
         writer.append("todo/write", {"todos": [todo(long_item), todo("short", "completed")]})
         expect(page.locator("#plan-figures")).to_have_text("1/2 completed")
