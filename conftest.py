@@ -11,4 +11,7 @@ if sys.version_info < (3, 11):  # google-adk 2.x needs 3.11; pyproject's dev say
         for name in ("claude_agent_sdk", "google_adk", "llama_index", "strands")
     ]
 if find_spec("crewai") is None:  # a path given on the command line is still collected
-    collect_ignore += ["src/dsh_tool_todo/integrations/crewai.py", "tests/integrations/test_crewai.py"]
+    collect_ignore += [
+        "src/dsh_tool_todo/integrations/crewai.py",
+        "tests/integrations/test_crewai.py",
+    ]

@@ -19,7 +19,7 @@ from report import Row, fmt_ns, skipped
 from timing import Call, batched, cache_walker, cold, interleaved, threaded
 from workloads import CALL_SIZES, FloorTodo, limit_validator, new_host, real_args
 
-from dsh_tool_todo._accept import accept_counted
+from dsh_tool_todo.core._accept import accept_counted
 from dsh_tool_todo.host import AsyncMemorySession
 
 LIMIT_TARGET, LIMIT_AIM = 1.8, 1.5

@@ -21,9 +21,9 @@ SIZE = 20
 
 def rows(calls: int) -> list[Row]:
     try:
-        from dsh_tool_todo.sessionlog import JsonlSession
+        from dsh_tool_todo.stores.jsonl import JsonlSession
     except ImportError:
-        return [skipped("3 call, durable", f"{SIZE} items", "no dsh_tool_todo.sessionlog")]
+        return [skipped("3 call, durable", f"{SIZE} items", "no dsh_tool_todo.stores.jsonl")]
     directory = Path(tempfile.mkdtemp(prefix="dsh-todo-fsync-"))
     try:
         return [

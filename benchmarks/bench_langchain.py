@@ -24,7 +24,7 @@ from report import Row, fmt_ns, skipped
 from timing import batched, interleaved
 from workloads import real_todos
 
-from dsh_tool_todo.schema import canonical_json
+from dsh_tool_todo.core.schema import canonical_json
 
 OVERHEAD_TARGET = 1.1
 CALLS = 10  # todo_write calls per agent run
@@ -86,8 +86,8 @@ def _agents(calls: int, *, record: bool = False) -> dict[str, tuple[Any, Any]]:
     from langchain.agents.middleware import TodoListMiddleware
     from langchain_core.tools import StructuredTool
 
+    from dsh_tool_todo.core.schema import parameters
     from dsh_tool_todo.integrations.langchain import TodoWriteMiddleware
-    from dsh_tool_todo.schema import parameters
 
     scripted = _model_class()
 

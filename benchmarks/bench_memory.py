@@ -43,8 +43,8 @@ def rows() -> list[Row]:
             numbers={"peak_rss": memory, "floor": floor, "baseline": baseline},
         )
     ]
-    if importlib.util.find_spec("dsh_tool_todo.sessionlog") is None:
-        result.append(skipped("6 peak RSS", f"{session}, on disk", "no dsh_tool_todo.sessionlog"))
+    if importlib.util.find_spec("dsh_tool_todo.stores.jsonl") is None:
+        result.append(skipped("6 peak RSS", f"{session}, on disk", "no dsh_tool_todo.stores.jsonl"))
         return result
     disk = peak_rss("disk")
     result.append(

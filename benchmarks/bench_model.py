@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests packag
 
 from tests.literal_model import ALL_SHAPES, calls_to_accept
 
-from dsh_tool_todo import contract
-from dsh_tool_todo._validation import validate_call
+from dsh_tool_todo.core import contract
+from dsh_tool_todo.core._validation import validate_call
+from dsh_tool_todo.core.tool import todo_write_tool
 from dsh_tool_todo.errors import ToolCallRejected
-from dsh_tool_todo.tool import todo_write_tool
 
 CALLS_TARGET = 2
 TIME_TARGET = 10.0  # refusing vs decoding the same text

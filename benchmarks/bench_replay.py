@@ -46,7 +46,7 @@ def events(count: int) -> list[dict[str, Any]]:
 def parsed_events(directory: Path, count: int) -> list[dict[str, Any]]:
     """``count`` events as a host holds them: written to a log, then parsed back, each its own
     objects (shared dicts would sit in the caches and flatter every fold)."""
-    from dsh_tool_todo.sessionlog import read_events
+    from dsh_tool_todo.stores.jsonl import read_events
 
     path = directory / f"replay-{count}.jsonl"
     suffixes = [_suffix(event) for event in events(_DISTINCT * _TURN_EVERY)]
@@ -196,7 +196,7 @@ def _verified_rows(directory: Path, largest: int) -> list[Row]:
 
 def _load_row(directory: Path, megabytes: int = 10) -> Row:
     """``read_events`` of a log, with the collector on as a host runs it."""
-    from dsh_tool_todo.sessionlog import read_events
+    from dsh_tool_todo.stores.jsonl import read_events
 
     path = directory / "load.jsonl"
     count = write_log(path, megabytes * 2**20)
@@ -289,7 +289,7 @@ def _fits_in_memory(size: int) -> bool:
 
 
 def _full_replay(path: Path) -> object:
-    from dsh_tool_todo.sessionlog import read_events
+    from dsh_tool_todo.stores.jsonl import read_events
 
     return replay(read_events(path))
 
@@ -305,10 +305,10 @@ class _Sizes:
 
 def log_rows(sizes_mb: tuple[int, ...]) -> list[Row]:
     try:
-        from dsh_tool_todo.sessionlog import current_plan  # noqa: F401
+        from dsh_tool_todo.stores.jsonl import current_plan  # noqa: F401
     except ImportError:
         return [
-            skipped("4 tail read", f"{mb} MB", "no dsh_tool_todo.sessionlog") for mb in sizes_mb
+            skipped("4 tail read", f"{mb} MB", "no dsh_tool_todo.stores.jsonl") for mb in sizes_mb
         ]
     directory = Path(tempfile.mkdtemp(prefix="dsh-todo-bench-"))
     learned = _Sizes(first_mb=sizes_mb[0])
@@ -328,7 +328,7 @@ def log_rows(sizes_mb: tuple[int, ...]) -> list[Row]:
 
 
 def _log_row(path: Path, mb: int, learned: _Sizes, *, is_last: bool) -> Row:
-    from dsh_tool_todo.sessionlog import current_plan
+    from dsh_tool_todo.stores.jsonl import current_plan
 
     start = time.perf_counter()
     count = write_log(path, mb * 2**20)
@@ -393,7 +393,7 @@ def _after_plan_row(path: Path, megabytes: int = 1) -> Row:
     Every line after the plan must still be checked, as a full replay would; the
     reference parses each of them with ``json.loads`` and does nothing else.
     """
-    from dsh_tool_todo.sessionlog import JsonlSession, current_plan
+    from dsh_tool_todo.stores.jsonl import JsonlSession, current_plan
 
     with JsonlSession(path) as session:
         session.append("todo/write", {"todos": [{"content": "Plan", "status": "in_progress"}]})

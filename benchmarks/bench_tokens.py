@@ -9,8 +9,8 @@ from bench_calls import peer_tool
 from report import Row, skipped
 from workloads import SIZES, new_host, raw_args
 
-from dsh_tool_todo.definition import FLAVORS, Flavor, definition_json
-from dsh_tool_todo.schema import canonical_json
+from dsh_tool_todo.core.definition import FLAVORS, Flavor, definition_json
+from dsh_tool_todo.core.schema import canonical_json
 
 DEFINITION_TARGET = 300
 # The OpenAI format also carries `"strict": true`; the description is the specification's text.

@@ -38,7 +38,7 @@ def run(case: str, calls: int, size: int, directory: str) -> object:
     if case == "memory":
         agent = host.new_agent()
     elif case == "disk":
-        from dsh_tool_todo.sessionlog import JsonlSession
+        from dsh_tool_todo.stores.jsonl import JsonlSession
 
         agent = host.new_agent(session=JsonlSession(Path(directory) / "session.jsonl"))
     else:
@@ -71,7 +71,7 @@ def collector(case: str, calls: int, size: int, directory: str) -> dict[str, flo
     """
     host = new_host()
     if case == "disk":
-        from dsh_tool_todo.sessionlog import JsonlSession
+        from dsh_tool_todo.stores.jsonl import JsonlSession
 
         agent = host.new_agent(session=JsonlSession(Path(directory) / "session.jsonl"))
     elif case in ("memory", "freeze"):

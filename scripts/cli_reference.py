@@ -1,6 +1,6 @@
 """Write the CLI reference in docs/cli.md from the parser itself, so the docs cannot drift.
 
-Run: python scripts/cli_reference.py        (tests/test_cli.py fails when it is stale)
+Run: python scripts/cli_reference.py        (tests/cli/test_cli.py fails when it is stale)
 """
 
 from __future__ import annotations

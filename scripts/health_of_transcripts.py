@@ -3,7 +3,7 @@
 Each ``TodoWrite`` tool call of the main agent becomes a ``todo/write`` of its
 ``content``/``status`` pairs, each user prompt (not a tool result, not a meta
 message) a ``turn/start``; sub-agent lines (``isSidechain``) are left out. Then
-``dsh_tool_todo.health.plan_health`` runs over the result.
+``dsh_tool_todo.core.health.plan_health`` runs over the result.
 
     python scripts/health_of_transcripts.py TRANSCRIPT.jsonl...
 """
@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from typing import Any
 
-from dsh_tool_todo.health import KINDS, plan_health
+from dsh_tool_todo.core.health import KINDS, plan_health
 
 
 def events_of(path: str) -> list[dict[str, Any]]:

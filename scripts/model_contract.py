@@ -1,7 +1,7 @@
-"""Write the generated parts of docs/model-contract.md from dsh_tool_todo.contract, so the page
+"""Write the generated parts of docs/model-contract.md from dsh_tool_todo.core.contract, so the page
 cannot drift from the texts the model reads.
 
-Run: python scripts/model_contract.py      (tests/test_contract.py fails when it is stale)
+Run: python scripts/model_contract.py      (tests/core/test_contract.py fails when it is stale)
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import re
 import string
 from pathlib import Path
 
-from dsh_tool_todo import contract
-from dsh_tool_todo._rejections import CONTENT_SHOWN, INDEXES_SHOWN, SHOWN
-from dsh_tool_todo.schema import parameters
+from dsh_tool_todo.core import contract
+from dsh_tool_todo.core._rejections import CONTENT_SHOWN, INDEXES_SHOWN, SHOWN
+from dsh_tool_todo.core.schema import parameters
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "model-contract.md"
 MARKERS = {

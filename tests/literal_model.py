@@ -19,9 +19,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from dsh_tool_todo import contract
+from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.tool import TodoWriteTool, todo_write_tool
 from dsh_tool_todo.stores.memory import MemorySession
-from dsh_tool_todo.tool import TodoWriteTool, todo_write_tool
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "first_errors.json"
 

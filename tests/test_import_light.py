@@ -79,7 +79,7 @@ def test_the_check_sees_a_heavy_import() -> None:
         "import dsh_tool_todo",
         "import dsh_tool_todo.host",
         "import dsh_tool_todo.stores.memory",
-        "import dsh_tool_todo.acp_plan",
+        "import dsh_tool_todo.plans.acp",
         "import dsh_tool_todo.cli",
     ],
 )

@@ -9,16 +9,17 @@ import pluggy
 import pytest
 
 import dsh_tool_todo
-from dsh_tool_todo import hookspecs, projection_plugin
-from dsh_tool_todo.host import Host, HostContext, ProjectionTable, ToolTable
-from dsh_tool_todo.loader import (
+from dsh_tool_todo.core import projection_plugin
+from dsh_tool_todo.core.markers import PROJECT_NAME, hookimpl, hookspec
+from dsh_tool_todo.host import Host, HostContext, hookspecs
+from dsh_tool_todo.host._host import ProjectionTable, ToolTable
+from dsh_tool_todo.host.loader import (
     ENTRY_POINT_GROUP,
     discover_plugins,
     load_plugins,
     new_plugin_manager,
     unwrap_exports,
 )
-from dsh_tool_todo.markers import PROJECT_NAME, hookimpl, hookspec
 from tests.conftest import options
 
 
@@ -123,9 +124,9 @@ def test_importing_the_plugin_does_no_work_up_front() -> None:
 
     code = (
         "import sys, dsh_tool_todo\n"
-        "from dsh_tool_todo._validation import args_adapter\n"
+        "from dsh_tool_todo.core._validation import args_adapter\n"
         "assert args_adapter.cache_info().currsize == 0, 'validator built at import'\n"
         "assert 'acp' not in sys.modules, 'the optional ACP SDK imported'\n"
-        "assert 'dsh_tool_todo.sessionlog' not in sys.modules\n"
+        "assert 'dsh_tool_todo.stores.jsonl' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -30,8 +30,8 @@ def test_the_walk_finds_the_public_modules_and_skips_the_private_ones() -> None:
         PUBLIC
     )
     assert not {
-        "dsh_tool_todo._validation",
-        "dsh_tool_todo._accept",
+        "dsh_tool_todo.core._validation",
+        "dsh_tool_todo.core._accept",
         "dsh_tool_todo.__main__",
     } & set(PUBLIC)
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import projection_plugin
+from .core import projection_plugin
+from .core.markers import hookimpl
+from .core.model import TodoCounts, TodoItem, TodoResult
+from .core.options import PLUGIN_NAME, TodoOptions, check_context
+from .core.projection import TodosProjection, replay
+from .core.tool import TodoWriteTool, install_tool, render_result, todo_write_tool
 from .errors import InvalidLog, TodoError, ToolCallRejected, ToolFailure, UsageError
-from .markers import hookimpl
-from .model import TodoCounts, TodoItem, TodoResult
-from .options import PLUGIN_NAME, TodoOptions, check_context
-from .projection import TodosProjection, replay
 from .protocols import PluginContext
-from .tool import TodoWriteTool, install_tool, render_result, todo_write_tool
 
 __all__ = [
     "InvalidLog",

@@ -30,8 +30,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from dsh_tool_todo import contract, todo_write_tool
-from dsh_tool_todo.schema import parameters
+from dsh_tool_todo import todo_write_tool
+from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.schema import parameters
 from dsh_tool_todo.stores.jsonl import JsonlSession
 from dsh_tool_todo.stores.memory import MemorySession
 

@@ -47,7 +47,7 @@ import dsh_tool_todo
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.integrations.a2a import forward_plan_artifacts, plan_artifact_update
-from dsh_tool_todo.wire import a2a_artifact_update
+from dsh_tool_todo.plans.wire import a2a_artifact_update
 
 from ..conftest import PLAN, options
 

@@ -29,10 +29,10 @@ from agent_framework import (
     tool,
 )
 
-from dsh_tool_todo import contract
+from dsh_tool_todo.core import contract
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.agent_framework import TodoWriteProvider
-from dsh_tool_todo.reminder import plan_reminder
+from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply

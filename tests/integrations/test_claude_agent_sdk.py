@@ -28,10 +28,11 @@ if sys.version_info < (3, 11):  # pragma: no cover - dev installs claude-agent-s
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, create_sdk_mcp_server, tool
 from claude_agent_sdk._internal.transport import Transport
 
-from dsh_tool_todo import contract, todo_write_tool
+from dsh_tool_todo import todo_write_tool
+from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.schema import parameters
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.claude_agent_sdk import stdio_config, todo_write_for_claude
-from dsh_tool_todo.schema import parameters
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.adapter_contract import CAUSE, FailingSession, SlowSession

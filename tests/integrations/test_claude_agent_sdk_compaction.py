@@ -22,7 +22,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 
 from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.claude_agent_sdk import todo_write_for_claude
-from dsh_tool_todo.reminder import plan_reminder
+from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.conftest import todo
 from tests.integrations.test_claude_agent_sdk import ClaudeCode, through_the_sdk

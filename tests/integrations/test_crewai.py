@@ -41,11 +41,12 @@ with warnings.catch_warnings():
     )
 from pydantic import Field
 
-from dsh_tool_todo import contract, todo_write_tool
+from dsh_tool_todo import todo_write_tool
+from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.schema import parameters
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.crewai import TodoWriteCrewTool
-from dsh_tool_todo.reminder import plan_reminder
-from dsh_tool_todo.schema import parameters
+from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply

@@ -26,10 +26,10 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import InMemoryRunner
 from google.genai import types
 
-from dsh_tool_todo import contract
+from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.schema import parameters
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.google_adk import TodoWriteAdkTool
-from dsh_tool_todo.schema import parameters
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.adapter_contract import CHECKS, Driver, Reply
 

@@ -24,7 +24,7 @@ from google.adk.runners import InMemoryRunner
 from google.genai import types
 
 from dsh_tool_todo.integrations.google_adk import TodoWriteAdkTool
-from dsh_tool_todo.reminder import plan_reminder
+from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.compaction_scenario import CALLS, PLAN_B, SUMMARY, SYSTEM
 

@@ -22,10 +22,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from dsh_tool_todo import UsageError, replay, todo_write_tool
-from dsh_tool_todo.contract import DESCRIPTION_PARALLEL, DESCRIPTION_SINGLE
+from dsh_tool_todo.core.contract import DESCRIPTION_PARALLEL, DESCRIPTION_SINGLE
+from dsh_tool_todo.core.schema import parameters_json
 from dsh_tool_todo.integrations._extras import MissingExtra
 from dsh_tool_todo.integrations.langchain import TodoWriteMiddleware
-from dsh_tool_todo.schema import parameters_json
 from dsh_tool_todo.stores.memory import MemorySession
 from tests.conftest import todo
 from tests.integrations.scripted_langchain import ScriptedChatModel, tool_calls

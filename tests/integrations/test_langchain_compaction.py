@@ -16,7 +16,7 @@ from langchain_core.tools import tool
 
 from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.langchain import TodoWriteMiddleware
-from dsh_tool_todo.reminder import plan_reminder
+from dsh_tool_todo.plans.reminder import plan_reminder
 from tests.conftest import todo
 from tests.integrations.compaction_scenario import PLAN_A, PLAN_B, SUMMARY
 from tests.integrations.scripted_langchain import ScriptedChatModel, tool_calls

@@ -22,10 +22,10 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import ToolOutput
 from llama_index.core.workflow import Context
 
-from dsh_tool_todo import contract
+from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.schema import parameters
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.llama_index import TodoWriteLlamaTool, todo_write_llama_tool
-from dsh_tool_todo.schema import parameters
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
 

@@ -24,7 +24,8 @@ import mcp
 import mcp.shared.exceptions
 import pytest
 
-from dsh_tool_todo import contract, todo_write_tool
+from dsh_tool_todo import todo_write_tool
+from dsh_tool_todo.core import contract
 from dsh_tool_todo.integrations.mcp import DEFAULT_OWNER, PLAN_URI, build_server
 from dsh_tool_todo.stores.jsonl import current_plan, read_events
 from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name
@@ -939,7 +940,7 @@ def test_a_burst_of_writes_is_told_in_fewer_updates_and_the_last_read_is_the_las
 
 def test_notifications_are_coalesced_one_at_a_time_and_one_follows_the_last_write() -> None:
     """While an update is being sent, any number of writes make exactly one more after it."""
-    from dsh_tool_todo.integrations._mcp_plan import PlanResource
+    from dsh_tool_todo.integrations.mcp._plan import PlanResource
 
     owners = OwnerRegistry()
     plan = PlanResource(owners, "o")

@@ -16,8 +16,9 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_mcp_adapters.client import MultiServerMCPClient
 from langchain_mcp_adapters.tools import load_mcp_tools
 
-from dsh_tool_todo import contract, todo_write_tool
-from dsh_tool_todo.schema import parameters
+from dsh_tool_todo import todo_write_tool
+from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.schema import parameters
 from dsh_tool_todo.stores.jsonl import current_plan, read_events
 from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name
 from tests.integrations.scripted_langchain import ScriptedChatModel

@@ -16,9 +16,10 @@ from agents.testing import ScriptedModel, assistant_message, function_call
 from agents.tool import FunctionTool
 from agents.tool_context import ToolContext
 
-from dsh_tool_todo import contract, todo_write_tool
+from dsh_tool_todo import todo_write_tool
+from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.schema import parameters
 from dsh_tool_todo.integrations.openai_agents import todo_write_function_tool
-from dsh_tool_todo.schema import parameters
 from dsh_tool_todo.stores.owners import OwnerRegistry
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots"

@@ -18,7 +18,7 @@ from dsh_tool_todo.integrations.openai_agents import (
     plan_reminder_filter,
     todo_write_function_tool,
 )
-from dsh_tool_todo.reminder import plan_reminder
+from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.compaction_scenario import CALLS, PLAN_A, PLAN_B, SUMMARY, SYSTEM
 

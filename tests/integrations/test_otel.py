@@ -20,7 +20,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import NoOpTracerProvider, SpanKind, StatusCode
 
-from dsh_tool_todo import UsageError, contract, todo_write_tool
+from dsh_tool_todo import UsageError, todo_write_tool
+from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.tool import TodoWriteTool
 from dsh_tool_todo.errors import ToolCallRejected, ToolFailure
 from dsh_tool_todo.host import AsyncMemorySession, Host
 from dsh_tool_todo.integrations._core import NoOwnerWarning
@@ -32,7 +34,6 @@ from dsh_tool_todo.integrations.otel import (
     instrument,
 )
 from dsh_tool_todo.stores.memory import MemorySession
-from dsh_tool_todo.tool import TodoWriteTool
 from tests.conftest import todo
 
 PLAN = {"todos": [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]}

@@ -32,10 +32,15 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from dsh_tool_todo import UsageError, todo_write_tool
-from dsh_tool_todo.contract import DESCRIPTION_PARALLEL, DESCRIPTION_SINGLE, NO_OWNER, NOT_RECORDED
+from dsh_tool_todo.core.contract import (
+    DESCRIPTION_PARALLEL,
+    DESCRIPTION_SINGLE,
+    NO_OWNER,
+    NOT_RECORDED,
+)
+from dsh_tool_todo.core.schema import parameters, parameters_json
 from dsh_tool_todo.integrations._extras import MissingExtra
 from dsh_tool_todo.integrations.pydantic_ai import todo_write_toolset
-from dsh_tool_todo.schema import parameters, parameters_json
 from dsh_tool_todo.stores.memory import AsyncMemorySession, MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.conftest import todo

@@ -47,7 +47,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from dsh_tool_todo import UsageError, todo_write_tool
-from dsh_tool_todo.contract import TURN_START
+from dsh_tool_todo.core.contract import TURN_START
 from dsh_tool_todo.integrations.pydantic_ai import AgUiEvents, todo_write_toolset
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry

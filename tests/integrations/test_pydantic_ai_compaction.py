@@ -19,7 +19,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.pydantic_ai import plan_reminder_processor, todo_write_toolset
-from dsh_tool_todo.reminder import plan_reminder
+from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.memory import MemorySession
 from tests.integrations.compaction_scenario import PLAN_A, PLAN_B, SUMMARY
 

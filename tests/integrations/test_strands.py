@@ -21,7 +21,7 @@ if sys.version_info < (3, 11):  # pragma: no cover - dev installs strands-agents
 from strands import Agent
 from strands.models import Model
 
-from dsh_tool_todo import contract
+from dsh_tool_todo.core import contract
 from dsh_tool_todo.integrations.strands import TodoWriteAgentTool, todo_write_strands_tool
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry

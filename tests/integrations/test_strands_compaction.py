@@ -21,7 +21,7 @@ from strands.types.exceptions import ContextWindowOverflowException
 
 from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.strands import todo_write_strands_tool
-from dsh_tool_todo.reminder import plan_reminder
+from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.compaction_scenario import CALLS, PLAN_B, SUMMARY, SYSTEM
 

@@ -22,9 +22,9 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
 
 from dsh_tool_todo.errors import UsageError
-from dsh_tool_todo.fleet import FleetNode, read_fleet
 from dsh_tool_todo.integrations.openai_agents import linked_agent_tool, todo_write_function_tool
 from dsh_tool_todo.integrations.pydantic_ai import linked_toolset, todo_write_toolset
+from dsh_tool_todo.plans.fleet import FleetNode, read_fleet
 from dsh_tool_todo.stores import open_reader
 from dsh_tool_todo.stores.jsonl import read_events
 from dsh_tool_todo.stores.owners import OwnerRegistry

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import pytest
 
 import dsh_tool_todo
-from dsh_tool_todo.contract import CALL_ID_KEY
+from dsh_tool_todo.core.contract import CALL_ID_KEY
 from dsh_tool_todo.errors import InvalidLog, LinkConflict, TodoError, UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.protocols import StoreSession

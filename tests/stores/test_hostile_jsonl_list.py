@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_tool_todo._accept import accepts_logged
-from dsh_tool_todo._validation import validate_call
+from dsh_tool_todo.core._accept import accepts_logged
+from dsh_tool_todo.core._validation import validate_call
 from dsh_tool_todo.stores.jsonl import JsonlReader
 
 WITHIN = 20.0

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_tool_todo.projection import replay
+from dsh_tool_todo.core.projection import replay
 from dsh_tool_todo.stores.jsonl import JsonlSession, TornTailWarning, read_events
 
 from .contract import DurableContract, Event, Opener

@@ -11,7 +11,7 @@ import pytest
 
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import PostgresSession
-from tests.test_cli import ENV, assert_usage_error, dsh_todo
+from tests.cli.test_cli import ENV, assert_usage_error, dsh_todo
 
 from .contract import PLAN
 

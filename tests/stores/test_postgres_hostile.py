@@ -11,11 +11,11 @@ from typing import Any
 import psycopg
 import pytest
 
+from dsh_tool_todo.core.listeners import Event
 from dsh_tool_todo.errors import LogReplaced, UsageError
-from dsh_tool_todo.listeners import Event
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import AsyncPostgresSession, PostgresFollower, PostgresSession
-from tests.test_cli import dsh_todo
+from tests.cli.test_cli import dsh_todo
 
 from .test_postgres_cli import url
 
@@ -280,15 +280,6 @@ def test_watch_starts_over_when_its_session_is_deleted_and_written_again(pg_dsn:
         conn.execute("SELECT pg_notify(%s, %s)", (postgres.CHANNEL, f"0:{SESSION}"))
     assert next(plans) == new
     plans.close()
-
-
-def test_the_old_names_of_the_postgresql_reader_still_import() -> None:
-    from dsh_tool_todo.stores import open_reader
-    from dsh_tool_todo.web.sources import PostgresSource
-
-    reader = open_reader("postgresql://postgres@127.0.0.1:5432/postgres")
-    assert isinstance(reader, postgres.PostgresReader)
-    assert PostgresSource is postgres.PostgresReader
 
 
 @pytest.mark.parametrize(

@@ -21,8 +21,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from dsh_tool_todo.core.listeners import Event
 from dsh_tool_todo.errors import UsageError
-from dsh_tool_todo.listeners import Event
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import PostgresFollower, PostgresSession, _notify, _pools
 

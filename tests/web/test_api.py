@@ -13,10 +13,10 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from dsh_tool_todo.errors import UsageError
+from dsh_tool_todo.errors import SessionNotFound, UsageError
+from dsh_tool_todo.stores.jsonl import JsonlReader
 from dsh_tool_todo.web._guard import CSP
 from dsh_tool_todo.web.app import create_app
-from dsh_tool_todo.web.sources import JsonlDirectorySource, SessionNotFound
 
 from .conftest import NOTE, TURN, plan_write, run_requests, todo, write_log
 
@@ -226,7 +226,7 @@ def test_source_refuses_names_with_separators_and_symlinks_leading_out(tmp_path:
     (tmp_path / "logs").mkdir()
     write_log(tmp_path / "secret.jsonl", [plan_write(todo("secret"))])
     (tmp_path / "logs" / "link.jsonl").symlink_to(tmp_path / "secret.jsonl")
-    source = JsonlDirectorySource(tmp_path / "logs")
+    source = JsonlReader(tmp_path / "logs")
 
     for name in ("../secret", "link", "a/b", "a\\b", ""):
         with pytest.raises(SessionNotFound, match=f"^{re.escape(name)}$"):

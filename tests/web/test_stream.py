@@ -16,9 +16,8 @@ import pytest
 
 from dsh_tool_todo.errors import LogReplaced
 from dsh_tool_todo.protocols import Snapshot
-from dsh_tool_todo.stores.jsonl import JsonlSession
+from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
 from dsh_tool_todo.web import app as web_app
-from dsh_tool_todo.web.sources import JsonlDirectorySource
 
 from .conftest import NOTE, TURN, LiveServer, SseStream, plan_write, todo, write_log
 
@@ -261,7 +260,7 @@ def test_a_log_rewritten_between_the_snapshot_and_the_follow_is_seen(tmp_path: P
     rewrite in place that lands in between is a replaced log, not an append."""
     path = tmp_path / "s.jsonl"
     write_log(path, [plan_write(todo("A"))])
-    source = JsonlDirectorySource(tmp_path, poll_interval=0.001)
+    source = JsonlReader(tmp_path, poll_interval=0.001)
 
     async def first_after_a_rewrite() -> object:
         snapshot = await source.snapshot("s")
@@ -289,7 +288,7 @@ def test_a16_an_idle_stream_over_a_long_torn_tail_reads_next_to_nothing(tmp_path
     write_log(path, [plan_write(todo("A"))])
     with path.open("ab") as log:
         log.write(b'{"seq":1,"type":"todo/write","data":' + b" " * (8 << 20))
-    source = JsonlDirectorySource(tmp_path, poll_interval=0.002)
+    source = JsonlReader(tmp_path, poll_interval=0.002)
 
     async def read_while_idle() -> int:
         snapshot = await source.snapshot("s")

@@ -8,7 +8,7 @@ the framework's call and the text the model reads is here, once:
 - per-owner serialisation: a call for an owner of an
   :class:`~dsh_tool_todo.stores.owners.OwnerRegistry` holds that owner's lock;
 - the outcome: recorded (the success text), refused (the refusal's text,
-  nothing recorded) or not recorded (:data:`~dsh_tool_todo.contract.NOT_RECORDED`,
+  nothing recorded) or not recorded (:data:`~dsh_tool_todo.core.contract.NOT_RECORDED`,
   the cause logged on the ``dsh_tool_todo`` logger);
 - the no-owner warning, logged once per tool so a developer learns why the
   plan stays empty while the model reads the specification's text every time.
@@ -22,13 +22,13 @@ from __future__ import annotations
 import logging
 from typing import Any, Final, Literal
 
-from ..contract import NO_OWNER, NOT_RECORDED
+from ..core.contract import NO_OWNER, NOT_RECORDED
+from ..core.listeners import LOGGER_NAME
+from ..core.model import TodoItem
+from ..core.tool import TodoWriteTool, _Owner, render_result
 from ..errors import ToolCallRejected, ToolFailure, UsageError
-from ..listeners import LOGGER_NAME
-from ..model import TodoItem
 from ..protocols import Session
 from ..stores.owners import OwnerRegistry
-from ..tool import TodoWriteTool, _Owner, render_result
 
 __all__ = [
     "FAILED",
@@ -62,7 +62,7 @@ class Outcome:
 
     ``todos`` is the list as recorded, for a recorded call only (``None``
     otherwise): an adapter that also shows the plan to a UI converts it with
-    :mod:`dsh_tool_todo.wire`, whose converters copy it. Never change it in
+    :mod:`dsh_tool_todo.plans.wire`, whose converters copy it. Never change it in
     place: a store may hold the same objects.
     """
 

@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from ..core.links import link_data
+from ..core.listeners import LOGGER_NAME
 from ..errors import UsageError
-from ..links import link_data
-from ..listeners import LOGGER_NAME
 from ..stores.owners import OwnerRegistry
 
 __all__ = ["Delegation", "OwnerLinks", "delegating", "nested_owner"]

@@ -19,10 +19,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ..checklist import Todos
-from ..contract import EVENT_TYPE, TURN_START
+from ..core.contract import EVENT_TYPE, TURN_START
 from ..errors import UsageError
-from ..reminder import plan_reminder
+from ..plans.checklist import Todos
+from ..plans.reminder import plan_reminder
 from ..stores.owners import OwnerRegistry
 
 __all__ = ["aplan_of", "plan_in", "reminder_due", "todos_of"]

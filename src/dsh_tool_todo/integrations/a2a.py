@@ -11,7 +11,7 @@ forward the session the agent writes its plans to::
     await forwarder.drain()  # before the final status update, so the plan arrives first
     forwarder()
 
-Every update is :func:`dsh_tool_todo.wire.a2a_artifact_update` parsed into
+Every update is :func:`dsh_tool_todo.plans.wire.a2a_artifact_update` parsed into
 the SDK's own ``TaskArtifactUpdateEvent``: artifact id ``plan``, one data part
 ``{"todos": [...]}``, ``append`` false, so the client's task keeps one plan
 artifact, the latest. See docs/wire-formats.md.
@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..contract import EVENT_TYPE, TURN_START
-from ..forwarding import OrderedForwarder, Subscribable, event_loop
-from ..wire import PlanSource, a2a_artifact_update
+from ..core.contract import EVENT_TYPE, TURN_START
+from ..plans.forwarding import OrderedForwarder, Subscribable, event_loop
+from ..plans.wire import PlanSource, a2a_artifact_update
 from ._extras import missing_extra
 
 try:
@@ -111,7 +111,7 @@ def forward_plan_artifacts(
 
     A ``turn/start`` sends the cleared plan (``{"todos": []}``). Updates reach
     ``event_queue`` in log order whichever thread appends (as the ACP
-    forwarder's: :func:`dsh_tool_todo.acp_plan.forward_plans`). ``task_id``
+    forwarder's: :func:`dsh_tool_todo.plans.acp.forward_plans`). ``task_id``
     and ``context_id`` are the request context's (``context.task_id``,
     ``context.context_id``); ``loop`` defaults to the running loop.
     """

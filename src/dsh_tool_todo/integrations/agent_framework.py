@@ -15,7 +15,7 @@ What the model gets (extra ``agent-framework``):
   types) would answer ``Error: Argument parsing failed.`` instead of our text, so
   the tool declares a permissive input model and offers our schema;
 - a function result holding the tool's text; a refusal and a failure to record
-  (:data:`~dsh_tool_todo.contract.NOT_RECORDED`, the cause logged on the
+  (:data:`~dsh_tool_todo.core.contract.NOT_RECORDED`, the cause logged on the
   ``dsh_tool_todo`` logger) also carry the text as the result's ``exception``,
   the framework's error channel (Anthropic's ``is_error``; the consecutive-error
   count of its tool loop). A chat middleware the provider adds to each run sets
@@ -39,10 +39,10 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
-from ..contract import TOOL_NAME
-from ..schema import parameters
+from ..core.contract import TOOL_NAME
+from ..core.schema import parameters
+from ..core.tool import TodoWriteTool, todo_write_tool
 from ..stores.owners import OwnerRegistry
-from ..tool import TodoWriteTool, todo_write_tool
 from ._core import (
     NoOwnerWarning,
     Outcome,
@@ -221,7 +221,7 @@ class RemindAfterCompaction(ChatMiddleware):
     passed for the call, else the client's ``compaction_strategy``, else none): after
     that strategy ran, when the session's plan is not empty and no ``todo_write``
     call (nor an earlier reminder) among the messages the model will read shows it,
-    :func:`~dsh_tool_todo.reminder.plan_reminder` is appended as a user message.
+    :func:`~dsh_tool_todo.plans.reminder.plan_reminder` is appended as a user message.
     """
 
     def __init__(self, owners: OwnerRegistry, owner_of: OwnerOf) -> None:

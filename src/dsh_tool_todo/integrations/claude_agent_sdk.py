@@ -18,7 +18,7 @@ What the model gets (extra ``claude-agent-sdk``):
 - the model calls ``mcp__todo__todo_write`` with our description and schema as they
   are; a refusal is an MCP result with ``isError: true`` and the refusal's text, a
   failure to record ``isError: true`` with
-  :data:`~dsh_tool_todo.contract.NOT_RECORDED` (cause logged on ``dsh_tool_todo``);
+  :data:`~dsh_tool_todo.core.contract.NOT_RECORDED` (cause logged on ``dsh_tool_todo``);
 - ``todo.hooks`` appends ``turn/start`` for the owner on each ``UserPromptSubmit``:
   a user prompt starts on an empty plan;
 - with ``remind_after_compaction=True`` (opt-in), ``todo.hooks`` also re-surfaces the plan
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..contract import TOOL_NAME
+from ..core.contract import TOOL_NAME
 from ..errors import UsageError
 from ..stores.owners import OwnerRegistry
 from ._core import check_flag, check_owner, check_owners
@@ -99,7 +99,7 @@ def todo_write_for_claude(
     ``remind_after_compaction=True`` (opt-in) adds two hooks. Claude Code compacts the
     conversation itself and shows a hook none of its messages, so the signal is its
     ``PreCompact`` event: from then on the plan counts as no longer shown, and the next
-    ``PostToolUse`` answers with :func:`~dsh_tool_todo.reminder.plan_reminder` as
+    ``PostToolUse`` answers with :func:`~dsh_tool_todo.plans.reminder.plan_reminder` as
     ``additionalContext`` (once; nothing when the plan is empty, or when that tool call is
     a ``todo_write`` of the current plan, which shows it).
     """
@@ -165,7 +165,7 @@ def stdio_config(
     ``dsh-todo mcp --print-config`` prints): a process per client; with ``log_dir``,
     the plan is kept in ``log_dir/<owner>.jsonl``, an absolute path (the client starts
     the server from a directory of its own)."""
-    from .._mcp_command import check_mcp_server, mcp_client_config
+    from .mcp._command import check_mcp_server, mcp_client_config
 
     check_owner("stdio_config", owner, function_of=None)
     if log_dir is not None:

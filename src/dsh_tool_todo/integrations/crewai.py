@@ -21,7 +21,7 @@ What the model gets (extra ``crewai``):
 - the arguments as the model sent them, to this library's validation (the
   schema declares no pydantic fields, so CrewAI validates nothing first);
 - the tool's text: a recorded call's as its result, a refusal and a failure
-  to record (:data:`~dsh_tool_todo.contract.NOT_RECORDED`, the cause logged on
+  to record (:data:`~dsh_tool_todo.core.contract.NOT_RECORDED`, the cause logged on
   the ``dsh_tool_todo`` logger) as a ``ToolFailure``, CrewAI's channel for a
   tool that ran but did not succeed: the model reads the same text, and the
   task records the failure under the agent's ``tool_failure_policy``.
@@ -44,11 +44,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from ..contract import TOOL_NAME
+from ..core.contract import TOOL_NAME
+from ..core.schema import parameters
+from ..core.tool import TodoWriteTool, todo_write_tool
 from ..errors import UsageError
-from ..schema import parameters
 from ..stores.owners import OwnerRegistry
-from ..tool import TodoWriteTool, todo_write_tool
 from ._core import check_owner, check_owners, run_for_owner
 from ._extras import missing_extra
 from ._reminder import plan_in, reminder_due, todos_of
@@ -160,7 +160,7 @@ class TodoWriteCrewTool(BaseTool):
         current plan is not empty and no ``todo_write`` call (nor an earlier reminder)
         left in the messages shows it (CrewAI's ``respect_context_window``
         summary replaced them), it appends
-        :func:`~dsh_tool_todo.reminder.plan_reminder` as a user message. The
+        :func:`~dsh_tool_todo.plans.reminder.plan_reminder` as a user message. The
         messages are the agent's own, so the reminder stays and is added once.
         """
         tools = getattr(getattr(context, "agent", None), "tools", None) or []

@@ -14,7 +14,7 @@ What the model gets (extra ``google-adk``, Python 3.11 or later: ADK 2.x needs i
 - the arguments as the model sent them, to this library's validation;
 - a function response object: ``{"result": "<text>"}`` for a recorded call,
   ``{"error": "<text>"}`` for a refusal and for a failure to record
-  (:data:`~dsh_tool_todo.contract.NOT_RECORDED`, the cause logged on the
+  (:data:`~dsh_tool_todo.core.contract.NOT_RECORDED`, the cause logged on the
   ``dsh_tool_todo`` logger).
 
 The owner is the ADK session of the call (``ToolContext.session.id``, or what
@@ -30,10 +30,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..contract import TOOL_NAME
-from ..schema import parameters
+from ..core.contract import TOOL_NAME
+from ..core.schema import parameters
+from ..core.tool import todo_write_tool
 from ..stores.owners import OwnerRegistry
-from ..tool import todo_write_tool
 from ._core import (
     NoOwnerWarning,
     Outcome,
@@ -117,7 +117,7 @@ class TodoWriteAdkTool(BaseTool):
         ``LlmAgent(tools=[tool], before_model_callback=tool.remind_after_compaction)``:
         when the owner's current plan is not empty and no ``todo_write`` call (nor an
         earlier reminder) left in the request's contents shows it (ADK's event
-        compaction summarised them away), :func:`~dsh_tool_todo.reminder.plan_reminder`
+        compaction summarised them away), :func:`~dsh_tool_todo.plans.reminder.plan_reminder`
         is added as a text part at the end of the newest user content (or as a user
         content after it). Nothing before it changes. ADK rebuilds the contents from its
         events for each request, so the reminder is added to each request until a write

@@ -33,12 +33,12 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
-from .. import wire
-from ..contract import CALL_ID_KEY, EVENT_TYPE, TOOL_NAME, TURN_START
+from ..core.contract import CALL_ID_KEY, EVENT_TYPE, TOOL_NAME, TURN_START
+from ..core.model import TodoItem
+from ..core.tool import todo_write_tool
 from ..errors import UsageError
-from ..model import TodoItem
+from ..plans import wire
 from ..protocols import Event
-from ..tool import todo_write_tool
 from ._core import check_flag, run_owned
 from ._extras import missing_extra
 from ._reminder import reminder_due
@@ -141,7 +141,7 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
     a compaction: before a model call, when the plan is not empty and no
     ``todo_write`` call (nor an earlier reminder) left in the messages shows
     it, as after ``SummarizationMiddleware`` replaced them with a summary, it
-    appends one user message holding :func:`~dsh_tool_todo.reminder.plan_reminder`.
+    appends one user message holding :func:`~dsh_tool_todo.plans.reminder.plan_reminder`.
     It adds a message after the newest one and edits none, so the prefix a
     provider caches is unchanged. Put this middleware after the summarising one.
     """

@@ -20,7 +20,7 @@ What the model gets (extra ``llama-index``):
 - the arguments the agent parsed go to this library's validation untouched;
 - a ``ToolOutput`` whose content is the tool's text, with ``is_error=True``
   for a refusal and for a failure to record
-  (:data:`~dsh_tool_todo.contract.NOT_RECORDED`, the cause logged on the
+  (:data:`~dsh_tool_todo.core.contract.NOT_RECORDED`, the cause logged on the
   ``dsh_tool_todo`` logger).
 
 The owner is found from the workflow's ``Context`` (which the agent hands the
@@ -36,10 +36,10 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..core.schema import parameters
+from ..core.tool import TodoWriteTool, todo_write_tool
 from ..errors import UsageError
-from ..schema import parameters
 from ..stores.owners import OwnerRegistry
-from ..tool import TodoWriteTool, todo_write_tool
 from ._core import (
     NoOwnerWarning,
     Outcome,

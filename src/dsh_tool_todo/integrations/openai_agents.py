@@ -17,7 +17,7 @@ What the model gets (extra ``openai-agents``):
   parsing in between), and the text the model reads is returned as-is: a
   refusal is the refusal's text (the SDK's default error handler, which would
   hide it, never runs), a failure to record is
-  :data:`~dsh_tool_todo.contract.NOT_RECORDED` with the cause logged on the
+  :data:`~dsh_tool_todo.core.contract.NOT_RECORDED` with the cause logged on the
   ``dsh_tool_todo`` logger.
 
 The SDK runs the tool calls of one model response concurrently; calls for one
@@ -36,10 +36,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..contract import TOOL_NAME
+from ..core.contract import TOOL_NAME
+from ..core.tool import todo_write_tool
 from ..errors import UsageError
 from ..stores.owners import OwnerRegistry
-from ..tool import todo_write_tool
 from ._core import NoOwnerWarning, atext_for_owner, check_owner, check_owners, refused_no_owner
 from ._extras import missing_extra
 from ._links import OwnerLinks, delegating, nested_owner
@@ -126,7 +126,7 @@ def linked_agent_tool(agent_tool: FunctionTool) -> FunctionTool:
     call of the sub-agent (made with this adapter's tool) is recorded in a session
     of its own, keyed ``<owner>/<sub-agent name>`` in the same registry, and that
     session is linked to the parent's with the parent's tool-call id
-    (:mod:`dsh_tool_todo.links`); ``dsh-todo sessions`` then shows the tree. Without
+    (:mod:`dsh_tool_todo.core.links`); ``dsh-todo sessions`` then shows the tree. Without
     it, the sub-agent would write into its parent's plan. Nesting goes any depth::
 
         researcher = Agent(name="researcher", tools=[todo])
@@ -170,7 +170,7 @@ def plan_reminder_filter(
     ``compact`` is your own filter, if any (the one that summarises or trims); it
     runs first. Then, when ``owner``'s current plan in ``owners`` is not empty and
     no ``todo_write`` call (nor an earlier reminder) left in the input shows it,
-    :func:`~dsh_tool_todo.reminder.plan_reminder` is added as a user message after
+    :func:`~dsh_tool_todo.plans.reminder.plan_reminder` is added as a user message after
     the newest item. Nothing before it changes. The SDK keeps no filtered input in
     its history, so the reminder is added to each request until a write shows the
     plan again, always last: its tokens are paid per request, the prefix before it

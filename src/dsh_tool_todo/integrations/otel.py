@@ -46,12 +46,12 @@ from types import MethodType
 from typing import Any
 
 from .. import __version__
-from .._refusal_class import NOT_RECORDED_CLASS, OTHER, REFUSAL_CLASSES, refusal_class
-from ..contract import SUCCESS_TEXT, TOOL_NAME
+from ..core._refusal_class import NOT_RECORDED_CLASS, OTHER, REFUSAL_CLASSES, refusal_class
+from ..core.contract import SUCCESS_TEXT, TOOL_NAME
+from ..core.listeners import LOGGER_NAME
+from ..core.model import TodoResult
+from ..core.tool import TodoWriteTool, render_result
 from ..errors import ToolCallRejected, ToolFailure, UsageError
-from ..listeners import LOGGER_NAME
-from ..model import TodoResult
-from ..tool import TodoWriteTool, render_result
 from ._core import NoOwnerWarning
 from ._extras import missing_extra
 
@@ -131,7 +131,7 @@ def instrument(
     ``tracer_provider``: where spans go (default: the global one, also when it is set
     later). ``capture_contents``: also record the arguments, the text the model read and a
     failure's exception (off by default: they hold the user's plan). ``tool``: instrument
-    only this tool instance; without it, every :class:`~dsh_tool_todo.tool.TodoWriteTool`
+    only this tool instance; without it, every :class:`~dsh_tool_todo.core.tool.TodoWriteTool`
     in the process is instrumented, and so is the adapters' own refusal of a call that
     found no owner (it never reaches a tool), until :meth:`Instrumentation.uninstrument`.
 

@@ -26,14 +26,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .. import wire
-from ..checklist import Todos
-from ..contract import TOOL_NAME
+from ..core.contract import TOOL_NAME
+from ..core.model import TodoItem
+from ..core.tool import TodoWriteTool, todo_write_tool
 from ..errors import UsageError
-from ..model import TodoItem
+from ..plans import wire
+from ..plans.checklist import Todos
 from ..protocols import Session
 from ..stores.owners import OwnerRegistry
-from ..tool import TodoWriteTool, todo_write_tool
 from ._core import (
     FAILED,
     RECORDED,
@@ -278,7 +278,7 @@ def linked_toolset(toolset: AbstractToolset[Any]) -> WrapperToolset[Any]:
     it runs (through a toolset of this adapter built with ``owners=``) is
     recorded in a session of its own, keyed ``<owner>/<agent name>`` in the same
     registry, and linked to the calling agent's session with the call's id
-    (:mod:`dsh_tool_todo.links`); ``dsh-todo sessions`` shows the tree. Without
+    (:mod:`dsh_tool_todo.core.links`); ``dsh-todo sessions`` shows the tree. Without
     it, a sub-agent run with the same deps would write into its parent's plan::
 
         async def research(ctx: RunContext[str], question: str) -> str:
@@ -319,7 +319,7 @@ def _ag_ui_events(which: AgUiEvents) -> _UiEvents:
     """The AG-UI events of one recorded write, as ``ag-ui-protocol``'s models.
 
     The AG-UI adapter passes on only ``BaseEvent`` instances from a tool's
-    metadata, so the dicts of :mod:`dsh_tool_todo.wire` are validated into them.
+    metadata, so the dicts of :mod:`dsh_tool_todo.plans.wire` are validated into them.
     """
     try:
         from ag_ui.core import ActivitySnapshotEvent, StateDeltaEvent
@@ -396,7 +396,7 @@ def plan_reminder_processor(*, plan: PlanOf | None = None) -> _HistoryProcessor:
     Pass it last in ``Agent(history_processors=[...])``, after the processor that
     summarises or trims. Before each model request, when the current plan is not
     empty and no ``todo_write`` call (nor an earlier reminder) left in the
-    messages shows it, it adds :func:`~dsh_tool_todo.reminder.plan_reminder` as a
+    messages shows it, it adds :func:`~dsh_tool_todo.plans.reminder.plan_reminder` as a
     user prompt part at the end of the newest request; pydantic-ai keeps the
     processed history, so the reminder stays there and is added once. Nothing
     before the newest message changes, so the prefix a provider caches is

@@ -18,7 +18,7 @@ What the model gets (extra ``strands``):
   Strands validation in between); a recorded call answers a ``toolResult``
   with ``status: "success"``, a refusal the refusal's text with
   ``status: "error"``, a failure to record
-  :data:`~dsh_tool_todo.contract.NOT_RECORDED` with ``status: "error"`` and the
+  :data:`~dsh_tool_todo.core.contract.NOT_RECORDED` with ``status: "error"`` and the
   cause logged on the ``dsh_tool_todo`` logger.
 
 Strands runs the tool calls of one model message concurrently; calls for one
@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from ..contract import TOOL_NAME
+from ..core.contract import TOOL_NAME
+from ..core.tool import todo_write_tool
 from ..stores.owners import OwnerRegistry
-from ..tool import todo_write_tool
 from ._core import (
     NoOwnerWarning,
     arun_for_owner,
@@ -202,7 +202,7 @@ def todo_write_strands_tool(
     ``remind_after_compaction=True`` (opt-in; the tool must also be in ``hooks=``): before
     each model call whose messages no longer show the current plan (no ``todo_write``
     call, nor an earlier reminder, left after a conversation manager summarised or
-    trimmed them), :func:`~dsh_tool_todo.reminder.plan_reminder` is added once as a text
+    trimmed them), :func:`~dsh_tool_todo.plans.reminder.plan_reminder` is added once as a text
     block at the end of the newest message. Nothing before it changes.
     """
     return TodoWriteAgentTool(

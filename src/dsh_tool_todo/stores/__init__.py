@@ -27,8 +27,8 @@ from ..errors import UsageError
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from ..health import Signal
-    from ..projection import Plan
+    from ..core.health import Signal
+    from ..core.projection import Plan
     from ..protocols import LogReader
 
 __all__ = [
@@ -80,13 +80,13 @@ def current_plan(target: str | os.PathLike[str], session: str | None = None) -> 
 
 def turn_signals(target: str | os.PathLike[str], session: str | None = None) -> list[Signal]:
     """The plan-health signals of the current turn of a JSONL log, or of ``session`` in
-    the database a URL names (:mod:`dsh_tool_todo.health`): what ``show`` and ``watch``
+    the database a URL names (:mod:`dsh_tool_todo.core.health`): what ``show`` and ``watch``
     print under the plan. Reads back from the end to the turn's start, at most
     ``fleet.MAX_TURN_WRITES`` writes."""
     import asyncio
 
-    from ..fleet import turn_events
-    from ..health import turn_health
+    from ..core.health import turn_health
+    from ..plans.fleet import turn_events
 
     text = _source(target)
     if _on_database(text, session):
@@ -165,7 +165,7 @@ def print_sessions(target: str, out: TextIO, *, delete: str | None = None) -> in
 
 def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
     """``dsh-todo sessions SOURCE``: every session of a directory or database as a tree of
-    sub-agents (:mod:`dsh_tool_todo.fleet`), as text or as JSON.
+    sub-agents (:mod:`dsh_tool_todo.plans.fleet`), as text or as JSON.
 
     A database session whose id no URL can carry (a control byte, say) is left out of the
     reader's list; an operator still sees it here, after the tree (``unlisted`` in JSON),
@@ -174,8 +174,8 @@ def print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
     import asyncio
     import json
 
-    from ..checklist import escape_content
-    from ..fleet import FleetNode, fleet_json, read_fleet, render_tree
+    from ..plans.checklist import escape_content
+    from ..plans.fleet import FleetNode, fleet_json, read_fleet, render_tree
 
     target = _source(target)
     unlisted: list[str] = []

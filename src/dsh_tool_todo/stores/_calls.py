@@ -31,7 +31,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..contract import CALL_ID_KEY, EVENT_TYPE
+from ..core.contract import CALL_ID_KEY, EVENT_TYPE
 from ..errors import UsageError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..contract import EVENT_TYPE
+from ..core.contract import EVENT_TYPE
 
 __all__ = ["working_on"]
 

@@ -6,9 +6,9 @@ import threading
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from ..contract import CALL_ID_KEY, EVENT_TYPE, TURN_START
+from ..core.contract import CALL_ID_KEY, EVENT_TYPE, TURN_START
+from ..core.listeners import Event, Listener, Listeners, report
 from ..errors import UsageError
-from ..listeners import Event, Listener, Listeners, report
 from ._calls import call_id_of, call_key
 from ._closing import ClosedOnExit
 
@@ -55,12 +55,13 @@ class MemorySession(ClosedOnExit):
             raise UsageError("parent_call_id names a call of the parent: pass parent= too")
 
     def link(self, parent: str, *, parent_call_id: str | None = None) -> Event | None:
-        """Record that this session works for ``parent`` (see :mod:`dsh_tool_todo.links`).
+        """Record that this session works for ``parent`` (see :mod:`dsh_tool_todo.core.links`).
 
         Returns the link event, or ``None`` when the log records this parent already;
         raises :class:`~dsh_tool_todo.errors.LinkConflict` for another parent.
         """
-        from ..links import LINK_EVENT_TYPE, decide_link, link_data
+        from ..core.contract import LINK_EVENT_TYPE
+        from ..core.links import decide_link, link_data
 
         data = link_data(parent, parent_call_id)
         with self._lock:  # decided and recorded at once: no append can come between

@@ -50,15 +50,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
-from ..contract import TURN_START
+from ..core.contract import TURN_START
+from ..core.listeners import LOGGER_NAME
 from ..errors import UsageError
-from ..listeners import LOGGER_NAME
 from ..protocols import Event, StoreSession
 from ._closing import ClosedOnExit
 from ._owner_lock import _OwnerLock
 
 if TYPE_CHECKING:
-    from ..tool import TodoWriteTool
+    from ..core.tool import TodoWriteTool
 
 __all__ = ["OwnerNameError", "OwnerRegistry", "owner_file_name", "owner_key"]
 
@@ -267,7 +267,7 @@ class OwnerRegistry(ClosedOnExit):
 
     def link(self, owner: str, parent: str, *, parent_call_id: str | None = None) -> Event | None:
         """Record that ``owner``'s session works for the session keyed ``parent``
-        (see :mod:`dsh_tool_todo.links`), opening it if needed.
+        (see :mod:`dsh_tool_todo.core.links`), opening it if needed.
 
         Call it before the owner's first call: the link is recorded at the head of
         a new log; a log that records this parent already is left as it is (the

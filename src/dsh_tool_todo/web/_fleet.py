@@ -13,10 +13,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from ..core.health import turn_health
+from ..core.links import link_of
 from ..errors import InvalidLog, SessionNotFound
-from ..fleet import turn_events
-from ..health import turn_health
-from ..links import link_of
+from ..plans.fleet import turn_events
 from ..protocols import LogReader, SessionSummary
 
 CACHED = 20_000  # answers kept: above a 10,000-session fleet, bounded all the same

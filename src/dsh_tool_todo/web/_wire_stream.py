@@ -2,7 +2,7 @@
 
 ``GET /api/sessions/{name}/stream?format=ag-ui`` (or ``ai-sdk``) carries the
 same plan changes as the library's own ``projection`` frames, each converted by
-:mod:`dsh_tool_todo.wire`, in the SSE encoding that protocol's client reads:
+:mod:`dsh_tool_todo.plans.wire`, in the SSE encoding that protocol's client reads:
 one ``data:`` line of JSON per event, no ``event:`` name (both clients, and a
 browser's ``EventSource.onmessage``, read unnamed events), and the seq the
 frame reflects as its ``id``.
@@ -22,9 +22,9 @@ from typing import Any, Literal
 
 from sse_starlette import ServerSentEvent
 
-from .. import wire
-from ..contract import EVENT_TYPE
+from ..core.contract import EVENT_TYPE
 from ..errors import InvalidLog, UsageError
+from ..plans import wire
 from ..protocols import Event, Snapshot
 
 __all__ = ["FORMATS", "SEP", "WireFormat", "WireStream", "wire_format"]

@@ -45,23 +45,16 @@ try:
 except ImportError as error:
     raise missing_extra("the web view", "web", error) from error
 
-from ..checklist import escape_content
-from ..contract import EVENT_TYPE
+from ..core.contract import EVENT_TYPE
+from ..core.projection import PLAN_EVENTS, TodosProjection, checked_deciding
 from ..errors import InvalidLog, LogReplaced, SessionNotFound, StoreNotReady, StoreUnavailable
-from ..projection import PLAN_EVENTS, TodosProjection, checked_deciding
+from ..plans.checklist import escape_content
 from ..protocols import Event, LogReader, Snapshot
 from ..stores import open_reader
 from ..stores.jsonl import JsonlReader
 from ..stores.owners import OwnerNameError, owner_key
 from ._fleet import SignalCache, family, unlisted_parents
-from ._guard import (
-    Guard,
-    cookie_values,
-    is_loopback,
-    new_token,
-    served_hosts,
-    token_cookie,
-)
+from ._guard import Guard, cookie_values, is_loopback, new_token, served_hosts, token_cookie
 from ._listhub import ListHub
 from ._wire_stream import SEP as WIRE_SEP
 from ._wire_stream import WireStream, wire_format

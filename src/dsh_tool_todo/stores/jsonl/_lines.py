@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterator
 from json.scanner import make_scanner
 from typing import Any, BinaryIO
 
+from ...core.projection import checked_deciding
 from ...errors import InvalidLog
-from ...projection import checked_deciding
 
 Event = dict[str, Any]
 BLOCK_SIZE = 64 * 1024
@@ -224,7 +224,7 @@ def events_forward(file: BinaryIO, path: str, start: int, end: int) -> Iterator[
 
 
 def checked(event: Event, path: str, file: BinaryIO, offset: int) -> Event:
-    """``event``, once :func:`~dsh_tool_todo.projection.checked_deciding` passes it.
+    """``event``, once :func:`~dsh_tool_todo.core.projection.checked_deciding` passes it.
 
     A failed check is raised naming the path and the line. The line is counted
     only then: counting reads the file up to ``offset``.

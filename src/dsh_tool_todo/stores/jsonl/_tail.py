@@ -33,8 +33,8 @@ import os
 from collections.abc import Callable, Collection, Iterator
 from typing import BinaryIO
 
-from ...contract import EVENT_TYPE
-from ...projection import PLAN_EVENTS, Plan, TodosProjection
+from ...core.contract import EVENT_TYPE
+from ...core.projection import PLAN_EVENTS, Plan, TodosProjection
 from ...protocols import Snapshot, TailPage
 from . import _lines
 from ._lines import (
@@ -332,7 +332,7 @@ def follow_plan(
 def read_events(path: str | os.PathLike[str]) -> list[Event]:
     """Every whole event of the log at ``path``, in order, read in full into a list.
 
-    Every line must be an event; :func:`~dsh_tool_todo.projection.replay`
+    Every line must be an event; :func:`~dsh_tool_todo.core.projection.replay`
     checks the ``todo/write`` events among them.
     """
     name = os.fspath(path)
@@ -345,7 +345,7 @@ def read_events(path: str | os.PathLike[str]) -> list[Event]:
 
 
 def current_plan(path: str | os.PathLike[str]) -> Plan:
-    """The plan :func:`~dsh_tool_todo.projection.replay` would give, read from the end.
+    """The plan :func:`~dsh_tool_todo.core.projection.replay` would give, read from the end.
 
     It reads back only as far as the latest ``todo/write`` or ``turn/start``,
     so its cost does not grow with the log; only the lines it reads are

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from ...core.links import link_of
+from ...core.projection import progress_of
 from ...errors import InvalidLog, LogReplaced, SessionNotFound, UsageError
-from ...links import link_of
-from ...projection import progress_of
 from ...protocols import Progress, SessionSummary, Snapshot, TailPage
 from .._summary import working_on
 from ._lines import Event

@@ -30,10 +30,10 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
-from ...contract import CALL_ID_KEY, EVENT_TYPE, TURN_START
+from ...core.contract import CALL_ID_KEY, EVENT_TYPE, LINK_EVENT_TYPE, TURN_START
+from ...core.links import decide_link, link_data
+from ...core.listeners import Listener, Listeners
 from ...errors import LogBusy, UsageError
-from ...links import LINK_EVENT_TYPE, decide_link, link_data
-from ...listeners import Listener, Listeners
 from .._calls import call_id_of, call_key
 from .._closing import ClosedOnExit
 from ._lines import (
@@ -136,7 +136,7 @@ class JsonlSession(ClosedOnExit):
         return name[: -len(SUFFIX)] if name.endswith(SUFFIX) and len(name) > len(SUFFIX) else name
 
     def link(self, parent: str, *, parent_call_id: str | None = None) -> Event | None:
-        """Record that this log works for ``parent`` (see :mod:`dsh_tool_todo.links`).
+        """Record that this log works for ``parent`` (see :mod:`dsh_tool_todo.core.links`).
 
         Returns the link event, or ``None`` when the log records this parent
         already; raises :class:`~dsh_tool_todo.errors.LinkConflict`, writing

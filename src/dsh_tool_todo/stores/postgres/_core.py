@@ -16,15 +16,15 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from pydantic_core import PydanticSerializationError, to_json
 
 from ... import errors
-from ...contract import EVENT_TYPE, TURN_START
+from ...core.contract import EVENT_TYPE, TURN_START
+from ...core.listeners import Event, Listener, Listeners
+from ...core.projection import check_logged_write
 from ...errors import InvalidLog, LogBusy, TodoError, UsageError
-from ...listeners import Event, Listener, Listeners
-from ...projection import check_logged_write
 from .._calls import call_id_of, call_key
 from ._sql import RESUME_TYPES, SCHEMA_VERSION, TABLE
 
 if TYPE_CHECKING:
-    from ...model import TodoItem
+    from ...core.model import TodoItem
     from ._notify import Notifier
 
 MAX_SESSION_ID = 200

@@ -6,7 +6,7 @@ from collections.abc import Collection
 
 from psycopg import sql
 
-from ...contract import EVENT_TYPE, LINK_EVENT_TYPE, TURN_START
+from ...core.contract import EVENT_TYPE, LINK_EVENT_TYPE, TURN_START
 
 TABLE = "dsh_todo_events"
 VERSION_TABLE = "dsh_todo_schema"

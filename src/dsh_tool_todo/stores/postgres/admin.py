@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, TextIO
 import psycopg
 from psycopg_pool import PoolTimeout
 
-from ...checklist import escape_content
-from ...contract import EVENT_TYPE, TURN_START
+from ...core.contract import EVENT_TYPE, TURN_START
 from ...errors import LogReplaced, UsageError
+from ...plans.checklist import escape_content
 from . import _sql
 from ._core import (
     MAX_SESSION_ID,
@@ -35,7 +35,7 @@ from .follow import PostgresFollower
 from .session import connect, current_plan, list_sessions, read_tail
 
 if TYPE_CHECKING:
-    from ...model import TodoItem
+    from ...core.model import TodoItem
 
 __all__ = ["delete_session", "setup"]
 

@@ -12,10 +12,17 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from ...core.listeners import Event
 from ...errors import InvalidLog, LogReplaced, UsageError
-from ...listeners import Event
 from . import _sql
-from ._core import check_session_id, conninfo_of, decode_row, parse_notice, server_name, store_error
+from ._core import (
+    check_session_id,
+    conninfo_of,
+    decode_row,
+    parse_notice,
+    server_name,
+    store_error,
+)
 from ._pools import HUBS
 
 if TYPE_CHECKING:

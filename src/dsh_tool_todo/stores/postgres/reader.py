@@ -13,9 +13,9 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ... import errors
+from ...core.listeners import Event
+from ...core.projection import PLAN_EVENTS, checked_deciding, progress_of
 from ...errors import InvalidLog, LogReplaced, SessionNotFound, UsageError
-from ...listeners import Event
-from ...projection import PLAN_EVENTS, checked_deciding, progress_of
 from ...protocols import Progress, SessionSummary, Snapshot, TailPage
 from .._summary import working_on
 from . import _sql

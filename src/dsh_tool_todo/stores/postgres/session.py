@@ -38,9 +38,10 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from ...core.contract import LINK_EVENT_TYPE
+from ...core.links import decide_link, link_data
+from ...core.listeners import Event
 from ...errors import UsageError
-from ...links import LINK_EVENT_TYPE, decide_link, link_data
-from ...listeners import Event
 from .._closing import ClosedOnExit
 from . import _sql
 from ._core import (
@@ -66,7 +67,7 @@ from ._pools import Pool, Source, notifier_for, shared_pool
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from ...model import TodoItem
+    from ...core.model import TodoItem
 
 __all__ = [
     "PostgresSession",
@@ -211,7 +212,7 @@ class PostgresSession(SessionCore, ClosedOnExit):
     ) -> None:
         if parent is None and parent_call_id is not None:
             raise UsageError("parent_call_id names a call of the parent: pass parent= too")
-        # Checked before any I/O; recorded when the session opens (see dsh_tool_todo.links).
+        # Checked before any I/O; recorded when the session opens (see dsh_tool_todo.core.links).
         self._wanted_link = None if parent is None else link_data(parent, parent_call_id)
         if not isinstance(conninfo_or_pool, str | ConnectionPool):
             raise UsageError(
@@ -241,7 +242,7 @@ class PostgresSession(SessionCore, ClosedOnExit):
         return self.session_id
 
     def link(self, parent: str, *, parent_call_id: str | None = None) -> Event | None:
-        """Record that this session works for ``parent`` (see :mod:`dsh_tool_todo.links`).
+        """Record that this session works for ``parent`` (see :mod:`dsh_tool_todo.core.links`).
 
         Returns the link event, or ``None`` when the log records this parent
         already; raises :class:`~dsh_tool_todo.errors.LinkConflict`, writing

@@ -1,0 +1,257 @@
+"""Plan-health signals: how a session's plan moved, read from its log (the model sees nothing).
+
+Each signal is computed from two consecutive ``todo/write`` snapshots of one
+session within one turn (a ``turn/start`` begins a new turn, with no previous
+snapshot), and items are matched by their ``content``, exactly: a list is
+replaced whole on every write, so there are no ids to follow, and an id that
+rebinds to another item would make the signal lie. Definitions (also in
+``docs/fleet.md``), for a write ``cur`` after the turn's previous write ``prev``:
+
+``dropped``
+    an item of ``prev`` whose status was ``pending`` or ``in_progress`` has no
+    item of the same content in ``cur``.
+``bulk_completed``
+    at least :attr:`HealthOptions.bulk_completed` (default 3) contents were
+    ``pending`` in ``prev`` and are ``completed`` in ``cur``.
+``all_done_at_once``
+    ``cur`` is not empty, every item of it is ``completed``, and at least
+    :attr:`HealthOptions.all_done_at_once` (default 2) of them were not
+    ``completed`` in ``prev`` (absent from it, ``pending`` or ``in_progress``).
+``stuck``
+    the same content has been ``in_progress`` in
+    :attr:`HealthOptions.stuck_writes` (default 5) consecutive writes of the turn;
+    raised once per run, at the write that reaches the threshold.
+``unchanged``
+    ``cur`` equals ``prev``: the same items, in the same order, with the same
+    statuses.
+
+The first write of a turn has no ``prev`` and raises none of them.
+
+>>> def write(seq, *items):
+...     todos = [{"content": c, "status": s} for c, s in items]
+...     return {"seq": seq, "type": "todo/write", "data": {"todos": todos}}
+>>> log = [write(0, ("A", "in_progress"), ("B", "pending")), write(1, ("A", "completed"))]
+>>> [(s.kind, s.seq, s.items) for s in plan_health(log)]
+[('dropped', 1, ('B',))]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import UsageError
+from .contract import EVENT_TYPE, TURN_START
+
+__all__ = [
+    "KINDS",
+    "HealthOptions",
+    "HealthProjection",
+    "Signal",
+    "describe",
+    "plan_health",
+    "turn_health",
+]
+
+SignalKind = Literal["dropped", "bulk_completed", "all_done_at_once", "stuck", "unchanged"]
+KINDS: tuple[SignalKind, ...] = (
+    "dropped",
+    "bulk_completed",
+    "all_done_at_once",
+    "stuck",
+    "unchanged",
+)
+
+
+@dataclass(frozen=True)
+class HealthOptions:
+    """The thresholds of the signals that have one (see the module's definitions)."""
+
+    bulk_completed: int = 3
+    all_done_at_once: int = 2
+    stuck_writes: int = 5
+
+    def __post_init__(self) -> None:
+        for name in ("bulk_completed", "all_done_at_once", "stuck_writes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UsageError(
+                    f"HealthOptions.{name} must be an int of at least 1, not {value!r}"
+                )
+        if self.stuck_writes < 2:
+            raise UsageError(
+                "HealthOptions.stuck_writes must be at least 2: one write in progress is no run"
+            )
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One signal: its kind, the seq of the write that raised it, and the contents concerned
+    (for ``stuck``, the one item; for ``unchanged``, none); ``count`` is how many items, or,
+    for ``stuck``, how many writes in a row."""
+
+    kind: SignalKind
+    seq: int
+    items: tuple[str, ...] = ()
+    count: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "seq": self.seq, "items": list(self.items), "count": self.count}
+
+
+Snapshot = Sequence[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class HealthState:
+    """Where the fold is: the turn's previous snapshot, the current in-progress run, and the
+    signals of the turn so far."""
+
+    previous: Snapshot | None = None
+    run: tuple[str, int] | None = None  # (content in progress, consecutive writes)
+    signals: tuple[Signal, ...] = field(default=())
+
+
+def step(state: HealthState, event: Mapping[str, Any], options: HealthOptions) -> HealthState:
+    """The state after ``event``; other events than ``todo/write`` and ``turn/start`` keep it."""
+    kind = event.get("type")
+    if kind == TURN_START:
+        return HealthState()
+    if kind != EVENT_TYPE:
+        return state
+    data = event.get("data")
+    todos = data.get("todos") if isinstance(data, Mapping) else None
+    if not isinstance(todos, list):
+        return state  # a broken write: a reader refuses the log; here it raises no signal
+    seq = event.get("seq", -1)
+    seq = seq if type(seq) is int else -1
+    current = [item for item in todos if isinstance(item, Mapping)]
+    found: list[Signal] = []
+    previous = state.previous
+    if previous is not None:
+        found.extend(_compare(previous, current, seq, options))
+    run = _run(state.run, current)
+    if run is not None and run[1] == options.stuck_writes:
+        found.append(Signal("stuck", seq, (run[0],), run[1]))
+    return HealthState(current, run, state.signals + tuple(found))
+
+
+def _compare(
+    previous: Snapshot, current: Snapshot, seq: int, options: HealthOptions
+) -> list[Signal]:
+    found: list[Signal] = []
+    before = {_content(item): item.get("status") for item in previous}
+    after = {_content(item): item.get("status") for item in current}
+    dropped = tuple(
+        content
+        for content, status in before.items()
+        if status in ("pending", "in_progress") and content not in after
+    )
+    if dropped:
+        found.append(Signal("dropped", seq, dropped, len(dropped)))
+    jumped = tuple(
+        content
+        for content, status in after.items()
+        if status == "completed" and before.get(content) == "pending"
+    )
+    if len(jumped) >= options.bulk_completed:
+        found.append(Signal("bulk_completed", seq, jumped, len(jumped)))
+    if current and all(status == "completed" for status in after.values()):
+        finished = tuple(c for c in after if before.get(c) != "completed")
+        if len(finished) >= options.all_done_at_once:
+            found.append(Signal("all_done_at_once", seq, finished, len(finished)))
+    if _same(previous, current):
+        found.append(Signal("unchanged", seq))
+    return found
+
+
+def _run(run: tuple[str, int] | None, current: Snapshot) -> tuple[str, int] | None:
+    active = [_content(item) for item in current if item.get("status") == "in_progress"]
+    if run is not None and run[0] in active:
+        return (run[0], run[1] + 1)
+    if active:
+        return (active[0], 1)  # with parallel work allowed, the first one is followed
+    return None
+
+
+def _content(item: Mapping[str, Any]) -> str:
+    content = item.get("content")
+    return content if isinstance(content, str) else repr(content)
+
+
+def _same(previous: Snapshot, current: Snapshot) -> bool:
+    return len(previous) == len(current) and all(
+        _content(a) == _content(b) and a.get("status") == b.get("status")
+        for a, b in zip(previous, current, strict=True)
+    )
+
+
+def plan_health(
+    events: Iterable[Mapping[str, Any]], options: HealthOptions | None = None
+) -> list[Signal]:
+    """Every signal of a session's events, in log order, across all its turns."""
+    found: list[Signal] = []
+    state = HealthState()
+    chosen = options or HealthOptions()
+    for event in events:
+        if event.get("type") == TURN_START:
+            found.extend(state.signals)
+        state = step(state, event, chosen)
+    found.extend(state.signals)
+    return found
+
+
+def turn_health(
+    events: Iterable[Mapping[str, Any]], options: HealthOptions | None = None
+) -> list[Signal]:
+    """The signals of the last turn of ``events`` (what a viewer shows next to the plan)."""
+    state = HealthState()
+    chosen = options or HealthOptions()
+    for event in events:
+        state = step(state, event, chosen)
+    return list(state.signals)
+
+
+class HealthProjection:
+    """The signals of the current turn as a session projection (``host.projection(s, key)``).
+
+    Register it in a plugin's ``apply`` (``ctx.session_projections.register("health",
+    HealthProjection())``); it is not resumable: a host opening an agent on an existing
+    log starts it from nothing (use :func:`turn_health` over the log's events instead).
+    """
+
+    state_version = 1
+    init = HealthState()
+
+    def __init__(self, options: HealthOptions | None = None) -> None:
+        self.options = options or HealthOptions()
+
+    def apply(self, state: HealthState, event: Mapping[str, Any]) -> HealthState:
+        return step(state, event, self.options)
+
+    def view(self, state: HealthState) -> tuple[Signal, ...]:
+        return state.signals
+
+
+_TEXT = {
+    "dropped": "dropped unfinished",
+    "bulk_completed": "pending to completed at once",
+    "all_done_at_once": "everything left completed at once",
+    "stuck": "in progress for {count} writes",
+    "unchanged": "a write that changed nothing",
+}
+
+
+def describe(signal: Signal) -> str:
+    """One line for a person: what happened, to which items, at which seq (not escaped)."""
+    head = _TEXT[signal.kind].format(count=signal.count)
+    items = ", ".join(f'"{item}"' for item in signal.items[:3])
+    more = f" and {len(signal.items) - 3} more" if len(signal.items) > 3 else ""
+    counted = (
+        f" ({signal.count})"
+        if signal.kind in ("dropped", "bulk_completed", "all_done_at_once")
+        else ""
+    )
+    body = f": {items}{more}" if items else ""
+    return f"{signal.kind}{counted} at seq {signal.seq} - {head}{body}"

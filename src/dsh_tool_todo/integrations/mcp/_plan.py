@@ -1,0 +1,218 @@
+"""The owner's plan as the MCP resource ``todo://plan``: read, subscribed to, told of changes.
+
+Version-neutral: the server module wires these pieces into the 1.x or the 2.x
+SDK's handlers. A subscriber is told through a *channel*: one per connection
+that sent ``resources/subscribe`` (the handshake-era wire), plus one for the
+2.x ``subscriptions/listen`` streams (the 2026-07-28 wire), which the SDK's own
+bus fans out. Channels coalesce: a write while a notification is being sent
+makes exactly one more, sent after it, so a burst of writes ends with a
+notification sent after its last write and a read then returns the last plan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any, ParamSpec, TypeVar
+
+from ...core.listeners import LOGGER_NAME
+from ...core.projection import PLAN_EVENTS
+from ...plans.wire import plan_of
+from ...protocols import StoreSession
+from ...stores.owners import OwnerRegistry
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+PLAN_URI = "todo://plan"
+MIME_TYPE = "application/json"
+
+_log = logging.getLogger(LOGGER_NAME)
+
+
+def unknown_resource_message(uri: str) -> str:
+    # Cut: the URI is the client's, of any length, and the error goes back over the wire.
+    shown = repr(uri[:80]) + (f" (cut from {len(uri)} characters)" if len(uri) > 80 else "")
+    return f"unknown resource {shown}: this server offers only {PLAN_URI}"
+
+
+def plan_text(session: StoreSession) -> str:
+    """The plan the owner's log decides, as the resource's JSON: ``{"todos": [...]}``.
+
+    ASCII-escaped: a lone surrogate the model wrote has no UTF-8 form.
+    """
+    return json.dumps({"todos": plan_of(session.latest(PLAN_EVENTS))})
+
+
+class _Channel:
+    """One way to tell subscribers the plan changed: notifications sent one at a time,
+    a write during a send coalesced into one more send after it."""
+
+    __slots__ = ("_gone", "_send", "_task", "closed", "dirty", "loop")
+
+    def __init__(
+        self,
+        send: Callable[[], Awaitable[None]],
+        loop: asyncio.AbstractEventLoop,
+        gone: Callable[[_Channel], None],
+    ) -> None:
+        self._send = send
+        self._gone = gone
+        self._task: asyncio.Task[None] | None = None
+        self.loop = loop
+        self.dirty = False
+        self.closed = False
+
+    def poke(self) -> None:
+        """Schedule a notification; callable from any thread (a session's listener)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            self._wake()
+            return
+        try:
+            self.loop.call_soon_threadsafe(self._wake)
+        except RuntimeError:  # the loop has closed: its connection is gone with it
+            self.closed = True
+
+    def _wake(self) -> None:
+        if self.closed:
+            return
+        self.dirty = True
+        if self._task is None:
+            self._task = self.loop.create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            while self.dirty and not self.closed:
+                self.dirty = False
+                await self._send()
+        except Exception as error:
+            # The client went away (a closed stream or pipe): nobody is left to tell.
+            _log.debug("todo://plan: dropping a subscriber that cannot be told: %r", error)
+            self.closed = True
+            self._gone(self)
+        finally:
+            self._task = None
+
+
+class PlanResource:
+    """``todo://plan`` for one owner of one registry: what a read returns, who is told.
+
+    The server's owner is the only one: with several owners in ``--log-dir``
+    the resource is this server's ``--owner``'s plan, never another's.
+    """
+
+    def __init__(self, registry: OwnerRegistry, owner: str) -> None:
+        self._registry = registry
+        self._owner = owner
+        self._lock = threading.Lock()  # the channels; taken inside a session's append lock
+        # The watched session; held while subscribing to a session, which may take that
+        # session's lock: never taken by the listener, so never inside a session's lock.
+        self._watch_lock = threading.Lock()
+        self._watched: StoreSession | None = None
+        self._unwatch: Callable[[], None] | None = None
+        self._channels: dict[object, _Channel] = {}  # connection (or the listen bus) -> channel
+
+    @property
+    def description(self) -> str:
+        return (
+            f"The current todo plan of owner {self._owner!r}, as todo_write last recorded it: "
+            '{"todos": [{"content", "status"}, ...]}; [] when there is none. Subscribe to be '
+            "told when it changes."
+        )
+
+    async def read(self) -> str:
+        # Under the owner's lock: a read never sees a call half-recorded.
+        async with self._registry.alocked(self._owner) as session:
+            self.watch(session)
+            return plan_text(session)
+
+    async def subscribe(self, connection: object, send: Callable[[], Awaitable[None]]) -> None:
+        """Tell ``connection`` of each change by ``send()`` until it unsubscribes or is gone.
+
+        A second subscribe on one connection keeps the one subscription: the
+        protocol counts none.
+        """
+        async with self._registry.alocked(self._owner) as session:
+            self.watch(session)
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            existing = self._channels.get(connection)
+            # A channel on another loop belongs to a run that has ended (a server object
+            # served again under a new asyncio.run): it could never send.
+            if existing is None or existing.closed or existing.loop is not loop:
+                if existing is not None:
+                    existing.closed = True
+                self._channels[connection] = _Channel(send, loop, self._drop)
+
+    def unsubscribe(self, connection: object) -> None:
+        with self._lock:
+            channel = self._channels.pop(connection, None)
+        if channel is not None:
+            channel.closed = True
+
+    def watching(self, call: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+        """``call``, then the owner's session watched again.
+
+        A registry that evicts idle owners opens a new session object on the
+        owner's next call: the listener moves to it after that call.
+        """
+
+        @functools.wraps(call)
+        async def watched(*args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                return await call(*args, **kwargs)
+            finally:
+                try:
+                    if self._owner in self._registry:
+                        self.watch(self._registry.session(self._owner))
+                except Exception as error:  # the call's answer stands, whatever happens here
+                    _log.debug("todo://plan: the owner's session cannot be watched: %r", error)
+
+        return watched
+
+    def watch(self, session: StoreSession) -> None:
+        """Listen to ``session``, the owner's open session, if not already.
+
+        A registry that evicts idle owners opens a new session object on the
+        next call: the listener moves to it, and subscribers are told once,
+        since a change could have come and gone in between.
+        """
+        with self._watch_lock:
+            if session is self._watched:
+                return
+            previous, self._unwatch = self._unwatch, None
+            self._watched = session
+            self._unwatch = session.subscribe(self._on_event)
+            reopened = previous is not None
+        if previous is not None:
+            # a closed session may refuse: it calls nobody any more anyway
+            with contextlib.suppress(Exception):
+                previous()
+        if reopened:
+            self._poke_all()
+
+    def _on_event(self, event: Mapping[str, Any]) -> None:
+        # Called under the session's append lock, in the appending thread: only schedule.
+        if event.get("type") in PLAN_EVENTS:
+            self._poke_all()
+
+    def _poke_all(self) -> None:
+        with self._lock:
+            channels = list(self._channels.values())
+        for channel in channels:
+            channel.poke()
+
+    def _drop(self, channel: _Channel) -> None:
+        with self._lock:
+            for connection, held in list(self._channels.items()):
+                if held is channel:
+                    del self._channels[connection]

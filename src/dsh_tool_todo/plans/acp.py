@@ -1,0 +1,159 @@
+"""The plan as an Agent Client Protocol (ACP) ``plan`` session update.
+
+:func:`plan_update` needs nothing beyond this package. :func:`agent_plan_update`
+and :func:`forward_plans` need the optional SDK (the ``acp``
+extra: ``pip install '.[acp]'`` from a checkout), imported only when they are called.
+
+Content goes out as the model wrote it: an ACP update is structured data, and
+the client that displays it escapes it for its own medium.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
+
+from ..core.contract import EVENT_TYPE
+from ..core.model import Status
+from ..errors import MissingExtra, UsageError, missing_extra
+from .checklist import Todos, plan_items
+from .forwarding import OrderedForwarder, Subscribable, event_loop
+
+__all__ = [
+    "AcpUnavailable",
+    "PlanConnection",
+    "PlanForwarder",
+    "agent_plan_update",
+    "forward_plans",
+    "plan_update",
+]
+
+if TYPE_CHECKING:
+    import asyncio  # imported where a loop is looked up: 20 ms a CLI start need not pay
+
+    from acp.schema import AgentPlanUpdate
+
+Priority = Literal["high", "medium", "low"]
+PRIORITIES: tuple[Priority, ...] = ("high", "medium", "low")
+
+
+class PlanEntryPayload(TypedDict):
+    content: str
+    priority: Priority
+    status: Status
+
+
+class PlanUpdatePayload(TypedDict):
+    sessionUpdate: Literal["plan"]
+    entries: list[PlanEntryPayload]
+
+
+class AcpUnavailable(MissingExtra):
+    """The optional ACP SDK (``agent-client-protocol``) is not installed."""
+
+
+class PlanConnection(Protocol):
+    """Where plan updates go: the SDK's agent-side connection fits."""
+
+    async def session_update(self, session_id: str, update: Any) -> None: ...
+
+
+def plan_update(todos: Todos | None, *, priority: str = "medium") -> PlanUpdatePayload:
+    """The ACP ``session/update`` payload that shows ``todos`` as the agent's plan.
+
+    ACP plans replace wholesale, as ``todo_write`` lists do, so every call
+    carries the whole list. Statuses carry over unchanged (ACP uses the same
+    three); the tool has no priorities, so each entry gets ``priority``. An empty
+    list or ``None`` gives ``entries: []``, which clears the client's plan.
+    """
+    level = _check_priority(priority)
+    return {
+        "sessionUpdate": "plan",
+        "entries": [
+            {"content": content, "priority": level, "status": status}
+            for content, status in plan_items(todos)
+        ],
+    }
+
+
+def agent_plan_update(todos: Todos | None, *, priority: str = "medium") -> AgentPlanUpdate:
+    """:func:`plan_update` as the SDK's own model, ready for ``session_update``."""
+    return _sdk_model().model_validate(plan_update(todos, priority=priority))
+
+
+def forward_plans(
+    session: Subscribable,
+    connection: PlanConnection,
+    session_id: str,
+    *,
+    priority: str = "medium",
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> PlanForwarder:
+    """Send each ``todo/write`` appended to ``session`` to ``connection`` as a plan update.
+
+    Sessions call listeners synchronously, under their lock, from whichever
+    thread appends; ``session_update`` is a coroutine on the host's event loop.
+    So the listener converts the plan at once (a snapshot) and puts it on a
+    queue, in log order, in the appending thread; one sender task on ``loop``
+    sends the queue in order (woken directly on the loop's thread, through
+    ``call_soon_threadsafe`` from any other). So the client receives every
+    plan in log order, and its last plan is the session's last.
+
+    ``loop`` defaults to the running loop: call this from a coroutine, or pass
+    the loop. Await :meth:`PlanForwarder.drain` before answering the prompt so
+    the plan reaches the client first; call the forwarder to unsubscribe.
+    """
+    _check_priority(priority)
+    model = _sdk_model()
+    return PlanForwarder(
+        session, connection, session_id, model, priority, event_loop(loop, "forward_plans")
+    )
+
+
+class PlanForwarder(OrderedForwarder["AgentPlanUpdate"]):
+    """A subscription made by :func:`forward_plans`; calling it unsubscribes.
+
+    Updates wait in one first-in, first-out queue, filled by the listener in
+    the appending thread (so in log order: sessions call listeners under
+    their append lock) and emptied by a single sender task on the loop. So
+    the client receives updates in log order whichever thread appended them,
+    and :meth:`drain` can wait for exactly the updates queued before it.
+    """
+
+    def __init__(
+        self,
+        session: Subscribable,
+        connection: PlanConnection,
+        session_id: str,
+        model: type[AgentPlanUpdate],
+        priority: str,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        def convert(event: Mapping[str, Any]) -> AgentPlanUpdate | None:
+            if event.get("type") != EVENT_TYPE:
+                return None
+            return model.model_validate(plan_update(event["data"]["todos"], priority=priority))
+
+        async def send(update: AgentPlanUpdate) -> None:
+            await connection.session_update(session_id=session_id, update=update)
+
+        super().__init__(session, convert, send, loop)
+
+
+def _check_priority(priority: str) -> Priority:
+    for level in PRIORITIES:
+        if priority == level:
+            return level
+    raise UsageError(f"priority must be high, medium or low (ACP's priorities), got {priority!r}")
+
+
+def _missing_sdk(cause: ImportError) -> str:
+    return str(missing_extra("the ACP plan bridge", "acp", cause, module="acp"))
+
+
+def _sdk_model() -> type[AgentPlanUpdate]:
+    try:
+        from acp.schema import AgentPlanUpdate
+    except ImportError as error:
+        raise AcpUnavailable(_missing_sdk(error)) from error
+    return AgentPlanUpdate

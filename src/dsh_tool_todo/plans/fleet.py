@@ -1,0 +1,266 @@
+"""The fleet: every session of a store as a tree of sub-agents, with progress and health.
+
+:func:`read_fleet` reads it through any :class:`~dsh_tool_todo.protocols.LogReader`
+(``stores.open_reader``): each session is placed under the session its link
+names (:mod:`dsh_tool_todo.core.links`); a parent the reader cannot see (another
+directory, another database, deleted) becomes a node of its own marked not
+visible, with its children under it, never an error. A session in a link
+cycle (a hostile log can name any parent) is shown as a root, and so is one
+more than :data:`MAX_DEPTH` levels down a chain of links (the text and the
+JSON stay printable however long the chain). Each node
+carries its progress, the item in progress, and the health signals of its
+current turn (:mod:`dsh_tool_todo.core.health`). :func:`render_tree` is what
+``dsh-todo sessions SOURCE`` prints, every name and content escaped;
+:func:`fleet_json` is its ``--json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from ..core.contract import EVENT_TYPE, TURN_START
+from ..core.health import HealthOptions, Signal, turn_health
+from ..core.projection import PLAN_EVENTS
+from ..errors import InvalidLog, SessionNotFound
+from ..protocols import LogReader, Progress, SessionSummary, TailPage
+from .checklist import escape_content
+
+__all__ = [
+    "FleetNode",
+    "build_tree",
+    "fleet_json",
+    "read_fleet",
+    "render_tree",
+]
+
+MAX_TURN_WRITES = 1000
+"""How many of a turn's latest writes the signals are computed from (a bound on one read)."""
+PAGE = 200
+MAX_DEPTH = 100
+"""The deepest level a session is drawn at; one linked further down starts a tree of its own
+(marked ``deep``): a chain of thousands of sub-agents still prints, as text and as JSON."""
+
+
+@dataclass
+class FleetNode:
+    """One session (or a parent no one here can see) and the sessions linked under it."""
+
+    key: str
+    visible: bool = True
+    parent: str | None = None
+    last_activity: float | None = None
+    progress: Progress | None = None
+    in_progress: tuple[str, ...] = ()
+    signals: tuple[Signal, ...] = ()
+    readable: bool = True
+    cycle: bool = False
+    deep: bool = False
+    children: list[FleetNode] = field(default_factory=list)
+
+
+async def read_fleet(
+    reader: LogReader, *, options: HealthOptions | None = None, limit: int = 1_000_000
+) -> list[FleetNode]:
+    """The roots of the store's tree, newest activity first (children likewise)."""
+    rows, _ = await reader.sessions("", limit)
+    nodes = []
+    for row in rows:
+        nodes.append(await _node(reader, row, options))
+    return build_tree(nodes)
+
+
+async def _node(reader: LogReader, row: SessionSummary, options: HealthOptions | None) -> FleetNode:
+    node = FleetNode(
+        row.name,
+        parent=row.parent,
+        last_activity=row.last_activity,
+        progress=row.progress,
+        readable=row.progress is not None,
+    )
+    try:
+        writes = await _turn(reader, row.name)
+    except (InvalidLog, SessionNotFound, OSError):  # broken, unreadable, or deleted since listed
+        node.readable = False
+        return node
+    if writes and writes[-1]["type"] == EVENT_TYPE:
+        node.in_progress = tuple(
+            str(item.get("content"))
+            for item in writes[-1]["data"]["todos"]
+            if item.get("status") == "in_progress"
+        )
+    node.signals = tuple(turn_health(writes, options))
+    return node
+
+
+class _Tail(Protocol):
+    async def tail(
+        self, name: str, *, before: int | None, limit: int, types: Collection[str] | None = None
+    ) -> TailPage: ...
+
+
+async def turn_events(reader: _Tail, name: str) -> list[dict[str, Any]]:
+    """The current turn's ``todo/write`` events and its ``turn/start``, oldest first: at most
+    :data:`MAX_TURN_WRITES`, read back from the end through ``reader.tail``."""
+    return await _turn(reader, name)
+
+
+async def _turn(reader: _Tail, name: str) -> list[dict[str, Any]]:
+    """The current turn's plan events (from its ``turn/start``), at most MAX_TURN_WRITES."""
+    found: list[dict[str, Any]] = []
+    before: int | None = None
+    while len(found) < MAX_TURN_WRITES:
+        page = await reader.tail(name, before=before, limit=PAGE, types=PLAN_EVENTS)
+        for position in range(len(page.events) - 1, -1, -1):
+            event = page.events[position]
+            found.append(event)
+            if event["type"] == TURN_START:
+                return found[::-1]
+        if not page.more or page.cursor is None:
+            break
+        before = page.cursor
+    return found[::-1]
+
+
+def build_tree(nodes: Sequence[FleetNode]) -> list[FleetNode]:
+    """Place each node under its parent, in the given order; unseen parents become nodes."""
+    by_key = {node.key: node for node in nodes}
+    on_cycles = _on_cycles(nodes, by_key)
+    roots: list[FleetNode] = []
+    unseen: dict[str, FleetNode] = {}
+    for node in nodes:
+        node.children = []
+        node.deep = False
+    for node in nodes:
+        if node.parent is None:
+            roots.append(node)
+        elif node.parent in by_key:
+            if node.key in on_cycles:
+                node.cycle = True
+                roots.append(node)
+            else:
+                by_key[node.parent].children.append(node)
+        else:
+            holder = unseen.get(node.parent)
+            if holder is None:
+                holder = unseen[node.parent] = FleetNode(node.parent, visible=False)
+                roots.append(holder)
+            holder.children.append(node)
+    # a chain deeper than MAX_DEPTH goes on as a root of its own: every walk of the tree
+    # (the text, the JSON, json.dumps) then stays far from the interpreter's recursion limit
+    level = [(root, 0) for root in roots]
+    position = 0
+    while position < len(level):
+        node, depth = level[position]
+        position += 1
+        if depth == MAX_DEPTH:
+            for child in node.children:
+                child.deep = True
+                roots.append(child)
+                level.append((child, 0))
+            node.children = []
+        else:
+            level.extend((child, depth + 1) for child in node.children)
+    return roots
+
+
+def _on_cycles(nodes: Sequence[FleetNode], by_key: Mapping[str, FleetNode]) -> set[str]:
+    """The keys of the sessions whose parents lead back to themselves, in one pass over the
+    links (following each chain anew from every node took seconds for a chain of thousands).
+    Each session of a cycle becomes a root; one that only hangs off a cycle keeps its parent."""
+    done: set[str] = set()
+    found: set[str] = set()
+    for node in nodes:
+        path: list[str] = []
+        on_path: set[str] = set()
+        key: str | None = node.key
+        while key is not None and key in by_key and key not in done and key not in on_path:
+            path.append(key)
+            on_path.add(key)
+            key = by_key[key].parent
+        if key is not None and key in on_path:  # came back into this walk: a cycle
+            found.update(path[path.index(key) :])
+        done.update(path)
+    return found
+
+
+def render_tree(roots: Sequence[FleetNode], *, encoding: str | None = None) -> str:
+    """The tree as text: one line per node, indented two spaces per level, fields by tab."""
+    lines: list[str] = []
+
+    def shown(text: str) -> str:
+        return escape_content(text, encoding=encoding)
+
+    def walk(node: FleetNode, depth: int) -> None:
+        indent = "  " * depth
+        if not node.visible:
+            lines.append(f"{indent}{shown(node.key)}\t(parent not visible here)")
+        else:
+            fields = [f"{indent}{shown(node.key)}", _progress_text(node)]
+            if node.last_activity is not None:
+                fields.append("last " + _when(node.last_activity))
+            if node.in_progress:
+                fields.append("now: " + ", ".join(f'"{shown(c)}"' for c in node.in_progress))
+            if node.signals:
+                fields.append("! " + ", ".join(_signal_text(s) for s in node.signals))
+            if node.cycle:
+                fields.append(f"(its link to {shown(node.parent or '')} makes a cycle)")
+            if node.deep:
+                fields.append(
+                    f"(under {shown(node.parent or '')}, more than {MAX_DEPTH} levels down)"
+                )
+            lines.append("\t".join(fields))
+        for child in node.children:
+            walk(child, depth + 1)
+
+    for root in roots:
+        walk(root, 0)
+    return "\n".join(lines)
+
+
+def _progress_text(node: FleetNode) -> str:
+    progress = node.progress
+    if not node.readable or progress is None:
+        return "unreadable"
+    if progress.cleared:
+        return "no plan"
+    return f"{progress.completed}/{progress.total} done"
+
+
+def _signal_text(signal: Signal) -> str:
+    return f"{signal.kind}@{signal.seq}"
+
+
+def _when(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, timezone.utc).isoformat(timespec="seconds")
+
+
+def fleet_json(roots: Sequence[FleetNode]) -> list[dict[str, Any]]:
+    """The tree as JSON values (``--json``): names and contents as they are, unescaped."""
+
+    def node_json(node: FleetNode) -> dict[str, Any]:
+        progress = node.progress
+        return {
+            "key": node.key,
+            "visible": node.visible,
+            "parent": node.parent,
+            "lastActivity": node.last_activity,
+            "readable": node.readable if node.visible else None,
+            "progress": None
+            if progress is None
+            else {
+                "completed": progress.completed,
+                "total": progress.total,
+                "inProgress": progress.in_progress,
+                "cleared": progress.cleared,
+            },
+            "inProgress": list(node.in_progress),
+            "signals": [signal.as_json() for signal in node.signals],
+            "cycle": node.cycle,
+            "deep": node.deep,
+            "children": [node_json(child) for child in node.children],
+        }
+
+    return [node_json(root) for root in roots]

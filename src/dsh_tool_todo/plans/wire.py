@@ -1,0 +1,283 @@
+"""The plan in each wire format a UI or an agent peer consumes: one pure converter per format.
+
+Every converter takes the plan's source, either a session event (a
+``todo/write``, or a ``turn/start``, which clears the plan) or a plan itself
+(a list of ``{content, status}``; ``None`` is no plan), and returns a fresh
+JSON-serialisable dict in that protocol's own wire form (camelCase keys). Each
+write replaces the previous plan on the consumer's side: the objects carry a
+stable id derived from the session key (or, for A2A, fixed per task), so the
+consumer overwrites instead of appending.
+
+>>> event = {"seq": 4, "type": "todo/write",
+...          "data": {"todos": [{"content": "Ship <it>", "status": "pending"}]}}
+>>> ai_sdk_data_part("main", event)["data"]
+{'todos': [{'content': 'Ship <it>', 'status': 'pending'}]}
+>>> ai_sdk_data_part("main", {"seq": 5, "type": "turn/start", "data": {}})
+{'type': 'data-plan', 'id': 'plan:main', 'data': {'todos': []}}
+
+Content is passed through as the model wrote it, never escaped: these are
+structured data, and the consumer escapes for whatever it renders on.
+Nothing here imports a framework; docs/wire-formats.md lists each format,
+its cleared form, and the published models the tests validate against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
+
+from ..core.contract import EVENT_TYPE, TURN_START
+from ..core.model import Status
+from ..errors import UsageError
+from .acp import PlanEntryPayload, PlanUpdatePayload, plan_update
+from .checklist import Todos, plan_items
+
+__all__ = [
+    "PlanSource",
+    "a2a_artifact_update",
+    "acp_plan",
+    "acp_plan_operation",
+    "ag_ui_activity_snapshot",
+    "ag_ui_state_delta",
+    "ag_ui_state_snapshot",
+    "ai_sdk_data_part",
+    "plan_id",
+    "plan_of",
+]
+
+PlanSource = Mapping[str, Any] | Todos | None
+"""A ``todo/write`` or ``turn/start`` event, or a plan (``None``: no plan)."""
+
+AG_UI_ACTIVITY_TYPE = "PLAN"
+STATE_KEY = "todos"
+"""The key of the plan in an AG-UI agent state (as in the host's projection)."""
+A2A_ARTIFACT_ID = "plan"
+"""A2A artifacts belong to one task: the fixed id makes each write replace the last."""
+AI_SDK_DATA_TYPE = "data-plan"
+_PLAN_ID_PREFIX = "plan:"
+
+
+class PlanItem(TypedDict):
+    content: str
+    status: Status
+
+
+class PlanContent(TypedDict):
+    todos: list[PlanItem]
+
+
+def plan_id(session_key: str) -> str:
+    """The stable id of a session's plan in every format that names it: ``plan:<session key>``."""
+    if not isinstance(session_key, str) or not session_key:
+        raise UsageError(
+            f"session_key must be a non-empty string naming the session, got {session_key!r}"
+        )
+    return _PLAN_ID_PREFIX + session_key
+
+
+def plan_of(source: PlanSource) -> list[PlanItem]:
+    """The plan ``source`` sets, as fresh ``{content, status}`` dicts; a cleared plan is ``[]``.
+
+    Raises :class:`UsageError` for an event that does not decide the plan
+    (anything but ``todo/write`` and ``turn/start``: skip it, the plan is
+    unchanged) and for a list the tool could not have recorded.
+    """
+    todos: Any = source
+    if isinstance(source, Mapping):
+        kind = source.get("type")
+        if kind == TURN_START:
+            return []
+        if kind != EVENT_TYPE:
+            raise UsageError(
+                f"a {kind!r} event leaves the plan as it is: convert only {EVENT_TYPE!r} "
+                f"and {TURN_START!r} events (or a plan)"
+            )
+        data = source.get("data")
+        if not isinstance(data, Mapping) or data.get("todos") is None:
+            raise UsageError(f"a {EVENT_TYPE!r} event needs data {{'todos': [...]}}, got {data!r}")
+        todos = data["todos"]
+    items = plan_items(todos)
+    seen: set[str] = set()
+    for index, (content, _) in enumerate(items):
+        if not content or content.isspace():
+            raise UsageError(f"todo at index {index}: content must be non-empty, got {content!r}")
+        if content in seen:
+            raise UsageError(f"todo at index {index}: duplicate content {content!r}")
+        seen.add(content)
+    return [{"content": content, "status": status} for content, status in items]
+
+
+# --- AG-UI -----------------------------------------------------------------------------------
+
+
+class AgUiActivitySnapshot(TypedDict):
+    type: Literal["ACTIVITY_SNAPSHOT"]
+    messageId: str
+    activityType: str
+    content: PlanContent
+    replace: bool
+
+
+class AgUiStateSnapshot(TypedDict):
+    type: Literal["STATE_SNAPSHOT"]
+    snapshot: PlanContent
+
+
+class JsonPatchAdd(TypedDict):
+    op: Literal["add"]
+    path: str
+    value: list[PlanItem]
+
+
+class AgUiStateDelta(TypedDict):
+    type: Literal["STATE_DELTA"]
+    delta: list[JsonPatchAdd]
+
+
+def ag_ui_activity_snapshot(session_key: str, source: PlanSource) -> AgUiActivitySnapshot:
+    """An AG-UI ``ACTIVITY_SNAPSHOT`` of ``activityType`` ``PLAN`` that replaces the session's last.
+
+    Its ``messageId`` is :func:`plan_id`, so a consumer keeps one plan
+    activity per session; a cleared plan is ``content: {"todos": []}``.
+    """
+    return {
+        "type": "ACTIVITY_SNAPSHOT",
+        "messageId": plan_id(session_key),
+        "activityType": AG_UI_ACTIVITY_TYPE,
+        "content": {"todos": plan_of(source)},
+        "replace": True,
+    }
+
+
+def ag_ui_state_snapshot(source: PlanSource) -> AgUiStateSnapshot:
+    """An AG-UI ``STATE_SNAPSHOT`` whose state is ``{"todos": [...]}``.
+
+    A snapshot replaces the agent's whole state: use it for a stream that
+    carries only the plan, and :func:`ag_ui_state_delta` where the state
+    holds other keys too.
+    """
+    return {"type": "STATE_SNAPSHOT", "snapshot": {"todos": plan_of(source)}}
+
+
+def ag_ui_state_delta(source: PlanSource) -> AgUiStateDelta:
+    """An AG-UI ``STATE_DELTA`` setting the state's ``todos`` key to the whole new list.
+
+    One RFC 6902 ``add`` at ``/todos``: it replaces the member when it exists
+    and creates it when it does not (section 4.1), so it applies to any
+    object state and touches no other key; a plan replaces wholesale, so a
+    finer patch would only be a longer way to say the same.
+    """
+    return {
+        "type": "STATE_DELTA",
+        "delta": [{"op": "add", "path": "/" + STATE_KEY, "value": plan_of(source)}],
+    }
+
+
+# --- A2A -------------------------------------------------------------------------------------
+
+
+class A2aDataPart(TypedDict):
+    data: PlanContent
+    mediaType: str
+
+
+class A2aArtifact(TypedDict):
+    artifactId: str
+    name: str
+    parts: list[A2aDataPart]
+
+
+class A2aArtifactUpdate(TypedDict):
+    taskId: str
+    contextId: str
+    artifact: A2aArtifact
+    append: bool
+    lastChunk: bool
+
+
+def a2a_artifact_update(source: PlanSource, *, task_id: str, context_id: str) -> A2aArtifactUpdate:
+    """An A2A ``TaskArtifactUpdateEvent`` (its JSON form) carrying the plan as artifact ``plan``.
+
+    One data part ``{"todos": [...]}``, ``append: false`` and ``lastChunk:
+    true``: each write replaces the task's previous plan artifact whole. A
+    cleared plan is the artifact with ``{"todos": []}``.
+    """
+    for name, value in (("task_id", task_id), ("context_id", context_id)):
+        if not isinstance(value, str) or not value:
+            raise UsageError(f"{name} must be the A2A task's non-empty id string, got {value!r}")
+    return {
+        "taskId": task_id,
+        "contextId": context_id,
+        "artifact": {
+            "artifactId": A2A_ARTIFACT_ID,
+            "name": A2A_ARTIFACT_ID,
+            "parts": [{"data": {"todos": plan_of(source)}, "mediaType": "application/json"}],
+        },
+        "append": False,
+        "lastChunk": True,
+    }
+
+
+# --- Vercel AI SDK ---------------------------------------------------------------------------
+
+
+class AiSdkDataPart(TypedDict):
+    type: Literal["data-plan"]
+    id: str
+    data: PlanContent
+
+
+def ai_sdk_data_part(session_key: str, source: PlanSource) -> AiSdkDataPart:
+    """An AI SDK UI message stream chunk ``data-plan``; a chunk with the same ``id`` replaces it.
+
+    The ``id`` is :func:`plan_id`, so the message keeps one plan part per
+    session; a cleared plan is ``data: {"todos": []}``.
+    """
+    return {"type": "data-plan", "id": plan_id(session_key), "data": {"todos": plan_of(source)}}
+
+
+# --- ACP -------------------------------------------------------------------------------------
+
+
+def acp_plan(source: PlanSource, *, priority: str = "medium") -> PlanUpdatePayload:
+    """The ACP ``plan`` session update (:func:`dsh_tool_todo.plans.acp.plan_update`) of ``source``.
+
+    A cleared plan is ``entries: []``, which clears the client's plan.
+    """
+    return plan_update(plan_of(source), priority=priority)
+
+
+class AcpPlanItems(TypedDict):
+    type: Literal["items"]
+    planId: str
+    entries: list[PlanEntryPayload]
+
+
+class AcpPlanContentUpdate(TypedDict):
+    sessionUpdate: Literal["plan_update"]
+    plan: AcpPlanItems
+
+
+class AcpPlanRemoved(TypedDict):
+    sessionUpdate: Literal["plan_removed"]
+    planId: str
+
+
+def acp_plan_operation(
+    session_key: str, source: PlanSource, *, priority: str = "medium"
+) -> AcpPlanContentUpdate | AcpPlanRemoved:
+    """ACP's plan operations: ``plan_update`` with a ``planId``, ``plan_removed`` when cleared.
+
+    A ``turn/start`` (or ``None``) removes the plan; a written list, even an
+    empty one, updates it. ACP marks both updates unstable: send them only to
+    a client whose capabilities advertise ``plan``, and :func:`acp_plan` to
+    any other.
+    """
+    identifier = plan_id(session_key)
+    if source is None or (isinstance(source, Mapping) and source.get("type") == TURN_START):
+        return {"sessionUpdate": "plan_removed", "planId": identifier}
+    entries = acp_plan(source, priority=priority)["entries"]
+    return {
+        "sessionUpdate": "plan_update",
+        "plan": {"type": "items", "planId": identifier, "entries": entries},
+    }

@@ -1,0 +1,202 @@
+"""Plan-health signals on hand-made histories, and properties over generated ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dsh_tool_todo
+from dsh_tool_todo.core.health import (
+    HealthOptions,
+    HealthProjection,
+    Signal,
+    describe,
+    plan_health,
+    turn_health,
+)
+from dsh_tool_todo.errors import UsageError
+from dsh_tool_todo.host import Host
+
+Event = dict[str, Any]
+
+
+def history(*steps: list[tuple[str, str]] | None) -> list[Event]:
+    """A log: each step a todo/write of (content, status) pairs, or None for a turn/start."""
+    events: list[Event] = []
+    for seq, step in enumerate(steps):
+        if step is None:
+            events.append({"seq": seq, "type": "turn/start", "data": {}})
+        else:
+            todos = [{"content": content, "status": status} for content, status in step]
+            events.append({"seq": seq, "type": "todo/write", "data": {"todos": todos}})
+    return events
+
+
+def kinds(signals: list[Signal]) -> list[tuple[str, int, tuple[str, ...]]]:
+    return [(signal.kind, signal.seq, signal.items) for signal in signals]
+
+
+P, I, C = "pending", "in_progress", "completed"  # noqa: E741 - short as the statuses read
+
+
+def test_an_unfinished_item_dropped_is_named() -> None:
+    log = history([("A", C), ("B", I), ("C", P)], [("A", C)])
+    assert kinds(plan_health(log)) == [("dropped", 1, ("B", "C"))]
+
+
+def test_a_completed_item_left_out_is_no_drop() -> None:
+    assert plan_health(history([("A", C), ("B", I)], [("B", I)])) == []
+
+
+def test_three_pending_items_completed_in_one_write() -> None:
+    log = history(
+        [("A", I), ("B", P), ("C", P), ("D", P), ("E", P)],
+        [("A", I), ("B", C), ("C", C), ("D", C), ("E", P)],
+    )
+    assert kinds(plan_health(log)) == [("bulk_completed", 1, ("B", "C", "D"))]
+    two = history([("B", P), ("C", P), ("D", I)], [("B", C), ("C", C), ("D", I)])
+    assert plan_health(two) == []
+    assert kinds(plan_health(two, HealthOptions(bulk_completed=2))) == [
+        ("bulk_completed", 1, ("B", "C"))
+    ]
+
+
+def test_everything_left_completed_in_one_final_write() -> None:
+    log = history([("A", C), ("B", I), ("C", P)], [("A", C), ("B", C), ("C", C)])
+    assert kinds(plan_health(log)) == [("all_done_at_once", 1, ("B", "C"))]
+    one_left = history([("A", C), ("B", I)], [("A", C), ("B", C)])
+    assert plan_health(one_left) == []  # the ordinary last step
+    assert kinds(plan_health(one_left, HealthOptions(all_done_at_once=1))) == [
+        ("all_done_at_once", 1, ("B",))
+    ]
+
+
+def test_the_same_item_in_progress_for_five_writes_is_stuck_once() -> None:
+    steps = [[("A", I), ("B", P), (f"note {n}", C)] for n in range(7)]
+    signals = plan_health(history(*steps))
+    assert kinds(signals) == [("stuck", 4, ("A",))]
+    assert signals[0].count == 5
+    assert kinds(plan_health(history(*steps), HealthOptions(stuck_writes=3))) == [
+        ("stuck", 2, ("A",))
+    ]
+
+
+def test_a_new_item_in_progress_restarts_the_run() -> None:
+    steps = [[("A", I), ("B", P)]] * 3 + [[("A", C), ("B", I)]] * 3
+    log = history(*[[*step, (f"n{k}", C)] for k, step in enumerate(steps)])
+    assert [s.kind for s in plan_health(log)] == []
+
+
+def test_a_write_that_changes_nothing() -> None:
+    log = history([("A", I), ("B", P)], [("A", I), ("B", P)], [("B", P), ("A", I)])
+    assert kinds(plan_health(log)) == [("unchanged", 1, ())]  # reordered: a change
+
+
+def test_a_turn_start_begins_afresh() -> None:
+    log = history([("A", I), ("B", P)], None, [("C", I)], [("C", I)])
+    assert kinds(plan_health(log)) == [("unchanged", 3, ())]  # no drop across the turn
+    assert kinds(turn_health(log)) == [("unchanged", 3, ())]
+    assert turn_health(history([("A", I)], [("A", I)], None)) == []
+
+
+def test_other_events_and_broken_writes_raise_nothing() -> None:
+    log = [
+        {"seq": 0, "type": "session/link", "data": {"parent": "p"}},
+        *history([("A", I), ("B", P)]),
+        {"seq": 9, "type": "todo/write", "data": {"todos": "not a list"}},
+        {"seq": 10, "type": "note", "data": {}},
+    ]
+    assert plan_health(log) == []
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"bulk_completed": 0}, "bulk_completed must be an int of at least 1, not 0"),
+        ({"stuck_writes": True}, "stuck_writes must be an int"),
+        ({"all_done_at_once": 1.5}, "all_done_at_once must be an int"),
+        ({"stuck_writes": 1}, "stuck_writes must be at least 2"),
+    ],
+)
+def test_bad_thresholds_are_refused(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        HealthOptions(**options)
+
+
+def test_describe_says_what_happened() -> None:
+    signal = Signal("dropped", 4, ("a", "b", "c", "d"), 4)
+    assert describe(signal) == (
+        'dropped (4) at seq 4 - dropped unfinished: "a", "b", "c" and 1 more'
+    )
+    assert describe(Signal("stuck", 9, ("x",), 5)) == (
+        'stuck at seq 9 - in progress for 5 writes: "x"'
+    )
+
+
+def test_the_projection_matches_the_function_through_a_host() -> None:
+    host = Host([dsh_tool_todo], {"dsh-tool-todo": {"allowParallelInProgress": False}})
+    host.context.session_projections._sealed = False  # a test-only late registration
+    host.context.session_projections.register("health", HealthProjection())
+    agent = host.new_agent()
+    for plan in ([("A", I), ("B", P)], [("A", I)], [("A", I)]):
+        todos = [{"content": c, "status": s} for c, s in plan]
+        host.call_tool("todo_write", {"todos": todos}, agent=agent)
+    expected = turn_health(agent.session.events)
+    assert list(host.projection(agent.session, "health")) == expected
+    assert [s.kind for s in expected] == ["dropped", "unchanged"]
+
+
+# --- generated histories ----------------------------------------------------------------
+
+CONTENTS = st.sampled_from(["a", "b", "c", "d", "e"])
+STATUS = st.sampled_from([P, I, C])
+PLAN = st.lists(st.tuples(CONTENTS, STATUS), max_size=5, unique_by=lambda pair: pair[0])
+STEP = st.one_of(st.none(), PLAN)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(STEP, max_size=25))
+def test_generated_histories_keep_the_definitions(steps: list[Any]) -> None:
+    log = history(*steps)
+    signals = plan_health(log)
+    by_seq = {event["seq"]: event for event in log}
+    previous: dict[int, list[tuple[str, str]] | None] = {}
+    last: list[tuple[str, str]] | None = None
+    for seq, step in enumerate(steps):
+        previous[seq] = last
+        last = None if step is None else list(step)
+    for signal in signals:
+        assert by_seq[signal.seq]["type"] == "todo/write"
+        before, after = previous[signal.seq], steps[signal.seq]
+        if signal.kind != "stuck":
+            assert before is not None  # the first write of a turn raises none of these
+        statuses_before = dict(before or [])
+        statuses_after = dict(after)
+        if signal.kind == "dropped":
+            assert set(signal.items) == {
+                c for c, s in statuses_before.items() if s != C and c not in statuses_after
+            }
+        elif signal.kind == "bulk_completed":
+            assert len(signal.items) >= 3
+            assert all(statuses_before[c] == P and statuses_after[c] == C for c in signal.items)
+        elif signal.kind == "all_done_at_once":
+            assert statuses_after
+            assert set(statuses_after.values()) == {C}
+        elif signal.kind == "unchanged":
+            assert before == after
+        elif signal.kind == "stuck":
+            assert statuses_after[signal.items[0]] == I
+    # every unchanged pair within a turn is reported, and only those
+    unchanged = {s.seq for s in signals if s.kind == "unchanged"}
+    expected = {
+        seq
+        for seq, step in enumerate(steps)
+        if step is not None and previous[seq] is not None and previous[seq] == step
+    }
+    assert unchanged == expected
+    # the last turn's signals are the tail of all signals
+    tail = turn_health(log)
+    assert signals[len(signals) - len(tail) :] == tail
