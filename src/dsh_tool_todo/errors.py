@@ -13,17 +13,22 @@ Every one of them is a :class:`TodoError`.
 from __future__ import annotations
 
 __all__ = [
+    "AcpUnavailable",
+    "AppendOutcomeUnknown",
     "InvalidLog",
     "LinkConflict",
     "LogBusy",
     "LogReplaced",
     "MissingExtra",
+    "OwnerNameError",
+    "PluginLoadWarning",
     "SessionNotFound",
     "StoreNotReady",
     "StoreUnavailable",
     "TodoError",
     "ToolCallRejected",
     "ToolFailure",
+    "TornTailWarning",
     "UsageError",
 ]
 
@@ -154,3 +159,29 @@ def _installed_version(module: str) -> str | None:
         if any(Path(str(distribution.locate_file(file))).resolve() == found for file in files):
             return distribution.version
     return None
+
+
+class OwnerNameError(UsageError, ValueError):
+    """An owner key that has no file name, or a file name that no owner key encodes to."""
+
+
+class TornTailWarning(UserWarning):
+    """A log's last line was cut short by a crash: ignored, or cut off on reopening."""
+
+
+class PluginLoadWarning(UserWarning):
+    """An installed plugin's entry point failed to load; every other plugin was loaded."""
+
+
+class AppendOutcomeUnknown(UsageError):
+    """A sync call got back an awaitable that may already have run (a ``Task``, a ``Future``).
+
+    Unlike the plain :class:`UsageError` for a coroutine ``append`` (never run,
+    so nothing was recorded), the event may or may not be in the log: check
+    the log before calling again, and call such a session through the async
+    path (``aexecute``, ``acall``, ``Host.acall_tool``).
+    """
+
+
+class AcpUnavailable(MissingExtra):
+    """The optional ACP SDK (``agent-client-protocol``) is not installed."""

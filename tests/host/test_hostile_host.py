@@ -25,7 +25,7 @@ import dsh_tool_todo
 from dsh_tool_todo import InvalidLog, TodosProjection, UsageError, replay
 from dsh_tool_todo.core.markers import hookimpl
 from dsh_tool_todo.core.options import TodoOptions
-from dsh_tool_todo.core.tool import AppendOutcomeUnknown
+from dsh_tool_todo.errors import AppendOutcomeUnknown, PluginLoadWarning
 from dsh_tool_todo.host._host import (
     AsyncMemorySession,
     Host,
@@ -35,12 +35,7 @@ from dsh_tool_todo.host._host import (
     ProjectionTable,
     ToolTable,
 )
-from dsh_tool_todo.host.loader import (
-    PluginLoadWarning,
-    discover_plugins,
-    load_plugins,
-    new_plugin_manager,
-)
+from dsh_tool_todo.host.loader import discover_plugins, load_plugins, new_plugin_manager
 from dsh_tool_todo.plans.acp import forward_plans
 from dsh_tool_todo.plans.reminder import REMINDER_FOOTER, REMINDER_HEADER, plan_reminder
 from tests.conftest import PLAN, options, todo

@@ -21,10 +21,9 @@ from acp.schema import AgentPlanUpdate, PlanEntry, SessionNotification
 from acp.utils import serialize_params
 
 import dsh_tool_todo
-from dsh_tool_todo.errors import UsageError
+from dsh_tool_todo.errors import AcpUnavailable, UsageError
 from dsh_tool_todo.host import Host, MemorySession
 from dsh_tool_todo.plans.acp import (
-    AcpUnavailable,
     PlanForwarder,
     PlanUpdatePayload,
     agent_plan_update,

@@ -27,11 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_tool_todo.core.projection import replay
-from dsh_tool_todo.errors import InvalidLog, LogBusy, UsageError
+from dsh_tool_todo.errors import InvalidLog, LogBusy, TornTailWarning, UsageError
 from dsh_tool_todo.stores.jsonl import (
     JsonlReader,
     JsonlSession,
-    TornTailWarning,
     current_plan,
     follow_plan,
     read_events,

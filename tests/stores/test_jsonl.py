@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from dsh_tool_todo.core.projection import replay
-from dsh_tool_todo.stores.jsonl import JsonlSession, TornTailWarning, read_events
+from dsh_tool_todo.errors import TornTailWarning
+from dsh_tool_todo.stores.jsonl import JsonlSession, read_events
 
 from .contract import DurableContract, Event, Opener
 

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from dsh_tool_todo import replay
-from dsh_tool_todo.stores.jsonl import JsonlSession, TornTailWarning, current_plan, read_events
+from dsh_tool_todo.errors import TornTailWarning
+from dsh_tool_todo.stores.jsonl import JsonlSession, current_plan, read_events
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX")
 

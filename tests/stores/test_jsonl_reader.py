@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from dsh_tool_todo.errors import SessionNotFound
+from dsh_tool_todo.errors import SessionNotFound, TornTailWarning
 from dsh_tool_todo.protocols import LogReader
-from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession, TornTailWarning, read_events
+from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession, read_events
 
 from .reader_contract import Deleter, Event, FileReaderContract, RawWriter, Runner, Writer, next_of
 

@@ -20,17 +20,11 @@ from hypothesis import strategies as st
 
 import dsh_tool_todo
 from dsh_tool_todo.core.projection import replay
-from dsh_tool_todo.errors import InvalidLog, UsageError
+from dsh_tool_todo.errors import InvalidLog, TornTailWarning, UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.protocols import StoreSession
 from dsh_tool_todo.stores import jsonl as sessionlog
-from dsh_tool_todo.stores.jsonl import (
-    JsonlSession,
-    TornTailWarning,
-    _lines,
-    current_plan,
-    read_events,
-)
+from dsh_tool_todo.stores.jsonl import JsonlSession, _lines, current_plan, read_events
 from tests.conftest import options, todo
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "session-log.md"

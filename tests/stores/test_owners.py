@@ -20,18 +20,12 @@ from hypothesis import strategies as st
 
 import dsh_tool_todo
 from dsh_tool_todo import todo_write_tool
-from dsh_tool_todo.errors import ToolFailure, UsageError
+from dsh_tool_todo.errors import OwnerNameError, ToolFailure, UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.protocols import StoreSession
 from dsh_tool_todo.stores.jsonl import JsonlSession, current_plan, read_events
 from dsh_tool_todo.stores.memory import MemorySession
-from dsh_tool_todo.stores.owners import (
-    MAX_NAME_BYTES,
-    OwnerNameError,
-    OwnerRegistry,
-    owner_file_name,
-    owner_key,
-)
+from dsh_tool_todo.stores.owners import MAX_NAME_BYTES, OwnerRegistry, owner_file_name, owner_key
 from tests.conftest import options
 
 TOOL = todo_write_tool(allow_parallel_in_progress=False)

@@ -419,7 +419,7 @@ def test_a_follower_names_a_missing_table_instead_of_waiting(empty_pg_dsn: str) 
 def test_a_follower_on_an_unreachable_server_fails_at_once() -> None:
     async def main() -> None:
         follower = postgres.PostgresFollower("postgresql://postgres@127.0.0.1:1/x", SESSION)
-        with pytest.raises(postgres.StoreUnavailable, match=r"127\.0\.0\.1:1\b"):
+        with pytest.raises(postgres.PostgresUnavailable, match=r"127\.0\.0\.1:1\b"):
             await follower.__anext__()
         await follower.aclose()
 

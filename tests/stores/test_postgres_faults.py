@@ -252,7 +252,7 @@ def test_connections_killed_under_a_writer_lose_and_duplicate_nothing(pg_dsn: st
                 acknowledged.append(n)
             except CommitUnknown:
                 unknown.append(n)
-            except postgres.StoreUnavailable as error:
+            except postgres.PostgresUnavailable as error:
                 messages.append(str(error))
                 failed += 1
     finally:
@@ -295,7 +295,7 @@ def test_an_exhausted_pool_fails_the_append_clearly_and_records_nothing(pg_dsn: 
         with (
             pool.connection(),  # the only connection, held elsewhere
             pytest.raises(
-                postgres.StoreUnavailable,
+                postgres.PostgresUnavailable,
                 match=r"no connection.*all 1 connections of the pool are in use.*not recorded",
             ),
         ):
@@ -402,7 +402,7 @@ def test_an_append_that_breaks_twice_before_commit_fails_and_records_nothing(
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
     FlakyConnection.faults[_sql.INSERT] += ["before", "before"]
-    with pytest.raises(postgres.StoreUnavailable, match=f"session '{SESSION}' on PostgreSQL"):
+    with pytest.raises(postgres.PostgresUnavailable, match=f"session '{SESSION}' on PostgreSQL"):
         session.append("note", {"n": 0})
     assert session.append("note", {"n": 1})["seq"] == 0
     assert [event["data"]["n"] for event in rows(pg_dsn)] == [1]
@@ -545,7 +545,7 @@ def test_a_session_on_an_unreachable_server_says_why_the_pool_got_no_connection(
         ConnectionPool(
             "postgresql://postgres@127.0.0.1:1/none", min_size=1, timeout=0.5, open=True
         ) as pool,
-        pytest.raises(postgres.StoreUnavailable, match=r"127\.0\.0\.1:1/none.*refused"),
+        pytest.raises(postgres.PostgresUnavailable, match=r"127\.0\.0\.1:1/none.*refused"),
     ):
         PostgresSession(pool, SESSION)
 

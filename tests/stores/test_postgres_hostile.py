@@ -256,7 +256,7 @@ def test_followers_joining_together_while_the_server_is_down_all_fail_at_once() 
                 await follower.aclose()
 
     outcomes = asyncio.run(main())
-    assert all(isinstance(outcome, postgres.StoreUnavailable) for outcome in outcomes), outcomes
+    assert all(isinstance(outcome, postgres.PostgresUnavailable) for outcome in outcomes), outcomes
     assert all("127.0.0.1:1" in str(outcome) for outcome in outcomes)
 
 

@@ -42,7 +42,7 @@ def test_a_follower_that_cannot_reach_the_server_leaves_no_task_running() -> Non
 
     async def main() -> list[str]:
         follower = PostgresFollower(down, "agent-1", reconnect_delay=0.05)
-        with pytest.raises(postgres.StoreUnavailable):
+        with pytest.raises(postgres.PostgresUnavailable):
             await follower.__anext__()
         await follower.aclose()
         await asyncio.sleep(0.2)

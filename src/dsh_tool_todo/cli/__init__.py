@@ -24,7 +24,6 @@ from ..core.schema import canonical_json
 from ..errors import TodoError, UsageError
 from ..host import Host
 from ..host.loader import discover_plugins
-from ..integrations.mcp import _command as mcp_command
 from ..plans.acp import plan_update
 from ..plans.checklist import escape_content, glyphs_encodable, render_checklist, stream_style
 from ..stores import (
@@ -35,6 +34,7 @@ from ..stores import (
     print_sessions,
     turn_signals,
 )
+from . import _mcp as mcp_command
 
 __all__ = ["build_parser", "main"]
 

@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeGuard
 
-from ..errors import ToolCallRejected, ToolFailure, UsageError
+from ..errors import AppendOutcomeUnknown, ToolCallRejected, ToolFailure, UsageError
 from ..protocols import PluginContext, Session, ToolExec
 from ._accept import accept_counted
 from ._validation import judge, judge_fully, validate_call
@@ -24,7 +24,6 @@ from .options import TodoOptions
 from .schema import parameters
 
 __all__ = [
-    "AppendOutcomeUnknown",
     "TodoWriteTool",
     "install_tool",
     "render_result",
@@ -270,16 +269,6 @@ def _with_call_id(data: Mapping[str, Any], call_id: object) -> dict[str, Any]:
             f"not {call_id!r}: nothing was recorded"
         )
     return {"todos": data["todos"], CALL_ID_KEY: call_id}
-
-
-class AppendOutcomeUnknown(UsageError):
-    """A sync call got back an awaitable that may already have run (a ``Task``, a ``Future``).
-
-    Unlike the plain :class:`UsageError` for a coroutine ``append`` (never run,
-    so nothing was recorded), the event may or may not be in the log: check
-    the log before calling again, and call such a session through the async
-    path (``aexecute``, ``acall``, ``Host.acall_tool``).
-    """
 
 
 def _handed_out(result: TodoResult) -> TodoResult:

@@ -15,13 +15,12 @@ from typing import Any
 import pluggy
 
 from ..core.markers import PROJECT_NAME
-from ..errors import UsageError
+from ..errors import PluginLoadWarning, UsageError
 from ..protocols import PluginContext
 from . import hookspecs
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "PluginLoadWarning",
     "discover_plugins",
     "load_plugins",
     "new_plugin_manager",
@@ -30,10 +29,6 @@ __all__ = [
 ENTRY_POINT_GROUP = "dsh.plugins"
 MAX_INJECT_DEPTH = 16
 MAX_PLUGINS = 256
-
-
-class PluginLoadWarning(UserWarning):
-    """An installed plugin's entry point failed to load; every other plugin was loaded."""
 
 
 def unwrap_exports(module: object) -> object:

@@ -165,7 +165,7 @@ def stdio_config(
     ``dsh-todo mcp --print-config`` prints): a process per client; with ``log_dir``,
     the plan is kept in ``log_dir/<owner>.jsonl``, an absolute path (the client starts
     the server from a directory of its own)."""
-    from .mcp._command import check_mcp_server, mcp_client_config
+    from ..cli._mcp import check_mcp_server, mcp_client_config
 
     check_owner("stdio_config", owner, function_of=None)
     if log_dir is not None:

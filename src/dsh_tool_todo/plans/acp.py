@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
 from ..core.contract import EVENT_TYPE
 from ..core.model import Status
-from ..errors import MissingExtra, UsageError, missing_extra
+from ..errors import AcpUnavailable, UsageError, missing_extra
 from .checklist import Todos, plan_items
 from .forwarding import OrderedForwarder, Subscribable, event_loop
 
 __all__ = [
-    "AcpUnavailable",
     "PlanConnection",
     "PlanForwarder",
     "agent_plan_update",
@@ -46,10 +45,6 @@ class PlanEntryPayload(TypedDict):
 class PlanUpdatePayload(TypedDict):
     sessionUpdate: Literal["plan"]
     entries: list[PlanEntryPayload]
-
-
-class AcpUnavailable(MissingExtra):
-    """The optional ACP SDK (``agent-client-protocol``) is not installed."""
 
 
 class PlanConnection(Protocol):

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from ..core.contract import TURN_START
 from ..core.listeners import LOGGER_NAME
-from ..errors import UsageError
+from ..errors import OwnerNameError, UsageError
 from ..protocols import Event, StoreSession
 from ._closing import ClosedOnExit
 from ._owner_lock import _OwnerLock
@@ -60,7 +60,7 @@ from ._owner_lock import _OwnerLock
 if TYPE_CHECKING:
     from ..core.tool import TodoWriteTool
 
-__all__ = ["OwnerNameError", "OwnerRegistry", "owner_file_name", "owner_key"]
+__all__ = ["OwnerRegistry", "owner_file_name", "owner_key"]
 
 SUFFIX = ".jsonl"
 MAX_NAME_BYTES = 255 - len(SUFFIX)
@@ -72,10 +72,6 @@ _RESERVED = frozenset(
     ["con", "prn", "aux", "nul"]
     + [f"{device}{digit}" for device in ("com", "lpt") for digit in "123456789"]
 )
-
-
-class OwnerNameError(UsageError, ValueError):
-    """An owner key that has no file name, or a file name that no owner key encodes to."""
 
 
 def owner_file_name(key: str) -> str:

@@ -33,6 +33,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from pathlib import Path
 from typing import Any
 
+from dsh_tool_todo.errors import OwnerNameError
+
 from ..errors import missing_extra
 
 try:
@@ -52,7 +54,7 @@ from ..plans.checklist import escape_content
 from ..protocols import Event, LogReader, Snapshot
 from ..stores import open_reader
 from ..stores.jsonl import JsonlReader
-from ..stores.owners import OwnerNameError, owner_key
+from ..stores.owners import owner_key
 from ._fleet import SignalCache, family, unlisted_parents
 from ._guard import Guard, cookie_values, is_loopback, new_token, served_hosts, token_cookie
 from ._listhub import ListHub

@@ -18,14 +18,12 @@ from typing import TextIO
 from ..errors import UsageError
 from ..integrations._extras import MissingExtra, missing_extra
 
-__all__ = ["WebUnavailable", "raise_open_files", "serve"]
+__all__ = ["raise_open_files", "serve"]
 
 SHUTDOWN_GRACE = 0.5  # seconds open connections get on Ctrl-C
 OPEN_FILES = 65536  # the soft limit on open files serve raises itself to, at most
 DATABASE_SCHEMES = ("postgresql://", "postgres://")
 _CONNINFO_PAIR = re.compile(r"\s*[A-Za-z_]+\s*=")
-
-WebUnavailable = MissingExtra  # the name this error had before every extra shared one
 
 
 def serve(

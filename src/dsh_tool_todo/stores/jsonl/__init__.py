@@ -9,14 +9,13 @@
   directory of logs (what ``dsh-todo serve DIR`` reads).
 
 A crash can tear only the line being written: readers ignore a torn last line
-(with :class:`TornTailWarning`), and a writer opening the log cuts it off.
+(with :class:`~dsh_tool_todo.errors.TornTailWarning`), and a writer opening the log cuts it off.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._lines import TornTailWarning
 from ._tail import current_plan, follow_plan, read_events
 from .session import JsonlSession
 
@@ -36,7 +35,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "JsonlReader",
     "JsonlSession",
-    "TornTailWarning",
     "current_plan",
     "follow_plan",
     "read_events",

@@ -31,7 +31,7 @@ from json.scanner import make_scanner
 from typing import Any, BinaryIO
 
 from ...core.projection import checked_deciding
-from ...errors import InvalidLog
+from ...errors import InvalidLog, TornTailWarning
 
 Event = dict[str, Any]
 BLOCK_SIZE = 64 * 1024
@@ -54,10 +54,6 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
-
-
-class TornTailWarning(UserWarning):
-    """A log's last line was cut short by a crash: ignored, or cut off on reopening."""
 
 
 # The scanner json.loads's default decoder is built with (same options: the defaults).

@@ -58,12 +58,7 @@ except ImportError as _import_error:
         "dsh_tool_todo.stores.postgres", "postgres", _import_error, module="psycopg"
     ) from _import_error
 
-from ._core import CommitUnknown as CommitUnknown
-from ._core import PostgresStoreError as PostgresStoreError
-from ._core import SchemaNotReady as SchemaNotReady
 from ._core import SessionInfo as SessionInfo
-from ._core import StoreUnavailable as StoreUnavailable
-from ._core import WriterConflict as WriterConflict
 from ._core import check_session_id as check_session_id
 from ._core import decode_row as decode_row
 from ._core import encode_data as encode_data
@@ -83,6 +78,11 @@ from .aio import acurrent_plan as acurrent_plan
 from .aio import alatest_event as alatest_event
 from .aio import alist_sessions as alist_sessions
 from .aio import aread_tail as aread_tail
+from .errors import CommitUnknown as CommitUnknown
+from .errors import PostgresStoreError as PostgresStoreError
+from .errors import PostgresUnavailable as PostgresUnavailable
+from .errors import SchemaNotReady as SchemaNotReady
+from .errors import WriterConflict as WriterConflict
 from .follow import PostgresFollower as PostgresFollower
 from .reader import PostgresReader as PostgresReader
 from .session import PostgresSession as PostgresSession
@@ -98,7 +98,7 @@ __all__ = [
     "PostgresReader",
     "PostgresSession",
     "PostgresStoreError",
-    "StoreUnavailable",
+    "PostgresUnavailable",
     "WriterConflict",
     "current_plan",
     "setup",

@@ -15,13 +15,19 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from pydantic_core import PydanticSerializationError, to_json
 
-from ... import errors
 from ...core.contract import EVENT_TYPE, TURN_START
 from ...core.listeners import Event, Listener, Listeners
 from ...core.projection import check_logged_write
-from ...errors import InvalidLog, LogBusy, TodoError, UsageError
+from ...errors import InvalidLog, UsageError
 from .._calls import call_id_of, call_key
 from ._sql import RESUME_TYPES, SCHEMA_VERSION, TABLE
+from .errors import (
+    CommitUnknown,
+    PostgresStoreError,
+    PostgresUnavailable,
+    SchemaNotReady,
+    WriterConflict,
+)
 
 if TYPE_CHECKING:
     from ...core.model import TodoItem
@@ -29,30 +35,6 @@ if TYPE_CHECKING:
 
 MAX_SESSION_ID = 200
 """Characters; keeps a notification's payload far below PostgreSQL's 8,000 bytes."""
-
-
-class PostgresStoreError(TodoError):
-    """The PostgreSQL store could not do what was asked; the message says why."""
-
-
-class StoreUnavailable(PostgresStoreError, errors.StoreUnavailable):
-    """The server could not be reached, or the connection broke: nothing was recorded."""
-
-
-class CommitUnknown(StoreUnavailable):
-    """The connection broke while an event was being committed, and reading it back failed.
-
-    The event may or may not be in the log; the session checks again before
-    its next append, and then tells its listeners if it was recorded.
-    """
-
-
-class SchemaNotReady(PostgresStoreError, errors.StoreNotReady):
-    """The database has no table of this library, or an older or newer schema."""
-
-
-class WriterConflict(PostgresStoreError, LogBusy):
-    """Another writer recorded this seq first: one writer per session, this one is stale."""
 
 
 class SessionInfo(NamedTuple):
@@ -163,8 +145,8 @@ def reason(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
-def unavailable(where: str, error: BaseException) -> StoreUnavailable:
-    return StoreUnavailable(f"{where}: {reason(error)}")
+def unavailable(where: str, error: BaseException) -> PostgresUnavailable:
+    return PostgresUnavailable(f"{where}: {reason(error)}")
 
 
 def store_error(where: str, error: psycopg.Error) -> PostgresStoreError:
@@ -389,7 +371,7 @@ class SessionCore:
             self._stale = self._seq
             return conflict(self.session_id, self._seq)
         if isinstance(error, PoolTimeout):
-            return StoreUnavailable(
+            return PostgresUnavailable(
                 f"session {self.session_id!r}: no connection to {self.where} "
                 f"({reason(error)}): not recorded"
             )

@@ -45,12 +45,10 @@ from ...errors import UsageError
 from .._closing import ClosedOnExit
 from . import _sql
 from ._core import (
-    CommitUnknown,
     Pending,
     ResumeCache,
     SessionCore,
     SessionInfo,
-    StoreUnavailable,
     check_session_id,
     check_types,
     conninfo_of,
@@ -64,6 +62,7 @@ from ._core import (
     wrap,
 )
 from ._pools import APool, ASource, async_shared_pool, notifier_for
+from .errors import CommitUnknown, PostgresUnavailable
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -418,7 +417,7 @@ class AsyncPostgresSession(ResumeCache, SessionCore, ClosedOnExit):
         if await self._read_back(pending, broken):
             return None
         if not retry:
-            raise StoreUnavailable(
+            raise PostgresUnavailable(
                 f"session {self.session_id!r} on {self.where}: {reason(broken)}: not recorded"
             ) from None
         return await self._write(pending, retry=False, lost=broken)  # absent: same event, seq

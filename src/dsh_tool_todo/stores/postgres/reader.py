@@ -20,7 +20,6 @@ from ...protocols import Progress, SessionSummary, Snapshot, TailPage
 from .._summary import working_on
 from . import _sql
 from ._core import (
-    PostgresStoreError,
     check_session_id,
     check_version,
     decode_row,
@@ -29,6 +28,7 @@ from ._core import (
     wrap,
 )
 from ._pools import APool
+from .errors import PostgresStoreError
 from .follow import PostgresFollower
 
 __all__ = ["PostgresReader"]

@@ -45,11 +45,9 @@ from ...errors import UsageError
 from .._closing import ClosedOnExit
 from . import _sql
 from ._core import (
-    CommitUnknown,
     Pending,
     SessionCore,
     SessionInfo,
-    StoreUnavailable,
     check_session_id,
     check_types,
     conninfo_of,
@@ -63,6 +61,7 @@ from ._core import (
     wrap,
 )
 from ._pools import Pool, Source, notifier_for, shared_pool
+from .errors import CommitUnknown, PostgresUnavailable
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -412,7 +411,7 @@ class PostgresSession(SessionCore, ClosedOnExit):
         if self._read_back(pending, broken):
             return None
         if not retry:
-            raise StoreUnavailable(
+            raise PostgresUnavailable(
                 f"session {self.session_id!r} on {self.where}: {reason(broken)}: not recorded"
             ) from None
         return self._write(pending, retry=False, lost=broken)  # absent: same event, seq

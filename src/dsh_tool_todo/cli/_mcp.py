@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ...errors import UsageError
+from ..errors import UsageError
 
 __all__ = [
     "check_mcp_server",
@@ -24,7 +24,7 @@ __all__ = [
 def check_mcp_server(args: argparse.Namespace, flag: str) -> None:
     """Refuse, before a config is printed or a server started, what the server would refuse
     (an owner no file can be named after) or fail on (a log directory it cannot make)."""
-    from ...stores.owners import owner_file_name
+    from ..stores.owners import owner_file_name
 
     if args.owner is not None:
         owner_file_name(args.owner)
