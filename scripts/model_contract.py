@@ -12,7 +12,9 @@ import string
 from pathlib import Path
 
 from dsh_tool_todo.core import contract
-from dsh_tool_todo.core._rejections import CONTENT_SHOWN, INDEXES_SHOWN, SHOWN
+from dsh_tool_todo.core._echo import SHOWN
+from dsh_tool_todo.core._rejections import CONTENT_SHOWN
+from dsh_tool_todo.core._tally import INDEXES_SHOWN
 from dsh_tool_todo.core.schema import parameters
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "model-contract.md"

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import importlib.util
 import signal
+import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,15 +11,15 @@ import pytest
 import dsh_tool_todo
 from dsh_tool_todo.host import Host, HostAgent
 
-SNAPSHOTS = Path(__file__).parent / "snapshots"
-HostFactory = Callable[..., Host]
+# PLAN, options and todo live in tests/_builders.py; named here too for the folders that
+# import them from conftest.
+from tests._builders import PLAN as PLAN
+from tests._builders import options
+from tests._builders import todo as todo
 
-# One small plan of each status, for the frontends' snapshot tests.
-PLAN = [
-    {"content": "Read the report command", "status": "completed"},
-    {"content": "Add the --json flag", "status": "in_progress"},
-    {"content": "Write tests", "status": "pending"},
-]
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+SCRIPTS = Path(__file__).parents[1] / "scripts"
+HostFactory = Callable[..., Host]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -26,14 +28,6 @@ def pytest_configure(config: pytest.Config) -> None:
     # never see it. A handler (not SIG_IGN) is reset to the default in each child.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def options(parallel: bool) -> dict[str, dict[str, bool]]:
-    return {"dsh-tool-todo": {"allowParallelInProgress": parallel}}
-
-
-def todo(content: str, status: str = "pending") -> dict[str, str]:
-    return {"content": content, "status": status}
 
 
 @pytest.fixture
@@ -54,6 +48,16 @@ def host(make_host: HostFactory) -> Host:
 @pytest.fixture
 def agent(host: Host) -> HostAgent:
     return host.new_agent()
+
+
+def script(name: str) -> types.ModuleType:
+    """``scripts/<name>.py`` (a docs generator) imported as a module."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def snapshot(name: str) -> str:

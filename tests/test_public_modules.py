@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +50,61 @@ def test_every_public_module_declares_all_and_every_name_resolves(name: str) -> 
     assert not missing, f"{name}.__all__ names what it does not define: {missing}"
     private = [attribute for attribute in exported if attribute.startswith("_")]
     assert not private, f"{name}.__all__ exports private names: {private}"
+
+
+# The public face: what a user may import is a short list, counted from the source so the
+# modules whose frameworks this environment lacks are counted too.
+MAX_PUBLIC_NAMES = 200
+SOURCE = Path(dsh_tool_todo.__file__).parent
+
+
+def _public_sources() -> list[Path]:
+    """Every module a user may import: no part of its dotted name starts with ``_``."""
+    found = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        parts = path.relative_to(SOURCE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not any(part.startswith("_") for part in parts):
+            found.append(path)
+    return found
+
+
+def _exported(path: Path) -> list[str]:
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and target.id == "__all__":
+            value = ast.literal_eval(node.value)  # type: ignore[attr-defined]
+            return list(value)
+    return []
+
+
+def test_the_public_face_has_at_most_200_names() -> None:
+    names = {name for path in _public_sources() for name in _exported(path)}
+    assert len(names) <= MAX_PUBLIC_NAMES, (
+        f"{len(names)} public names: make a helper private (a _module or a _name) before adding one"
+    )
+
+
+def _is_exception(node: ast.ClassDef, known: set[str]) -> bool:
+    bases = [
+        base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+        for base in node.bases
+    ]
+    return any(base in known or base.endswith(("Error", "Exception", "Warning")) for base in bases)
+
+
+def test_every_exception_class_lives_in_an_errors_module_and_no_two_share_a_name() -> None:
+    known = {"Exception", "BaseException", "MissingExtra", "LogBusy", "TodoError", "UsageError"}
+    homes: dict[str, list[str]] = {}
+    outside = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        where = str(path.relative_to(SOURCE))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and _is_exception(node, known):
+                if path.name != "errors.py" and not node.name.startswith("_"):
+                    outside.append(f"{where}: {node.name}")
+                if not node.name.startswith("_"):
+                    homes.setdefault(node.name, []).append(where)
+    assert outside == [], "exception classes belong in errors.py or a backend's errors module"
+    assert {name: where for name, where in homes.items() if len(where) > 1} == {}

@@ -7,7 +7,11 @@ that hosts the tool (:class:`UsageError`). :class:`InvalidLog` is raised when a
 recorded session log breaks its invariant. The readers of stored logs add
 :class:`SessionNotFound`, :class:`LogReplaced` and :class:`StoreUnavailable`;
 an optional dependency that is not installed raises :class:`MissingExtra`.
-Every one of them is a :class:`TodoError`.
+Every one of them is a :class:`TodoError`; :class:`TornTailWarning` and
+:class:`PluginLoadWarning` are ``UserWarning`` subclasses.
+A backend may add its own subclasses in its own ``errors`` module
+(:mod:`dsh_tool_todo.stores.postgres.errors`); every exception class of the
+package is defined in one of these modules.
 """
 
 from __future__ import annotations
@@ -90,6 +94,32 @@ class StoreNotReady(StoreUnavailable):
     """The store answers but is not set up for this library: the message says what to run."""
 
 
+class OwnerNameError(UsageError, ValueError):
+    """An owner key that has no file name, or a file name that no owner key encodes to."""
+
+
+class TornTailWarning(UserWarning):
+    """A log's last line was cut short by a crash: ignored, or cut off on reopening."""
+
+
+class PluginLoadWarning(UserWarning):
+    """An installed plugin's entry point failed to load; every other plugin was loaded."""
+
+
+class AppendOutcomeUnknown(UsageError):
+    """A sync call got back an awaitable that may already have run (a ``Task``, a ``Future``).
+
+    Unlike the plain :class:`UsageError` for a coroutine ``append`` (never run,
+    so nothing was recorded), the event may or may not be in the log: check
+    the log before calling again, and call such a session through the async
+    path (``aexecute``, ``acall``, ``Host.acall_tool``).
+    """
+
+
+class AcpUnavailable(MissingExtra):
+    """The optional ACP SDK (``agent-client-protocol``) is not installed."""
+
+
 def missing_extra(
     adapter: str, extra: str, cause: ImportError, *, module: str | None = None
 ) -> MissingExtra:
@@ -159,29 +189,3 @@ def _installed_version(module: str) -> str | None:
         if any(Path(str(distribution.locate_file(file))).resolve() == found for file in files):
             return distribution.version
     return None
-
-
-class OwnerNameError(UsageError, ValueError):
-    """An owner key that has no file name, or a file name that no owner key encodes to."""
-
-
-class TornTailWarning(UserWarning):
-    """A log's last line was cut short by a crash: ignored, or cut off on reopening."""
-
-
-class PluginLoadWarning(UserWarning):
-    """An installed plugin's entry point failed to load; every other plugin was loaded."""
-
-
-class AppendOutcomeUnknown(UsageError):
-    """A sync call got back an awaitable that may already have run (a ``Task``, a ``Future``).
-
-    Unlike the plain :class:`UsageError` for a coroutine ``append`` (never run,
-    so nothing was recorded), the event may or may not be in the log: check
-    the log before calling again, and call such a session through the async
-    path (``aexecute``, ``acall``, ``Host.acall_tool``).
-    """
-
-
-class AcpUnavailable(MissingExtra):
-    """The optional ACP SDK (``agent-client-protocol``) is not installed."""

@@ -178,6 +178,19 @@ class Progress:
     in_progress: int
     cleared: bool  # the latest deciding event was a turn/start (or nothing was ever written)
 
+    def as_json(self) -> dict[str, Any]:
+        """The figures as the web view and ``dsh-todo sessions --json`` give them.
+
+        >>> Progress(1, 3, 1, False).as_json()
+        {'completed': 1, 'total': 3, 'inProgress': 1, 'cleared': False}
+        """
+        return {
+            "completed": self.completed,
+            "total": self.total,
+            "inProgress": self.in_progress,
+            "cleared": self.cleared,
+        }
+
 
 @dataclass(frozen=True)
 class SessionSummary:
@@ -233,7 +246,29 @@ class LogReader(Protocol):
     Unknown sessions raise :class:`~dsh_tool_todo.errors.SessionNotFound`, a
     store that cannot be reached :class:`~dsh_tool_todo.errors.StoreUnavailable`,
     a log that breaks its invariant :class:`~dsh_tool_todo.errors.InvalidLog`.
+
+    A viewer also asks a reader what only the store knows, so that it never
+    tells stores apart itself: how to name the store (:attr:`where`), which
+    owner a session stands for (:meth:`owner_of`), and whether to keep a list's
+    index while it serves (:meth:`hold_list`).
     """
+
+    @property
+    def where(self) -> str:
+        """The store as messages name it (a directory; ``PostgreSQL at host:port/db``), never
+        with a password: what ``dsh-todo serve`` says it serves."""
+        ...
+
+    def owner_of(self, name: str) -> str | None:
+        """The owner key session ``name`` stands for, when the store names each owner's log
+        after its key (an :class:`~dsh_tool_todo.stores.owners.OwnerRegistry` directory) and
+        ``name`` decodes to one exactly; ``None`` otherwise. Reads nothing."""
+        ...
+
+    def hold_list(self) -> None:
+        """Keep what a list reads between lists, until :meth:`aclose`: a viewer that serves
+        for long says so at its start. A reader with nothing to keep does nothing."""
+        ...
 
     async def sessions(self, query: str, limit: int) -> tuple[list[SessionSummary], int]:
         """Sessions whose name contains ``query``, newest activity first, at most ``limit``;

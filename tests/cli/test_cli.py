@@ -423,3 +423,51 @@ def test_open_reader_refuses_an_empty_source() -> None:
 
     with pytest.raises(UsageError, match="the source is empty"):
         open_reader("")
+
+
+def test_the_cli_package_exports_main_and_build_parser_and_loads_no_command() -> None:
+    code = (
+        "import sys, json, dsh_tool_todo.cli as cli; "
+        "loaded = sorted(m for m in sys.modules if m.startswith(cli.__name__)); "
+        "print(json.dumps([cli.__all__, loaded]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    exported, loaded = json.loads(done.stdout)
+    assert exported == ["build_parser", "main"]
+    assert not {"dsh_tool_todo.cli._commands", "dsh_tool_todo.cli._plans"} & set(loaded)
+    assert "dsh_tool_todo.cli._sources" not in loaded
+
+
+def test_every_command_the_parser_knows_runs_a_command_function() -> None:
+    import argparse
+    import importlib
+
+    from dsh_tool_todo import cli
+
+    parser = cli.build_parser()
+    (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(commands.choices) == set(cli._COMMANDS)
+    modules = [
+        importlib.import_module(f"dsh_tool_todo.cli.{name}")
+        for name in ("_commands", "_plans", "_sources")
+    ]
+    for name in commands.choices:  # each command is one function of one command module
+        assert [callable(getattr(module, name, None)) for module in modules].count(True) == 1
+
+
+def test_the_demo_plays_every_scripted_call_and_records_the_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dsh_tool_todo import cli
+    from dsh_tool_todo.cli._demo import SCRIPT
+
+    log = tmp_path / "session.jsonl"
+    assert cli.main(["demo", "--log", str(log), "--ascii"]) == 0
+    text = capsys.readouterr().out
+    calls = sum(len(calls) for _prompt, calls in SCRIPT)
+    assert text.count("\nmodel -> todo_write ") == calls
+    assert text.count("\ntool  -> ") == calls
+    assert "    [x] Pass --json there" in text
+    events = read_events(log)
+    assert [event["type"] for event in events].count("turn/start") == len(SCRIPT)
+    assert events[-1]["type"] == "turn/end"

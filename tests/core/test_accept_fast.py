@@ -16,6 +16,7 @@ from dsh_tool_todo.core._accept import accept_counted, accepts_logged, as_result
 from dsh_tool_todo.core._validation import args_adapter, check_todos, parse_todos, validate_call
 from dsh_tool_todo.errors import InvalidLog, ToolCallRejected
 from dsh_tool_todo.stores.jsonl._tail import read_snapshot
+from tests._builders import todo, todo_write
 
 SETTINGS = settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -250,16 +251,11 @@ def test_reading_valid_logs_builds_no_validator_and_a_broken_one_is_still_refuse
     """A fresh viewer's first list checked 200 deciding events and built pydantic's validator
     on the way (tens of milliseconds, on the first request)."""
     log = tmp_path / "s.jsonl"
-    write = {
-        "todos": [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "pending"}]
-    }
-    log.write_text(json.dumps({"seq": 0, "type": "todo/write", "data": write}) + "\n")
+    written = todo_write(todo("a", "in_progress"), todo("b"), seq=0)
+    log.write_text(json.dumps(written) + "\n")
     args_adapter.cache_clear()
-    assert read_snapshot(str(log)).deciding == {"seq": 0, "type": "todo/write", "data": write}
+    assert read_snapshot(str(log)).deciding == written
     assert args_adapter.cache_info().currsize == 0
-    broken = {
-        "todos": [{"content": "a", "status": "pending"}, {"content": "a", "status": "pending"}]
-    }
-    log.write_text(json.dumps({"seq": 0, "type": "todo/write", "data": broken}) + "\n")
+    log.write_text(json.dumps(todo_write(todo("a"), todo("a"), seq=0)) + "\n")
     with pytest.raises(InvalidLog, match="line 1: event 0: Error: invalid todos"):
         read_snapshot(str(log))

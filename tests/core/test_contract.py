@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dsh_tool_todo.core import contract
-from dsh_tool_todo.core.schema import canonical_json, parameters_json
-from dsh_tool_todo.host import Host
-from tests.conftest import HostFactory, snapshot
+from tests.conftest import HostFactory, script, snapshot
 from tests.literal_model import first_errors
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,55 +43,6 @@ def test_parallel_description_differs_only_in_the_in_progress_rule() -> None:
     assert abs(len(parallel) - len(single)) < 0.1 * len(single)
 
 
-def test_parameter_schema_snapshot(host: Host) -> None:
-    tool = host.tools["todo_write"]
-    assert canonical_json(tool.parameters) == snapshot("parameters.json")
-
-
-def test_parameter_schema_says_what_the_seeds_say(host: Host) -> None:
-    schema = host.tools["todo_write"].parameters
-    todos = schema["properties"]["todos"]
-    item = todos["items"]
-    assert todos["description"] == "The COMPLETE task list, replacing any previous list."
-    assert item["properties"]["content"]["description"] == (
-        "What the task is — a short imperative line."
-    )
-    assert item["properties"]["status"] == {
-        "type": "string",
-        "enum": ["pending", "in_progress", "completed"],
-        "description": "pending (not started) | in_progress (now) | completed (done).",
-    }
-    assert item["required"] == ["content", "status"]
-    assert schema["required"] == ["todos"]
-    assert schema["additionalProperties"] is False
-    assert item["additionalProperties"] is False
-    assert "title" not in json.dumps(schema)
-    assert "$ref" not in json.dumps(schema)
-    assert "$defs" not in json.dumps(schema)
-
-
-def test_each_tool_gets_its_own_copy_of_the_schema(make_host: HostFactory) -> None:
-    first = make_host().tools["todo_write"].parameters
-    first["properties"]["todos"]["description"] = "tampered"
-    assert make_host().tools["todo_write"].parameters["properties"]["todos"]["description"] == (
-        contract.TODOS_DESCRIPTION
-    )
-
-
-def test_schema_bytes_are_the_same_in_every_process() -> None:
-    code = "from dsh_tool_todo.core.schema import parameters_json; print(parameters_json(), end='')"
-    outputs = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            env={**os.environ, "PYTHONHASHSEED": seed},
-            capture_output=True,
-            check=True,
-        ).stdout
-        for seed in ("0", "1", "4242")
-    }
-    assert outputs == {parameters_json().encode("utf-8")}
-
-
 def test_stable_texts_are_the_seeds() -> None:
     assert contract.NO_OWNER == "Error: todo_write requires an owning agent session"
     assert contract.EMPTY_CONTENT == "Error: invalid todo: `content` must be a non-empty string"
@@ -114,13 +59,8 @@ def test_stable_texts_are_the_seeds() -> None:
 
 def test_the_contract_page_is_generated_from_the_contract() -> None:
     """Each clause template and the combining rule: run scripts/model_contract.py to refresh."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import model_contract
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
     page = (ROOT / "docs" / "model-contract.md").read_text(encoding="utf-8")
-    assert page == model_contract.updated(page), "run: python scripts/model_contract.py"
+    assert page == script("model_contract").updated(page), "run: python scripts/model_contract.py"
     for name in (*contract.SCHEMA_CLAUSES, *contract.LIST_CLAUSES, "UNEXPECTED_VALUE"):
         assert f"| `{name}` |" in page
     assert f"\n{first_errors()['OpenHands']}\n" in page  # the page's worked example

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dsh_tool_todo
+from dsh_tool_todo.core.contract import EVENT_TYPE, LINK_EVENT_TYPE
 from dsh_tool_todo.core.health import (
     HealthOptions,
     HealthProjection,
@@ -19,6 +20,7 @@ from dsh_tool_todo.core.health import (
 )
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.host import Host
+from tests._builders import make_event, todo, todo_write, turn_start
 
 Event = dict[str, Any]
 
@@ -28,10 +30,9 @@ def history(*steps: list[tuple[str, str]] | None) -> list[Event]:
     events: list[Event] = []
     for seq, step in enumerate(steps):
         if step is None:
-            events.append({"seq": seq, "type": "turn/start", "data": {}})
+            events.append(turn_start(seq=seq))
         else:
-            todos = [{"content": content, "status": status} for content, status in step]
-            events.append({"seq": seq, "type": "todo/write", "data": {"todos": todos}})
+            events.append(todo_write(*(todo(*pair) for pair in step), seq=seq))
     return events
 
 
@@ -104,10 +105,10 @@ def test_a_turn_start_begins_afresh() -> None:
 
 def test_other_events_and_broken_writes_raise_nothing() -> None:
     log = [
-        {"seq": 0, "type": "session/link", "data": {"parent": "p"}},
+        make_event(LINK_EVENT_TYPE, {"parent": "p"}, seq=0),
         *history([("A", I), ("B", P)]),
-        {"seq": 9, "type": "todo/write", "data": {"todos": "not a list"}},
-        {"seq": 10, "type": "note", "data": {}},
+        make_event(EVENT_TYPE, {"todos": "not a list"}, seq=9),
+        make_event("note", seq=10),
     ]
     assert plan_health(log) == []
 
@@ -169,7 +170,7 @@ def test_generated_histories_keep_the_definitions(steps: list[Any]) -> None:
         previous[seq] = last
         last = None if step is None else list(step)
     for signal in signals:
-        assert by_seq[signal.seq]["type"] == "todo/write"
+        assert by_seq[signal.seq]["type"] == EVENT_TYPE
         before, after = previous[signal.seq], steps[signal.seq]
         if signal.kind != "stuck":
             assert before is not None  # the first write of a turn raises none of these

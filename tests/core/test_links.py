@@ -9,17 +9,19 @@ from typing import Any
 import pytest
 
 import dsh_tool_todo
+from dsh_tool_todo.core.contract import EVENT_TYPE, LINK_EVENT_TYPE, TURN_START
 from dsh_tool_todo.core.links import Link, link_data, link_of
 from dsh_tool_todo.errors import LinkConflict, UsageError
 from dsh_tool_todo.host import Host, MemorySession
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession, read_events
 from dsh_tool_todo.stores.owners import OwnerRegistry
+from tests._builders import make_event, options, todo, todos
 
-PLAN = {"todos": [{"content": "Search", "status": "in_progress"}]}
+PLAN = todos(todo("Search", "in_progress"))
 
 
 def new_host() -> Host:
-    return Host([dsh_tool_todo], {"dsh-tool-todo": {"allowParallelInProgress": False}})
+    return Host([dsh_tool_todo], options(False))
 
 
 def test_a_child_agent_names_its_parent_agent_and_keeps_its_own_plan() -> None:
@@ -72,15 +74,15 @@ def test_new_agent_on_a_reopened_log_checks_its_link(tmp_path: Path) -> None:
         with pytest.raises(LinkConflict, match="started for parent 'lead', not 'other'"):
             new_host().new_agent(session, parent="other")
     assert [event["type"] for event in read_events(tmp_path / "child.jsonl")] == [
-        "session/link",
-        "todo/write",
+        LINK_EVENT_TYPE,
+        EVENT_TYPE,
     ]
 
 
 def test_a_refused_link_at_open_leaves_the_log_unlocked_and_unchanged(tmp_path: Path) -> None:
     log = tmp_path / "c.jsonl"
     with JsonlSession(log) as session:
-        session.append("turn/start", {})
+        session.append(TURN_START, {})
     before = log.read_bytes()
     with pytest.raises(LinkConflict, match="holds 1 event and no link"):
         JsonlSession(log, parent="lead")
@@ -149,7 +151,7 @@ def test_the_longest_link_a_store_writes_is_read_back_and_a_longer_head_is_not_r
 
     parent, call_id = "\U0001f600" * 1024, "\x01" * 1024  # 4 and 6 bytes each as JSON
     with JsonlSession(tmp_path / "child.jsonl", parent=parent, parent_call_id=call_id) as child:
-        child.append("todo/write", {"todos": [{"content": "A", "status": "pending"}]})
+        child.append(EVENT_TYPE, todos(todo("A")))
     rows, _ = asyncio.run(JsonlReader(tmp_path).sessions("", 10))
     assert [row.parent for row in rows] == [parent]
 
@@ -185,12 +187,10 @@ def test_the_longest_link_a_store_writes_is_read_back_and_a_longer_head_is_not_r
 
 
 def test_link_of_reads_only_well_formed_links() -> None:
-    assert link_of({"type": "session/link", "data": {"parent": "p", "parentCallId": 3}}) == Link(
-        "p"
-    )
-    assert link_of({"type": "session/link", "data": {"parent": ""}}) is None
-    assert link_of({"type": "session/link", "data": []}) is None
-    assert link_of({"type": "turn/start", "data": {"parent": "p"}}) is None
+    assert link_of(make_event(LINK_EVENT_TYPE, {"parent": "p", "parentCallId": 3})) == Link("p")
+    assert link_of(make_event(LINK_EVENT_TYPE, {"parent": ""})) is None
+    assert link_of(make_event(LINK_EVENT_TYPE, [])) is None
+    assert link_of(make_event(TURN_START, {"parent": "p"})) is None
     assert link_of(None) is None
 
 

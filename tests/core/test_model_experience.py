@@ -19,6 +19,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from dsh_tool_todo import ToolCallRejected
 from dsh_tool_todo.core import _rejections as rejections
 from dsh_tool_todo.core import contract
+from dsh_tool_todo.core._echo import echo
 from dsh_tool_todo.core._validation import args_adapter, validate_call
 from dsh_tool_todo.core.tool import todo_write_tool
 from dsh_tool_todo.stores.memory import MemorySession
@@ -171,12 +172,12 @@ def test_too_many_in_progress_is_named_in_a_schema_error_in_strict_mode_only() -
 
 
 def test_echo_is_the_one_helper_for_echoed_values() -> None:
-    assert rejections.echo("plain text") == "plain text"
-    assert rejections.echo("x" * 41) == "x" * 40 + "…"
-    assert rejections.echo("a\x1b\x7f\x9b\u2028\ud800") == "a\\u001b\\u007f\\u009b\\u2028\\ud800"
-    assert rejections.echo("\x00" * 20) == "\\u0000" * 6 + "…"
-    assert rejections.echo('say "hi" \\', quoted=True) == 'say \\"hi\\" \\\\'
-    assert rejections.echo('say "hi"') == 'say "hi"'
+    assert echo("plain text") == "plain text"
+    assert echo("x" * 41) == "x" * 40 + "…"
+    assert echo("a\x1b\x7f\x9b\u2028\ud800") == "a\\u001b\\u007f\\u009b\\u2028\\ud800"
+    assert echo("\x00" * 20) == "\\u0000" * 6 + "…"
+    assert echo('say "hi" \\', quoted=True) == 'say \\"hi\\" \\\\'
+    assert echo('say "hi"') == 'say "hi"'
 
 
 # --- properties ---------------------------------------------------------------------------------

@@ -56,10 +56,19 @@ def test_options_that_are_not_a_mapping_are_refused() -> None:
 
 
 def test_a_failed_composition_registers_no_tool() -> None:
-    from dsh_tool_todo.host._host import HostContext, ProjectionTable, ToolTable
+    from dsh_tool_todo.host import HostContext
+    from dsh_tool_todo.host._tables import ProjectionTable, ToolTable
     from dsh_tool_todo.host.loader import load_plugins, new_plugin_manager
 
     ctx = HostContext(ToolTable(), {"dsh-tool-todo": {}}, ProjectionTable())
     with pytest.raises(UsageError):
         load_plugins(new_plugin_manager(), [dsh_tool_todo], ctx)
     assert not ctx.tools
+
+
+def test_a_bool_lookalike_is_named_by_its_full_type() -> None:
+    fake_bool = type("bool_", (), {"__module__": "numpy", "__bool__": lambda self: False})
+    with pytest.raises(
+        UsageError, match=r"allowParallelInProgress must be a bool, not numpy.bool_"
+    ):
+        TodoOptions.parse({"allowParallelInProgress": fake_bool()})

@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 
 from dsh_tool_todo import InvalidLog, TodosProjection, replay
 from dsh_tool_todo.core.contract import EVENT_TYPE, TURN_START
+from tests._builders import make_event, todo, todo_write, turn_start
 
 Event = dict[str, Any]
+TURN_END = make_event("turn/end")
 
 
 def full_fold(events: Sequence[Mapping[str, Any]]) -> object:
@@ -68,7 +70,7 @@ def test_reading_from_the_end_agrees_with_the_fold(log: list[Event]) -> None:
     assert replay(iter(log), verify=False) is expected  # the whole fold, written out
 
 
-def test_reading_from_the_end_stops_at_the_deciding_event() -> None:
+def test_reading_from_the_end_stops_at_the_deciding_make_event() -> None:
     class Counting(Sequence[Event]):
         """A sequence that records which positions were read."""
 
@@ -83,19 +85,16 @@ def test_reading_from_the_end_stops_at_the_deciding_event() -> None:
             self.read.append(index)
             return self.items[index]
 
-    plan = [{"content": "a", "status": "pending"}]
-    older = [{"type": EVENT_TYPE, "data": {"todos": [{"content": "old", "status": "pending"}]}}]
+    plan = [todo("a")]
     log = Counting(
-        older * 1000
-        + [{"type": EVENT_TYPE, "data": {"todos": plan}}]
-        + [{"type": "turn/end", "data": {}}] * 3
+        [todo_write(todo("old"))] * 1000
+        + [make_event(EVENT_TYPE, {"todos": plan})]
+        + [TURN_END] * 3
     )
     assert replay(log, verify=False) is plan
     assert log.read == [1003, 1002, 1001, 1000]
 
-    cleared = Counting(
-        [{"type": EVENT_TYPE, "data": {"todos": plan}}, {"type": TURN_START, "data": {}}]
-    )
+    cleared = Counting([make_event(EVENT_TYPE, {"todos": plan}), turn_start()])
     assert replay(cleared, verify=False) is None
     assert cleared.read == [1]
     assert replay(Counting([]), verify=False) is None
@@ -103,20 +102,19 @@ def test_reading_from_the_end_stops_at_the_deciding_event() -> None:
 
 def test_an_iterator_is_read_whole() -> None:
     seen: list[int] = []
-    plan = [{"content": "b", "status": "completed"}]
+    plan = [todo("b", "completed")]
 
     def generate() -> Iterator[Event]:
         for index in range(5):
             seen.append(index)
-            yield {"type": EVENT_TYPE if index == 2 else "turn/end", "data": {"todos": plan}}
+            yield make_event(EVENT_TYPE if index == 2 else "turn/end", {"todos": plan})
 
     assert replay(generate(), verify=False) is plan
     assert seen == [0, 1, 2, 3, 4]
 
 
-def test_verifying_replay_still_reads_every_event() -> None:
-    bad = {"type": EVENT_TYPE, "data": {"todos": [{"content": "", "status": "pending"}]}}
-    good = {"type": EVENT_TYPE, "data": {"todos": [{"content": "x", "status": "pending"}]}}
+def test_verifying_replay_still_reads_every_make_event() -> None:
+    bad, good = todo_write(todo("")), todo_write(todo("x"))
     log = [bad, good]
     assert replay(log, verify=False) == good["data"]["todos"]  # the end decides
     with pytest.raises(InvalidLog, match=r"^event 0: "):

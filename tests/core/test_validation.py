@@ -9,6 +9,7 @@ import pytest
 
 from dsh_tool_todo import ToolCallRejected
 from dsh_tool_todo.core._validation import validate_call
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.host import Host, HostAgent
 from tests.conftest import HostFactory, todo
 
@@ -35,7 +36,7 @@ def test_a_valid_call_appends_one_snapshot_and_returns_the_counts(
     text = call(host, agent, {"todos": todos})
     assert text == "Updated todo list: 1 pending, 1 in progress, 1 completed."
     events = [(event["type"], event["data"]) for event in agent.session.events]
-    assert events == [("todo/write", {"todos": todos})]
+    assert events == [(EVENT_TYPE, {"todos": todos})]
     (event,) = agent.session.events
     assert all(type(item) is dict for item in event["data"]["todos"])
 

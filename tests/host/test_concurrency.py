@@ -16,6 +16,7 @@ from dsh_tool_todo import replay
 from dsh_tool_todo.core import contract
 from dsh_tool_todo.host import AsyncMemorySession, Host, HostAgent
 from dsh_tool_todo.stores.jsonl import JsonlSession, current_plan, read_events
+from tests._builders import todo, todos
 from tests.conftest import HostFactory
 
 WRITERS, CALLS = 8, 1000
@@ -30,20 +31,17 @@ def frequent_thread_switches() -> Iterator[None]:
     sys.setswitchinterval(interval)
 
 
-def plan(writer: int, call: int) -> list[dict[str, str]]:
+def writer_plan(writer: int, call: int) -> list[dict[str, str]]:
     """A plan only this writer's this call sends; its first item names both."""
     size = 1 + (writer + call) % 6
     return [
-        {
-            "content": f"w{writer} c{call} step {step}",
-            "status": "in_progress" if step == 0 else "pending",
-        }
+        todo(f"w{writer} c{call} step {step}", "in_progress" if step == 0 else "pending")
         for step in range(size)
     ]
 
 
-def author(todos: list[dict[str, str]]) -> tuple[int, int]:
-    writer, call, *_ = todos[0]["content"].split()
+def author(items: list[dict[str, str]]) -> tuple[int, int]:
+    writer, call, *_ = items[0]["content"].split()
     return int(writer[1:]), int(call[1:])
 
 
@@ -52,15 +50,15 @@ def run_threads(host: Host, agents: list[HostAgent]) -> None:
     start = threading.Barrier(WRITERS)
     failures: list[str] = []
 
-    def write(writer: int) -> None:
+    def make_calls(writer: int) -> None:
         start.wait()
         for call in range(CALLS):
             agent = agents[(writer + call) % len(agents)]
-            text = host.call_tool("todo_write", {"todos": plan(writer, call)}, agent=agent)
+            text = host.call_tool("todo_write", todos(*writer_plan(writer, call)), agent=agent)
             if not text.startswith("Updated todo list"):
                 failures.append(text)
 
-    threads = [threading.Thread(target=write, args=(writer,)) for writer in range(WRITERS)]
+    threads = [threading.Thread(target=make_calls, args=(writer,)) for writer in range(WRITERS)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -77,9 +75,9 @@ def check_log(events: list[dict[str, Any]], expected_calls: int) -> None:
     for event in events:
         assert event["type"] == contract.EVENT_TYPE
         assert set(event["data"]) == {"todos"}
-        todos = event["data"]["todos"]
-        writer, call = author(todos)
-        assert todos == plan(writer, call)  # whole: no item lost, added or mixed in
+        items = event["data"]["todos"]
+        writer, call = author(items)
+        assert items == writer_plan(writer, call)  # whole: no item lost, added or mixed in
         assert (writer, call) not in seen
         seen.add((writer, call))
         assert call > last_call[writer]
@@ -145,15 +143,15 @@ def test_tasks_on_one_async_session(
     host = make_host()
     agent = host.new_agent(session=session_type())
 
-    async def write(writer: int) -> None:
+    async def make_calls(writer: int) -> None:
         for call in range(CALLS):
-            args = {"todos": plan(writer, call)}
+            args = todos(*writer_plan(writer, call))
             text = await host.acall_tool("todo_write", args, agent=agent)
             assert text.startswith("Updated todo list"), text
             await asyncio.sleep(0)  # let the other writers in between calls too
 
     async def main() -> None:
-        await asyncio.gather(*(write(writer) for writer in range(WRITERS)))
+        await asyncio.gather(*(make_calls(writer) for writer in range(WRITERS)))
 
     asyncio.run(main())
     events = agent.session.events

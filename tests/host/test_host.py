@@ -12,7 +12,8 @@ import dsh_tool_todo
 from dsh_tool_todo import UsageError
 from dsh_tool_todo import host as host_module
 from dsh_tool_todo.host import Host, HostAgent, MemorySession
-from tests.conftest import HostFactory, todo
+from tests._builders import todo, todos
+from tests.conftest import HostFactory
 
 
 def test_the_module_example_runs() -> None:
@@ -72,7 +73,7 @@ def test_a_tool_without_run_is_called_through_execute_and_render(host: Host) -> 
 
 def test_a_run_set_on_the_tool_itself_is_the_one_called(host: Host, agent: HostAgent) -> None:
     tool = host.tools["todo_write"]
-    args = {"todos": [todo("a")]}
+    args = todos(todo("a"))
     assert host.call_tool("todo_write", args, agent=agent).startswith("Updated")
     seen: list[Any] = []
     plain = tool.run
@@ -103,8 +104,8 @@ def test_projection_errors_say_what_is_wrong(make_host: HostFactory) -> None:
 
 def test_two_agents_never_see_each_others_plans(host: Host) -> None:
     first, second = host.new_agent(), host.new_agent()
-    host.call_tool("todo_write", {"todos": [todo("mine")]}, agent=first)
-    host.call_tool("todo_write", {"todos": [todo("yours")]}, agent=second)
+    host.call_tool("todo_write", todos(todo("mine")), agent=first)
+    host.call_tool("todo_write", todos(todo("yours")), agent=second)
     assert host.projection(first.session, "todos") == [todo("mine")]
     assert host.projection(second.session, "todos") == [todo("yours")]
     assert len(first.session.events) == len(second.session.events) == 1
@@ -132,7 +133,7 @@ def test_the_host_does_not_keep_finished_agents_alive(host: Host) -> None:
     import weakref
 
     agent = host.new_agent()
-    host.call_tool("todo_write", {"todos": [todo("a")]}, agent=agent)
+    host.call_tool("todo_write", todos(todo("a")), agent=agent)
     session = weakref.ref(agent.session)
     del agent
     gc.collect()
@@ -149,7 +150,7 @@ def test_a_dropped_agent_is_freed_without_waiting_for_the_collector(host: Host) 
     gc.disable()  # only reference counting frees anything from here
     try:
         agent = host.new_agent()
-        host.call_tool("todo_write", {"todos": [todo("a")]}, agent=agent)
+        host.call_tool("todo_write", todos(todo("a")), agent=agent)
         dropped = weakref.ref(agent)
         session = weakref.ref(agent.session)
         del agent
@@ -168,7 +169,7 @@ def test_a_session_at_the_address_of_a_dropped_one_gets_its_own_projections(host
         for index in range(50):
             agent = host.new_agent()
             addresses.add(id(agent.session))
-            host.call_tool("todo_write", {"todos": [todo(f"step {index}")]}, agent=agent)
+            host.call_tool("todo_write", todos(todo(f"step {index}")), agent=agent)
             assert host.projection(agent.session, "todos") == [todo(f"step {index}")]
             del agent
     finally:
@@ -195,7 +196,7 @@ def test_the_host_classifies_its_units_once_not_per_agent(host: Host) -> None:
         patch.setattr(type(ResumableUnit), "__instancecheck__", counted)
         agents = [host.new_agent() for _ in range(5)]
     assert checks == 0  # every runtime protocol check costs tens of microseconds
-    host.call_tool("todo_write", {"todos": [todo("a")]}, agent=agents[-1])
+    host.call_tool("todo_write", todos(todo("a")), agent=agents[-1])
     assert host.projection(agents[-1].session, "todos") == [todo("a")]
 
 

@@ -4,7 +4,6 @@ threshold (``EventsCompactionConfig``); a scripted ``BaseLlm`` records each requ
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import sys
 from collections.abc import AsyncGenerator
@@ -26,7 +25,14 @@ from google.genai import types
 from dsh_tool_todo.integrations.google_adk import TodoWriteAdkTool
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.integrations.compaction_scenario import CALLS, PLAN_B, SUMMARY, SYSTEM
+from tests.integrations.compaction_scenario import (
+    CALLS,
+    PLAN_B,
+    SUMMARY,
+    SYSTEM,
+    assert_unchanged_until_the_summary,
+    reminder_text,
+)
 
 THRESHOLD = 1000
 # ADK marks its event compaction experimental, with a warning each new use reports
@@ -101,17 +107,9 @@ def run_agent(*, remind: bool, compact: bool = True) -> list[list[bytes]]:
 def test_the_plan_is_re_surfaced_after_a_summary_and_no_earlier_byte_changes() -> None:
     plain = run_agent(remind=False)
     reminded = run_agent(remind=True)
-    text = plan_reminder(PLAN_B)
-    assert text is not None
-    assert len(plain) == len(reminded) == 6
-
-    # Across each write: the next request starts with every byte of the previous one.
-    for before, after in itertools.pairwise(reminded[:4]):
-        assert after[: len(before)] == before
-    assert reminded[:4] == plain[:4]
-    # The compaction replaced the old events, the writes with them.
-    assert SUMMARY.encode() in b"".join(plain[4])
-    assert b"todo_write" not in b"".join(plain[4])
+    text = reminder_text()
+    # the compaction replaced the old events, the writes with them
+    assert_unchanged_until_the_summary(plain, reminded, summary_at=-1)
     # The reminder is a text part at the end of the newest content: every byte before that
     # content is as without it, the system instruction first and unchanged.
     assert reminded[4][:-1] == plain[4][:-1]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from typing import Any
 
@@ -18,7 +17,15 @@ from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.langchain import TodoWriteMiddleware
 from dsh_tool_todo.plans.reminder import plan_reminder
 from tests.conftest import todo
-from tests.integrations.compaction_scenario import PLAN_A, PLAN_B, SUMMARY
+from tests.integrations.compaction_scenario import (
+    PLAN_A,
+    PLAN_B,
+    SUMMARY,
+    as_user_message,
+    assert_added_last_and_kept,
+    assert_unchanged_until_the_summary,
+    reminder_text,
+)
 from tests.integrations.scripted_langchain import ScriptedChatModel, tool_calls
 
 
@@ -81,27 +88,11 @@ def test_the_plan_is_re_surfaced_once_after_a_summary_and_no_earlier_byte_change
 ) -> None:
     plain, _ = run_agent(remind=False, asynchronous=asynchronous)
     reminded, result = run_agent(remind=True, asynchronous=asynchronous)
-    text = plan_reminder(PLAN_B)
-    assert text is not None
-    reminder = json.dumps({"role": "user", "content": text}, sort_keys=True).encode()
-    assert len(plain) == len(reminded) == 6
-
-    # Across each write: the next request starts with every byte of the previous one.
-    for before, after in itertools.pairwise(reminded[:4]):
-        assert after[: len(before)] == before
-    # Until the summary the option changes nothing at all.
-    assert reminded[:4] == plain[:4]
-    # The summary replaced the old turns (and the writes with them) in both runs ...
-    assert SUMMARY.encode() in plain[4][1]
-    assert b"todo_write" not in b"".join(plain[4])
-    # ... and the reminder is the one message added after the newest: every byte before it is
-    # what the request would have been without it, the system prompt first and unchanged.
-    assert reminded[4][-1] == reminder
-    assert reminded[4][:-1] == plain[4]
-    assert reminded[4][0] == reminded[0][0] == b'{"content": "You fix bugs.", "role": "system"}'
-    # It stays where it was added: the next request starts with all of this one, once.
-    assert reminded[5][: len(reminded[4])] == reminded[4]
-    assert reminded[5].count(reminder) == 1
+    text = reminder_text()
+    reminder = as_user_message(text)
+    assert_unchanged_until_the_summary(plain, reminded)
+    # It stays where it was added: LangGraph keeps the state update.
+    assert_added_last_and_kept(plain, reminded, reminder)
     assert [m.content for m in result["messages"]].count(text) == 1
     assert all(reminder not in request for request in plain)
 

@@ -4,7 +4,6 @@ the SDK's scripted model records each request as the SDK builds it."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from typing import Any
 
@@ -20,7 +19,16 @@ from dsh_tool_todo.integrations.openai_agents import (
 )
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.integrations.compaction_scenario import CALLS, PLAN_A, PLAN_B, SUMMARY, SYSTEM
+from tests.integrations.compaction_scenario import (
+    CALLS,
+    PLAN_A,
+    PLAN_B,
+    SUMMARY,
+    SYSTEM,
+    as_user_message,
+    assert_unchanged_until_the_summary,
+    reminder_text,
+)
 
 
 @function_tool
@@ -70,18 +78,9 @@ def run_agent(*, remind: bool, compact: bool = True) -> list[list[bytes]]:
 def test_the_plan_is_re_surfaced_after_a_summary_and_no_earlier_byte_changes() -> None:
     plain = run_agent(remind=False)
     reminded = run_agent(remind=True)
-    text = plan_reminder(PLAN_B)
-    assert text is not None
-    reminder = json.dumps({"role": "user", "content": text}, sort_keys=True).encode()
-    assert len(plain) == len(reminded) == 6
-
-    # Across each write: the next request starts with every byte of the previous one.
-    for before, after in itertools.pairwise(reminded[:4]):
-        assert after[: len(before)] == before
-    assert reminded[:4] == plain[:4]
-    # The summary replaced the old items, the writes with them.
-    assert SUMMARY.encode() in plain[4][1]
-    assert b"todo_write" not in b"".join(plain[4])
+    text = reminder_text()
+    reminder = as_user_message(text)
+    assert_unchanged_until_the_summary(plain, reminded)
     # The reminder is the one item after the newest: every byte before it is as without
     # it, the instructions first and unchanged.
     assert reminded[4] == [*plain[4], reminder]

@@ -25,7 +25,7 @@ from dsh_tool_todo.core import contract
 from dsh_tool_todo.core.tool import TodoWriteTool
 from dsh_tool_todo.errors import ToolCallRejected, ToolFailure
 from dsh_tool_todo.host import AsyncMemorySession, Host
-from dsh_tool_todo.integrations._core import NoOwnerWarning
+from dsh_tool_todo.integrations._binding import Binding
 from dsh_tool_todo.integrations.otel import (
     OTHER,
     REFUSAL_CLASSES,
@@ -323,8 +323,8 @@ def test_arguments_of_any_shape_have_a_text_form(args: Any) -> None:
 
 
 def test_uninstrument_puts_the_plain_methods_back() -> None:
-    plain = {name: TodoWriteTool.__dict__[name] for name in ("run", "arun", "_record", "_arecord")}
-    warning = NoOwnerWarning.__dict__["__call__"]
+    plain = {name: TodoWriteTool.__dict__[name] for name in ("run", "arun", "record", "arecord")}
+    warning = Binding.__dict__["refused"]
     kept = Traced()
     instrumentation = instrument(tracer_provider=kept.provider)
     assert isinstance(instrumentation, Instrumentation)
@@ -334,7 +334,7 @@ def test_uninstrument_puts_the_plain_methods_back() -> None:
     instrumentation.uninstrument()  # a second time does nothing
     assert not instrumentation.active
     assert {name: TodoWriteTool.__dict__[name] for name in plain} == plain
-    assert NoOwnerWarning.__dict__["__call__"] is warning
+    assert Binding.__dict__["refused"] is warning
     todo_write_tool(allow_parallel_in_progress=False).call(PLAN, MemorySession())
     assert kept.spans() == []
 
@@ -682,7 +682,7 @@ def test_a_tracer_that_raises_changes_no_answer_and_records_once(
         elif method == "aexecute":
             answer = asyncio.run(tool.aexecute(PLAN, Exec(session, "c1")))["counts"]
         else:
-            NoOwnerWarning("give the call an owner")()
+            Binding("test", allow_parallel_in_progress=False, remedy="an owner").refused()
             answer = None
     finally:
         instrumentation.uninstrument()

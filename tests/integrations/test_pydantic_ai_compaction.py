@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 from typing import Any
 
@@ -21,7 +20,15 @@ from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.pydantic_ai import plan_reminder_processor, todo_write_toolset
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.memory import MemorySession
-from tests.integrations.compaction_scenario import PLAN_A, PLAN_B, SUMMARY
+from tests.integrations.compaction_scenario import (
+    PLAN_A,
+    PLAN_B,
+    SUMMARY,
+    as_user_message,
+    assert_added_last_and_kept,
+    assert_unchanged_until_the_summary,
+    reminder_text,
+)
 
 CALLS: list[tuple[str, dict[str, Any]]] = [
     ("todo_write", {"todos": PLAN_A}),
@@ -99,26 +106,11 @@ def run_agent(*, remind: bool) -> tuple[list[list[bytes]], list[ModelMessage]]:
 def test_the_plan_is_re_surfaced_once_after_a_summary_and_no_earlier_byte_changes() -> None:
     plain, _ = run_agent(remind=False)
     reminded, history = run_agent(remind=True)
-    text = plan_reminder(PLAN_B)
-    assert text is not None
-    reminder = json.dumps({"role": "user", "content": text}, sort_keys=True).encode()
-    assert len(plain) == len(reminded) == 6
-
-    # Across each write: the next request starts with every byte of the previous one.
-    for before, after in itertools.pairwise(reminded[:4]):
-        assert after[: len(before)] == before
-    assert reminded[:4] == plain[:4]
-    # The summary replaced the old turns, the writes with them.
-    assert SUMMARY.encode() in plain[4][1]
-    assert b"todo_write" not in b"".join(plain[4])
-    # The reminder comes after the newest message; every byte before it is as without it,
-    # the instructions first and unchanged.
-    assert reminded[4][-1] == reminder
-    assert reminded[4][:-1] == plain[4]
-    assert reminded[4][0] == reminded[0][0] == b'{"content": "You fix bugs.", "role": "system"}'
+    text = reminder_text()
+    reminder = as_user_message(text)
+    assert_unchanged_until_the_summary(plain, reminded)
     # pydantic-ai keeps the processed history: the next request starts with all of this one.
-    assert reminded[5][: len(reminded[4])] == reminded[4]
-    assert reminded[5].count(reminder) == 1
+    assert_added_last_and_kept(plain, reminded, reminder)
     shown = [
         part.content
         for message in history

@@ -4,7 +4,6 @@ summarises on a context overflow; the scripted model records what Strands hands 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import sys
 from collections.abc import AsyncIterator
@@ -23,7 +22,14 @@ from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.strands import todo_write_strands_tool
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.integrations.compaction_scenario import CALLS, PLAN_B, SUMMARY, SYSTEM
+from tests.integrations.compaction_scenario import (
+    CALLS,
+    PLAN_B,
+    SUMMARY,
+    SYSTEM,
+    assert_unchanged_until_the_summary,
+    reminder_text,
+)
 
 
 @tool
@@ -108,18 +114,9 @@ def run_agent(*, remind: bool, overflow: bool = True) -> tuple[list[list[bytes]]
 def test_the_plan_is_re_surfaced_once_after_a_summary_and_no_earlier_byte_changes() -> None:
     plain, _ = run_agent(remind=False)
     reminded, agent = run_agent(remind=True)
-    text = plan_reminder(PLAN_B)
-    assert text is not None
+    text = reminder_text()
     block = json.dumps({"text": text}).encode()
-    assert len(plain) == len(reminded) == 6
-
-    # Across each write: the next request starts with every byte of the previous one.
-    for before, after in itertools.pairwise(reminded[:4]):
-        assert after[: len(before)] == before
-    assert reminded[:4] == plain[:4]
-    # The summary replaced the old messages, the writes with them.
-    assert SUMMARY.encode() in plain[4][1]
-    assert b"todo_write" not in b"".join(plain[4])
+    assert_unchanged_until_the_summary(plain, reminded)
     # The reminder is a text block at the end of the newest message; every byte before
     # that message is as without it, the system prompt first and unchanged.
     assert reminded[4][:-1] == plain[4][:-1]

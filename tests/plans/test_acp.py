@@ -21,8 +21,9 @@ from acp.schema import AgentPlanUpdate, PlanEntry, SessionNotification
 from acp.utils import serialize_params
 
 import dsh_tool_todo
+from dsh_tool_todo.core.contract import EVENT_TYPE, TURN_START
 from dsh_tool_todo.errors import AcpUnavailable, UsageError
-from dsh_tool_todo.host import Host, MemorySession
+from dsh_tool_todo.host import Host, HostAgent, MemorySession
 from dsh_tool_todo.plans.acp import (
     PlanForwarder,
     PlanUpdatePayload,
@@ -30,7 +31,7 @@ from dsh_tool_todo.plans.acp import (
     forward_plans,
     plan_update,
 )
-from tests.conftest import PLAN, options
+from tests._builders import PLAN, options, todo, todos
 from tests.test_docs import PYTHON_BLOCK
 
 # ---- the payload ----------------------------------------------------------------
@@ -49,7 +50,7 @@ def test_plan_update_snapshot() -> None:
 
 @pytest.mark.parametrize("priority", ["high", "medium", "low"])
 def test_plan_update_priority(priority: str) -> None:
-    assert plan_update([{"content": "Ship", "status": "pending"}], priority=priority) == {
+    assert plan_update([todo("Ship", "pending")], priority=priority) == {
         "sessionUpdate": "plan",
         "entries": [{"content": "Ship", "priority": priority, "status": "pending"}],
     }
@@ -64,7 +65,7 @@ def test_no_plan_clears_the_clients_plan(todos: list[dict[str, str]] | None) -> 
 def test_content_is_passed_through_unescaped() -> None:
     # ACP carries structured data; the displaying client escapes for its medium
     raw = "line one\nline two \x1b[2J"
-    entry = plan_update([{"content": raw, "status": "pending"}])["entries"][0]
+    entry = plan_update([todo(raw, "pending")])["entries"][0]
     assert entry["content"] == raw
 
 
@@ -80,7 +81,7 @@ def test_unknown_priority_is_refused(priority: Any) -> None:
 
 def test_malformed_todos_are_refused() -> None:
     with pytest.raises(UsageError, match=r"todo at index 0: status must be one of .*got 'done'"):
-        plan_update([{"content": "a", "status": "done"}])
+        plan_update([todo("a", "done")])
 
 
 def test_agent_plan_update_is_the_sdk_model() -> None:
@@ -170,11 +171,21 @@ class _Recorder:
 
 
 def _todos(*statuses: str) -> dict[str, list[dict[str, str]]]:
-    return {"todos": [{"content": f"Step {n}", "status": s} for n, s in enumerate(statuses)]}
+    return todos(*(todo(f"Step {n}", status) for n, status in enumerate(statuses)))
 
 
 def _entries(update: AgentPlanUpdate) -> list[tuple[str, str]]:
     return [(entry.content, entry.status) for entry in update.entries]
+
+
+def _forwarding(
+    connection: _Recorder | None = None, session_id: str = "s", **kwargs: Any
+) -> tuple[Host, HostAgent, _Recorder, PlanForwarder]:
+    """A new agent of a new host whose plans go to ``connection`` (call it on the loop)."""
+    host = Host([dsh_tool_todo], options(False))
+    agent = host.new_agent()
+    connection = _Recorder() if connection is None else connection
+    return host, agent, connection, forward_plans(agent.session, connection, session_id, **kwargs)
 
 
 def test_forward_plans_needs_a_loop() -> None:
@@ -192,14 +203,11 @@ def test_forward_plans_checks_the_priority_at_once() -> None:
 
 def test_forwards_each_write_in_log_order() -> None:
     async def main() -> None:
-        host = Host([dsh_tool_todo], options(False))
-        agent = host.new_agent()
-        connection = _Recorder()
-        forwarder = forward_plans(agent.session, connection, "sess-7", priority="low")
+        host, agent, connection, forwarder = _forwarding(session_id="sess-7", priority="low")
         assert isinstance(forwarder, PlanForwarder)
         for statuses in [("in_progress", "pending"), ("completed", "in_progress")]:
             await host.acall_tool("todo_write", _todos(*statuses), agent=agent)
-        agent.session.append("turn/start", {})
+        agent.session.append(TURN_START, {})
         host.call_tool("todo_write", _todos("completed", "completed"), agent=agent)
         await forwarder.drain()
         assert [sid for sid, _ in connection.sent] == ["sess-7"] * 3
@@ -215,10 +223,7 @@ def test_forwards_each_write_in_log_order() -> None:
 
 def test_rejected_calls_send_nothing() -> None:
     async def main() -> None:
-        host = Host([dsh_tool_todo], options(False))
-        agent = host.new_agent()
-        connection = _Recorder()
-        forwarder = forward_plans(agent.session, connection, "s")
+        host, agent, connection, forwarder = _forwarding()
         reply = await host.acall_tool(
             "todo_write", _todos("in_progress", "in_progress"), agent=agent
         )
@@ -231,10 +236,7 @@ def test_rejected_calls_send_nothing() -> None:
 
 def test_forwards_writes_made_on_other_threads() -> None:
     async def main() -> None:
-        host = Host([dsh_tool_todo], options(False))
-        agent = host.new_agent()
-        connection = _Recorder()
-        forwarder = forward_plans(agent.session, connection, "s")
+        host, agent, connection, forwarder = _forwarding()
 
         def model_turn() -> None:
             for n in range(5):
@@ -249,10 +251,7 @@ def test_forwards_writes_made_on_other_threads() -> None:
 
 def test_unsubscribe() -> None:
     async def main() -> None:
-        host = Host([dsh_tool_todo], options(False))
-        agent = host.new_agent()
-        connection = _Recorder()
-        forwarder = forward_plans(agent.session, connection, "s")
+        host, agent, connection, forwarder = _forwarding()
         host.call_tool("todo_write", _todos("pending"), agent=agent)
         forwarder()
         forwarder()  # twice is harmless
@@ -265,10 +264,7 @@ def test_unsubscribe() -> None:
 
 def test_a_failed_send_surfaces_on_drain_and_later_plans_still_go() -> None:
     async def main() -> None:
-        host = Host([dsh_tool_todo], options(False))
-        agent = host.new_agent()
-        connection = _Recorder(fail_on=1)
-        forwarder = forward_plans(agent.session, connection, "s")
+        host, agent, connection, forwarder = _forwarding(_Recorder(fail_on=1))
         host.call_tool("todo_write", _todos("pending"), agent=agent)
         host.call_tool("todo_write", _todos("in_progress"), agent=agent)
         with pytest.raises(ConnectionError, match="pipe closed"):
@@ -283,7 +279,7 @@ def test_a_malformed_logged_write_does_not_break_the_append() -> None:
     async def main() -> None:
         session = MemorySession()
         forwarder = forward_plans(session, _Recorder(), "s")
-        session.append("todo/write", {"todos": [{"content": "x", "status": "done"}]})
+        session.append(EVENT_TYPE, todos(todo("x", "done")))
         assert len(session.events) == 1
         with pytest.raises(UsageError, match=r"status must be one of .*got 'done'"):
             await forwarder.drain()
@@ -369,7 +365,7 @@ def test_end_to_end_plan_reaches_the_client() -> None:
             response = await _with_timeout(
                 lambda: connection.prompt(
                     session_id="session-1",
-                    prompt=_prompt({"todos": PLAN[1:]}, {"todos": PLAN}),
+                    prompt=_prompt(todos(*PLAN[1:]), todos(*PLAN)),
                 )
             )
             assert response.stop_reason == "end_turn"
@@ -395,8 +391,8 @@ def test_end_to_end_plan_reaches_the_client() -> None:
                     prompt=_prompt(
                         {  # refused: this deployment allows one in_progress at a time
                             "todos": [
-                                {"content": "Lint", "status": "in_progress"},
-                                {"content": "Test", "status": "in_progress"},
+                                todo("Lint", "in_progress"),
+                                todo("Test", "in_progress"),
                             ]
                         },
                         {"todos": []},

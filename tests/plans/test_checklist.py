@@ -13,25 +13,31 @@ from dsh_tool_todo.plans.checklist import (
     render_checklist,
     stream_style,
 )
-from tests.conftest import PLAN
+from tests._builders import PLAN, todo
+
+GLYPHS = ("☑", "►", "☐")
+ASCII = ("[x]", "[>]", "[ ]")
+GREEN, YELLOW, RESET = "\x1b[32m", "\x1b[1;33m", "\x1b[0m"
 
 
-def test_glyphs() -> None:
-    assert render_checklist(PLAN) == (
-        "☑ Read the report command\n"
-        "► Add the --json flag\n"
-        "☐ Write tests\n"
-        "1/3 completed, 1 in progress"
-    )
-
-
-def test_ascii_on_request() -> None:
-    assert render_checklist(PLAN, ascii=True) == (
-        "[x] Read the report command\n"
-        "[>] Add the --json flag\n"
-        "[ ] Write tests\n"
-        "1/3 completed, 1 in progress"
-    )
+@pytest.mark.parametrize("color", [False, True], ids=["plain", "colour"])
+@pytest.mark.parametrize(
+    ("ascii", "marks"), [(False, GLYPHS), (True, ASCII)], ids=["glyphs", "ascii"]
+)
+def test_each_status_has_its_mark_and_colour(
+    ascii: bool, marks: tuple[str, ...], color: bool
+) -> None:
+    done, active, waiting = marks
+    lines = [
+        f"{done} Read the report command",
+        f"{active} Add the --json flag",
+        f"{waiting} Write tests",
+    ]
+    if color:
+        lines[0] = GREEN + lines[0] + RESET
+        lines[1] = YELLOW + lines[1] + RESET
+    summary = "1/3 completed, 1 in progress"
+    assert render_checklist(PLAN, ascii=ascii, color=color) == "\n".join([*lines, summary])
 
 
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1", "cp1252", "cp437", "no-such-codec"])
@@ -49,21 +55,6 @@ def test_an_explicit_choice_beats_the_encoding() -> None:
     assert render_checklist(PLAN, ascii=True, encoding="utf-8").startswith("[x] ")
 
 
-def test_colour() -> None:
-    assert render_checklist(PLAN, color=True) == (
-        "\x1b[32m☑ Read the report command\x1b[0m\n"
-        "\x1b[1;33m► Add the --json flag\x1b[0m\n"
-        "☐ Write tests\n"
-        "1/3 completed, 1 in progress"
-    )
-    assert render_checklist(PLAN, ascii=True, color=True) == (
-        "\x1b[32m[x] Read the report command\x1b[0m\n"
-        "\x1b[1;33m[>] Add the --json flag\x1b[0m\n"
-        "[ ] Write tests\n"
-        "1/3 completed, 1 in progress"
-    )
-
-
 def test_no_colour_by_default() -> None:
     assert "\x1b" not in render_checklist(PLAN)
 
@@ -75,11 +66,11 @@ def test_no_plan(todos: list[dict[str, str]] | None) -> None:
 
 
 def test_summary_counts() -> None:
-    done = [{"content": f"Step {n}", "status": "completed"} for n in range(3)]
+    done = [todo(f"Step {n}", "completed") for n in range(3)]
     assert render_checklist(done).splitlines()[-1] == "3/3 completed, 0 in progress"
     parallel = [
-        {"content": "Lint", "status": "in_progress"},
-        {"content": "Test", "status": "in_progress"},
+        todo("Lint", "in_progress"),
+        todo("Test", "in_progress"),
     ]
     assert render_checklist(parallel).splitlines()[-1] == "0/2 completed, 2 in progress"
 
@@ -111,18 +102,16 @@ HOSTILE = [
 @pytest.mark.parametrize(("raw", "shown"), HOSTILE)
 def test_escapes(raw: str, shown: str) -> None:
     assert escape_content(raw) == shown
-    line = render_checklist([{"content": raw, "status": "pending"}], color=True).splitlines()[0]
+    line = render_checklist([todo(raw, "pending")], color=True).splitlines()[0]
     assert line == f"☐ {shown}"
 
 
 def test_rendered_output_is_inert() -> None:
-    text = render_checklist([{"content": raw, "status": "in_progress"} for raw, _ in HOSTILE])
+    text = render_checklist([todo(raw, "in_progress") for raw, _ in HOSTILE])
     assert text.count("\n") == len(HOSTILE)  # one line per item, then the summary
     for line in text.split("\n"):
         assert line.isprintable(), line
-    coloured = render_checklist(
-        [{"content": raw, "status": "completed"} for raw, _ in HOSTILE], color=True
-    )
+    coloured = render_checklist([todo(raw, "completed") for raw, _ in HOSTILE], color=True)
     # the only escape sequences are the renderer's own colour codes
     stripped = coloured.replace("\x1b[32m", "").replace("\x1b[0m", "")
     assert "\x1b" not in stripped
@@ -145,7 +134,7 @@ def test_ordinary_text_is_untouched(text: str) -> None:
 
 
 def test_content_the_encoding_cannot_carry_is_escaped() -> None:
-    todos = [{"content": "Café 日本", "status": "pending"}]
+    todos = [todo("Café 日本", "pending")]
     assert render_checklist(todos, encoding="latin-1") == (
         "[ ] Café \\u65e5\\u672c\n0/1 completed, 0 in progress"
     )
@@ -238,11 +227,11 @@ def test_plan_items() -> None:
         ([["Plan", "pending"]], r"todo at index 0 must be a mapping \{content, status\}"),
         ([{"status": "pending"}], r"todo at index 0: content must be a string, got None"),
         (
-            [{"content": 3, "status": "pending"}],
+            [todo(3, "pending")],
             r"todo at index 0: content must be a string, got 3",
         ),
         (
-            [{"content": "a", "status": "pending"}, {"content": "b", "status": "done"}],
+            [todo("a", "pending"), todo("b", "done")],
             r"todo at index 1: status must be one of pending, in_progress, completed, got 'done'",
         ),
         ([{"content": "a"}], r"todo at index 0: status must be one of .*, got None"),

@@ -5,6 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.plans.fleet import (
     MAX_DEPTH,
     FleetNode,
@@ -21,6 +28,7 @@ from dsh_tool_todo.plans.fleet import (
     render_tree,
 )
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
+from tests._builders import todo, todo_write, todos
 from tests.cli.test_cli import assert_usage_error, dsh_todo
 
 
@@ -30,6 +38,11 @@ def keys(roots: list[FleetNode], depth: int = 0) -> list[tuple[int, str, bool]]:
         found.append((depth, node.key, node.visible))
         found += keys(node.children, depth + 1)
     return found
+
+
+def linked(**parents: str) -> list[FleetNode]:
+    """A node per session, keyed by name, under the parent its value names."""
+    return [FleetNode(key, parent=parent) for key, parent in parents.items()]
 
 
 def test_children_go_under_parents_and_unseen_parents_become_nodes() -> None:
@@ -51,25 +64,13 @@ def test_children_go_under_parents_and_unseen_parents_become_nodes() -> None:
 
 
 def test_a_link_cycle_shows_its_sessions_as_roots_and_keeps_what_hangs_off_it() -> None:
-    nodes = [
-        FleetNode("a", parent="b"),
-        FleetNode("b", parent="a"),
-        FleetNode("self", parent="self"),
-        FleetNode("leaf", parent="a"),
-    ]
-    roots = build_tree(nodes)
+    roots = build_tree(linked(a="b", b="a", self="self", leaf="a"))
     assert keys(roots) == [(0, "a", True), (1, "leaf", True), (0, "b", True), (0, "self", True)]
     assert [node.cycle for node in roots] == [True, True, True]
 
 
 def test_only_the_sessions_on_a_cycle_are_marked_not_those_leading_into_it() -> None:
-    nodes = [
-        FleetNode("tail", parent="into"),
-        FleetNode("into", parent="c1"),
-        FleetNode("c1", parent="c2"),
-        FleetNode("c2", parent="c3"),
-        FleetNode("c3", parent="c1"),
-    ]
+    nodes = linked(tail="into", into="c1", c1="c2", c2="c3", c3="c1")
     roots = build_tree(nodes)
     assert sorted(node.key for node in roots) == ["c1", "c2", "c3"]
     assert {node.key for node in nodes if node.cycle} == {"c1", "c2", "c3"}
@@ -114,23 +115,23 @@ def test_render_escapes_every_name_and_content() -> None:
     ]
 
 
-def write(session: JsonlSession, *plans: list[tuple[str, str]]) -> None:
+def record_plans(session: JsonlSession, *plans: list[tuple[str, str]]) -> None:
+    """One todo/write per plan, each plan given as (content, status) pairs."""
     for plan in plans:
-        todos = [{"content": content, "status": status} for content, status in plan]
-        session.append("todo/write", {"todos": todos})
+        session.append(EVENT_TYPE, todos(*(todo(*pair) for pair in plan)))
 
 
 def test_sessions_prints_a_directory_as_a_tree(tmp_path: Path) -> None:
     with JsonlSession(tmp_path / "lead.jsonl") as lead:
-        write(lead, [("Split the work", "in_progress"), ("Merge", "pending")])
+        record_plans(lead, [("Split the work", "in_progress"), ("Merge", "pending")])
     with JsonlSession(tmp_path / "worker\n1.jsonl", parent="lead", parent_call_id="c1") as w:
-        write(
+        record_plans(
             w,
             [("A", "in_progress"), ("B", "pending"), ("C", "pending")],
             [("A", "completed"), ("B", "completed"), ("C", "completed")],
         )
     with JsonlSession(tmp_path / "stray.jsonl", parent="boss in another dir") as stray:
-        write(stray, [("X", "in_progress")])
+        record_plans(stray, [("X", "in_progress")])
 
     lines = dsh_todo("sessions", str(tmp_path)).stdout.splitlines()
     rows = [line.split("\t") for line in lines]
@@ -172,7 +173,9 @@ def test_sessions_of_an_empty_or_missing_directory(tmp_path: Path) -> None:
 def test_show_prints_the_turns_signals_under_the_plan(tmp_path: Path) -> None:
     log = tmp_path / "s.jsonl"
     with JsonlSession(log) as session:
-        write(session, [("A", "in_progress"), ("B\x1b[31m", "pending")], [("A", "in_progress")])
+        record_plans(
+            session, [("A", "in_progress"), ("B\x1b[31m", "pending")], [("A", "in_progress")]
+        )
     out = dsh_todo("show", str(log)).stdout
     assert out.splitlines()[-1] == '! dropped (1) at seq 1 - dropped unfinished: "B\\x1b[31m"'
     assert "dropped" not in dsh_todo("show", str(log), "--no-health").stdout
@@ -206,37 +209,34 @@ def test_every_session_appears_once_and_never_under_itself(
     assert sorted(seen) == sorted(sessions)
 
 
-def test_watch_draws_the_turns_signals_under_the_plan(tmp_path: Path) -> None:
-    import signal
-    import subprocess
-    import sys
-    import time
-
+@contextmanager
+def _watching(log: Path) -> Iterator[subprocess.Popen[str]]:
+    """``dsh-todo watch --ascii`` on ``log``, redrawing every 50 ms; killed if still running."""
     from tests.cli.test_cli import ENV
 
-    log = tmp_path / "live.jsonl"
-    with JsonlSession(log) as session:
-        write(session, [("A", "in_progress"), ("B", "pending")], [("A", "in_progress")])
-    command = [sys.executable, "-m", "dsh_tool_todo", "watch", str(log), "--ascii"]
-    with subprocess.Popen(
-        [*command, "--interval", "0.05"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        env=ENV,
-    ) as watcher:
-        assert watcher.stdout is not None
+    argv = [sys.executable, "-m", "dsh_tool_todo", "watch", str(log), "--ascii"]
+    argv += ["--interval", "0.05"]
+    pipe = subprocess.PIPE
+    with subprocess.Popen(argv, stdout=pipe, stderr=pipe, encoding="utf-8", env=ENV) as watcher:
         try:
-            seen: list[str] = []
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not any(s.startswith("!") for s in seen):
-                seen.append(watcher.stdout.readline().strip())
-            assert '! dropped (1) at seq 1 - dropped unfinished: "B"' in seen
-            watcher.send_signal(signal.SIGINT)
-            assert watcher.wait(timeout=30) == 0
+            yield watcher
         finally:
             watcher.kill()
+
+
+def test_watch_draws_the_turns_signals_under_the_plan(tmp_path: Path) -> None:
+    log = tmp_path / "live.jsonl"
+    with JsonlSession(log) as session:
+        record_plans(session, [("A", "in_progress"), ("B", "pending")], [("A", "in_progress")])
+    with _watching(log) as watcher:
+        assert watcher.stdout is not None
+        seen: list[str] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(s.startswith("!") for s in seen):
+            seen.append(watcher.stdout.readline().strip())
+        assert '! dropped (1) at seq 1 - dropped unfinished: "B"' in seen
+        watcher.send_signal(signal.SIGINT)
+        assert watcher.wait(timeout=30) == 0
 
 
 def test_a_source_named_with_control_bytes_is_escaped_in_the_error(tmp_path: Path) -> None:
@@ -254,9 +254,9 @@ def test_one_log_that_cannot_be_read_is_a_row_marked_unreadable(
     from dsh_tool_todo.stores.jsonl import _tail
 
     with JsonlSession(tmp_path / "good.jsonl") as good:
-        write(good, [("A", "in_progress")])
+        record_plans(good, [("A", "in_progress")])
     with JsonlSession(tmp_path / "locked.jsonl") as locked:
-        write(locked, [("B", "pending")])
+        record_plans(locked, [("B", "pending")])
     (tmp_path / "dir.jsonl").mkdir()
     (tmp_path / "binary.jsonl").write_bytes(b"\xff\xfe\x00\n")
     opened = _tail.open_log
@@ -278,10 +278,10 @@ def test_one_log_that_cannot_be_read_is_a_row_marked_unreadable(
 
 def test_a_log_whose_name_no_url_can_carry_is_still_listed_after_the_tree(tmp_path: Path) -> None:
     with JsonlSession(tmp_path / "good.jsonl") as good:
-        write(good, [("A", "in_progress")])
+        record_plans(good, [("A", "in_progress")])
     odd = os.fsencode(tmp_path) + b"/\xff\x1b.jsonl"
     with open(odd, "wb") as file:
-        file.write(b'{"seq":0,"type":"todo/write","data":{"todos":[]}}\n')
+        file.write(json.dumps(todo_write(seq=0)).encode() + b"\n")
     lines = dsh_todo("sessions", str(tmp_path)).stdout.splitlines()
     assert [line.split("\t")[:2] for line in lines] == [
         ["good", "0/1 done"],

@@ -4,11 +4,12 @@ import pytest
 
 import dsh_tool_todo
 from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.contract import TURN_START
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.plans.checklist import escape_content
 from dsh_tool_todo.plans.reminder import REMINDER_FOOTER, REMINDER_HEADER, plan_reminder
-from tests.conftest import PLAN, options
+from tests._builders import PLAN, options, todo, todos
 
 
 def test_snapshot() -> None:
@@ -52,7 +53,7 @@ def test_content_cannot_forge_lines() -> None:
 
 def test_escaping_is_the_checklists() -> None:
     raw = "a\tb\r\x9bc\x7f"
-    assert (plan_reminder([{"content": raw, "status": "pending"}]) or "").split("\n")[1] == (
+    assert (plan_reminder([todo(raw, "pending")]) or "").split("\n")[1] == (
         f"- [pending] {escape_content(raw)}"
     )
 
@@ -61,9 +62,9 @@ def test_from_the_hosts_projection() -> None:
     host = Host([dsh_tool_todo], options(False))
     agent = host.new_agent()
     assert plan_reminder(host.projection(agent.session, "todos")) is None
-    host.call_tool("todo_write", {"todos": PLAN}, agent=agent)
+    host.call_tool("todo_write", todos(*PLAN), agent=agent)
     assert plan_reminder(host.projection(agent.session, "todos")) == plan_reminder(PLAN)
-    agent.session.append("turn/start", {})
+    agent.session.append(TURN_START, {})
     assert plan_reminder(host.projection(agent.session, "todos")) is None
 
 
@@ -80,10 +81,27 @@ def test_the_tool_contract_is_untouched() -> None:
     ("todos", "message"),
     [
         ("Write tests", r"todos must be a list of \{content, status\}, not str"),
-        ([{"content": "a", "status": "done"}], r"todo at index 0: status must be one of .*'done'"),
-        ([{"content": None, "status": "pending"}], r"todo at index 0: content must be a string"),
+        ([todo("a", "done")], r"todo at index 0: status must be one of .*'done'"),
+        ([todo(None, "pending")], r"todo at index 0: content must be a string"),
     ],
 )
 def test_malformed_plans_are_refused(todos: object, message: str) -> None:
     with pytest.raises(UsageError, match=message):
         plan_reminder(todos)  # type: ignore[arg-type]
+
+
+def test_the_reminder_is_capped_and_says_what_was_left_out() -> None:
+    plan = [todo(f"Step {n} " + "x" * 40) for n in range(10_000)]
+    text = plan_reminder(plan)
+    assert text is not None
+    lines = text.split("\n")
+    assert lines[0] == REMINDER_HEADER
+    assert lines[-1] == REMINDER_FOOTER
+    assert len(text) < 8_000
+    assert lines[-2] == "- … 9,950 more todos not shown"
+    long = plan_reminder([todo("y" * 50_000)])
+    assert long is not None
+    assert len(long) < 1_000
+    assert "…" in long
+    assert plan_reminder(PLAN) is not None
+    assert "more todos" not in (plan_reminder(PLAN) or "")

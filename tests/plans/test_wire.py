@@ -25,22 +25,21 @@ from ag_ui.core import ActivitySnapshotEvent, StateDeltaEvent, StateSnapshotEven
 from google.protobuf.json_format import MessageToDict, ParseDict
 from pydantic import BaseModel
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
+from dsh_tool_todo.core.contract import TURN_START as TURN_START_TYPE
 from dsh_tool_todo.core.projection import PLAN_EVENTS
 from dsh_tool_todo.errors import UsageError
-from dsh_tool_todo.host import HostAgent
+from dsh_tool_todo.host import Host, HostAgent
 from dsh_tool_todo.plans import wire
-from tests.conftest import PLAN, Host
+from tests._builders import PLAN, make_event, todo, todo_write, todos, turn_start
 
 NODE_DIR = Path(__file__).parents[1] / "node"
 # Text a UI must receive exactly as written: markup, entities, line and bidi controls.
 HOSTILE = '<img src=x onerror=alert(1)> &amp; \u2028 \u202e\x1b[2J "quoted" 計画'
 
 
-def write(todos: list[dict[str, str]], seq: int = 1) -> dict[str, Any]:
-    return {"seq": seq, "type": "todo/write", "data": {"todos": todos}}
-
-
-TURN_START = {"seq": 9, "type": "turn/start", "data": {}}
+WRITTEN = todo_write(*PLAN, seq=1)
+TURN_START = turn_start(seq=9)
 
 
 def strict(model: type[BaseModel], produced: dict[str, Any]) -> BaseModel:
@@ -69,23 +68,23 @@ def parse_a2a(produced: dict[str, Any]) -> TaskArtifactUpdateEvent:
 
 
 def test_an_ag_ui_activity_snapshot_validates_and_replaces_one_plan_per_session() -> None:
-    first = wire.ag_ui_activity_snapshot("agent-1", write(PLAN))
+    first = wire.ag_ui_activity_snapshot("agent-1", WRITTEN)
     parsed = strict(ActivitySnapshotEvent, dict(first))
     assert isinstance(parsed, ActivitySnapshotEvent)
     assert parsed.activity_type == "PLAN"
     assert parsed.replace is True
     assert parsed.message_id == "plan:agent-1"
     assert parsed.content == {"todos": PLAN}
-    later = wire.ag_ui_activity_snapshot("agent-1", write(PLAN[:1], seq=2))
+    later = wire.ag_ui_activity_snapshot("agent-1", todo_write(*PLAN[:1], seq=2))
     assert later["messageId"] == first["messageId"]
-    assert wire.ag_ui_activity_snapshot("agent-2", write(PLAN))["messageId"] == "plan:agent-2"
+    assert wire.ag_ui_activity_snapshot("agent-2", WRITTEN)["messageId"] == "plan:agent-2"
 
 
 def test_ag_ui_state_snapshot_and_delta_validate_and_set_the_todos_key() -> None:
-    snapshot = wire.ag_ui_state_snapshot(write(PLAN))
+    snapshot = wire.ag_ui_state_snapshot(WRITTEN)
     assert isinstance(strict(StateSnapshotEvent, dict(snapshot)), StateSnapshotEvent)
     assert snapshot["snapshot"] == {"todos": PLAN}
-    delta = wire.ag_ui_state_delta(write(PLAN))
+    delta = wire.ag_ui_state_delta(WRITTEN)
     parsed = strict(StateDeltaEvent, dict(delta))
     assert isinstance(parsed, StateDeltaEvent)
     assert delta["delta"] == [{"op": "add", "path": "/todos", "value": PLAN}]
@@ -103,9 +102,9 @@ def apply_add(state: dict[str, Any], patch: list[dict[str, Any]]) -> dict[str, A
 
 def test_the_state_delta_replaces_the_plan_and_leaves_the_rest_of_the_state() -> None:
     state: dict[str, Any] = {"cursor": 3}
-    state = apply_add(state, wire.ag_ui_state_delta(write(PLAN))["delta"])
+    state = apply_add(state, wire.ag_ui_state_delta(WRITTEN)["delta"])
     assert state == {"cursor": 3, "todos": PLAN}
-    state = apply_add(state, wire.ag_ui_state_delta(write(PLAN[1:], seq=2))["delta"])
+    state = apply_add(state, wire.ag_ui_state_delta(todo_write(*PLAN[1:], seq=2))["delta"])
     assert state == {"cursor": 3, "todos": PLAN[1:]}
     state = apply_add(state, wire.ag_ui_state_delta(TURN_START)["delta"])
     assert state == {"cursor": 3, "todos": []}
@@ -115,7 +114,7 @@ def test_the_state_delta_replaces_the_plan_and_leaves_the_rest_of_the_state() ->
 
 
 def test_an_a2a_artifact_update_parses_into_the_sdks_protobuf_type() -> None:
-    produced = wire.a2a_artifact_update(write(PLAN), task_id="task-1", context_id="ctx-1")
+    produced = wire.a2a_artifact_update(WRITTEN, task_id="task-1", context_id="ctx-1")
     event = parse_a2a(dict(produced))
     assert event.task_id == "task-1"
     assert event.context_id == "ctx-1"
@@ -139,9 +138,9 @@ def test_a2a_needs_the_tasks_ids() -> None:
 
 
 def test_the_acp_plan_update_and_plan_operations_validate_with_the_sdks_models() -> None:
-    strict(AgentPlanUpdate, dict(wire.acp_plan(write(PLAN))))
+    strict(AgentPlanUpdate, dict(wire.acp_plan(WRITTEN)))
     assert wire.acp_plan(TURN_START) == {"sessionUpdate": "plan", "entries": []}
-    update = wire.acp_plan_operation("agent-1", write(PLAN), priority="high")
+    update = wire.acp_plan_operation("agent-1", WRITTEN, priority="high")
     parsed = strict(AgentPlanContentUpdate, dict(update))
     assert isinstance(parsed, AgentPlanContentUpdate)
     assert parsed.plan.plan_id == "plan:agent-1"  # type: ignore[union-attr]
@@ -150,7 +149,7 @@ def test_the_acp_plan_update_and_plan_operations_validate_with_the_sdks_models()
     strict(AgentPlanRemovedUpdate, dict(removed))
     assert removed == {"sessionUpdate": "plan_removed", "planId": "plan:agent-1"}
     assert wire.acp_plan_operation("agent-1", None) == removed
-    emptied = wire.acp_plan_operation("agent-1", write([]))
+    emptied = wire.acp_plan_operation("agent-1", todo_write(seq=1))
     assert emptied["sessionUpdate"] == "plan_update", "a written empty list is a plan, not removal"
 
 
@@ -178,7 +177,7 @@ CONVERTERS: dict[str, Callable[[wire.PlanSource], Any]] = {
 @pytest.mark.parametrize("name", sorted(CONVERTERS))
 def test_every_format_carries_the_plan_and_clears_on_turn_start(name: str) -> None:
     convert = CONVERTERS[name]
-    assert convert(write(PLAN)) == {"todos": PLAN}
+    assert convert(WRITTEN) == {"todos": PLAN}
     assert convert(PLAN) == {"todos": PLAN}, "a plan converts as its todo/write does"
     assert convert(TURN_START) == {"todos": []}
     assert convert(None) == {"todos": []}
@@ -186,20 +185,20 @@ def test_every_format_carries_the_plan_and_clears_on_turn_start(name: str) -> No
 
 @pytest.mark.parametrize("name", sorted(CONVERTERS))
 def test_content_passes_through_as_text_and_the_output_is_fresh(name: str) -> None:
-    event = write([{"content": HOSTILE, "status": "in_progress"}])
+    event = todo_write(todo(HOSTILE, "in_progress"), seq=1)
     before = copy.deepcopy(event)
     produced = CONVERTERS[name](event)
-    assert produced == {"todos": [{"content": HOSTILE, "status": "in_progress"}]}
+    assert produced == todos(todo(HOSTILE, "in_progress"))
     assert json.loads(json.dumps(produced)) == produced
     produced["todos"][0]["content"] = "changed by a consumer"
     assert event == before, "the converter shares nothing with the event"
 
 
 def test_every_format_converts_the_events_a_host_records(host: Host, agent: HostAgent) -> None:
-    host.call_tool("todo_write", {"todos": PLAN}, agent=agent)
-    agent.session.append("turn/start", {})
+    host.call_tool("todo_write", todos(*PLAN), agent=agent)
+    agent.session.append(TURN_START_TYPE, {})
     recorded = [event for event in agent.session.events if event["type"] in PLAN_EVENTS]
-    assert [event["type"] for event in recorded] == ["todo/write", "turn/start"]
+    assert [event["type"] for event in recorded] == [EVENT_TYPE, TURN_START_TYPE]
     written, cleared = recorded
     strict(ActivitySnapshotEvent, dict(wire.ag_ui_activity_snapshot("main", written)))
     strict(StateDeltaEvent, dict(wire.ag_ui_state_delta(cleared)))
@@ -216,13 +215,13 @@ def test_an_event_that_leaves_the_plan_as_it_is_is_refused_by_name() -> None:
 
 def test_a_list_the_tool_could_not_have_recorded_is_refused() -> None:
     with pytest.raises(UsageError, match=r"todo at index 0: status must be one of"):
-        wire.ai_sdk_data_part("s", write([{"content": "x", "status": "done"}]))
+        wire.ai_sdk_data_part("s", todo_write(todo("x", "done"), seq=1))
     with pytest.raises(UsageError, match=r"needs data \{'todos': \[\.\.\.\]\}"):
-        wire.ai_sdk_data_part("s", {"type": "todo/write", "data": {}})
+        wire.ai_sdk_data_part("s", make_event(EVENT_TYPE))
     with pytest.raises(
         UsageError, match=r"needs data \{'todos': \[\.\.\.\]\}, got \{'todos': None\}"
     ):
-        wire.ai_sdk_data_part("s", {"type": "todo/write", "data": {"todos": None}})
+        wire.ai_sdk_data_part("s", make_event(EVENT_TYPE, {"todos": None}))
     with pytest.raises(UsageError, match=r"todos must be a list of \{content, status\}, not str"):
         wire.ag_ui_state_snapshot("write the parser")  # type: ignore[arg-type]
 
@@ -231,7 +230,7 @@ def test_a_list_the_tool_could_not_have_recorded_is_refused() -> None:
 def test_duplicate_or_empty_content_the_tool_refuses_is_refused_here_too(name: str) -> None:
     twice = [{"content": "Ship", "status": "pending"}, {"content": "Ship", "status": "pending"}]
     with pytest.raises(UsageError, match=r"todo at index 1: duplicate content 'Ship'"):
-        CONVERTERS[name](write(twice))
+        CONVERTERS[name](todo_write(*twice, seq=1))
     with pytest.raises(UsageError, match=r"todo at index 0: content must be non-empty"):
         CONVERTERS[name]([{"content": "", "status": "pending"}])
 
@@ -275,9 +274,9 @@ def read_with_ai_sdk(chunks: list[Any]) -> dict[str, Any]:
 def test_the_ai_sdk_reads_data_plan_chunks_and_keeps_one_part_per_session() -> None:
     second = [{"content": HOSTILE, "status": "in_progress"}]
     chunks = [
-        wire.ai_sdk_data_part("main", write(PLAN)),
-        wire.ai_sdk_data_part("other", write(PLAN[:1])),
-        wire.ai_sdk_data_part("main", write(second, seq=2)),
+        wire.ai_sdk_data_part("main", WRITTEN),
+        wire.ai_sdk_data_part("other", todo_write(*PLAN[:1], seq=1)),
+        wire.ai_sdk_data_part("main", todo_write(*second, seq=2)),
         wire.ai_sdk_data_part("other", TURN_START),
     ]
     result = read_with_ai_sdk([*chunks, {"type": "data-plan"}])  # the last one: no data
@@ -290,7 +289,7 @@ def test_the_ai_sdk_reads_data_plan_chunks_and_keeps_one_part_per_session() -> N
 
 @pytest.mark.parametrize(
     "source",
-    [write(PLAN), write([]), TURN_START, None],
+    [WRITTEN, todo_write(seq=1), TURN_START, None],
     ids=["a write", "an empty write", "turn/start", "no plan"],
 )
 def test_the_cleared_and_empty_forms_validate_too(source: Any) -> None:

@@ -1,11 +1,13 @@
 """The reader contract: one suite every store's :class:`~dsh_tool_todo.protocols.LogReader` runs.
 
-A store's test module subclasses :class:`ReaderContract` and supplies four
+A store's test module subclasses :class:`ReaderContract` and supplies six
 fixtures: ``reader`` (a reader over a store that starts empty), ``open_writer``
 (the store's own writer for a session name), ``write_raw`` (one event stored as
-a foreign program would store it, unchecked) and ``delete`` (remove a session's
-log). pytest collects the inherited tests under the subclass's name, as for the
-writer suite in :mod:`tests.stores.contract`. A store whose logs are files adds
+a foreign program would store it, unchecked), ``delete`` (remove a session's
+log), ``where`` (how the reader names its store) and ``owner_names`` (whether
+the store names each owner's log after its key). pytest collects the inherited
+tests under the subclass's name, as for the writer suite in
+:mod:`tests.stores.contract`. A store whose logs are files adds
 :class:`FileReaderContract` (torn tails, rewrites in place).
 """
 
@@ -91,10 +93,70 @@ class ReaderContract(abc.ABC):
     def delete(self) -> Deleter:
         """Remove session ``name``'s log, as ``dsh-todo sessions --delete`` or ``rm`` would."""
 
+    @abc.abstractmethod
+    @pytest.fixture
+    def where(self) -> str:
+        """How the reader must name its store in messages (never with a password)."""
+
+    @abc.abstractmethod
+    @pytest.fixture
+    def owner_names(self) -> bool:
+        """Whether the store names each owner's log after its key (``OwnerRegistry``'s file
+        names), so that a viewer shows the owner beside the session."""
+
     def write(self, open_writer: Writer, name: str, events: list[tuple[str, Any]]) -> None:
         with open_writer(name) as session:
             for kind, data in events:
                 session.append(kind, data)
+
+    # --- what a viewer asks of the store ---------------------------------------------
+
+    def test_the_reader_names_its_store_in_one_printable_line(
+        self, reader: LogReader, where: str
+    ) -> None:
+        assert reader.where == where
+        assert reader.where
+        assert reader.where.isprintable()
+
+    @pytest.mark.parametrize(
+        ("name", "owner"),
+        [
+            ("alice%40example.com", "alice@example.com"),
+            ("%42ob%20%53mith", "Bob Smith"),
+            ("plain", "plain"),
+            ("not%zzowner", None),  # no owner key encodes to it
+            ("Upper", None),  # an owner's file name is lower case
+            ("", None),
+        ],
+    )
+    def test_owner_of_decodes_only_an_owners_exact_file_name(
+        self, reader: LogReader, owner_names: bool, name: str, owner: str | None
+    ) -> None:
+        assert reader.owner_of(name) == (owner if owner_names else None)
+
+    def test_a_held_list_still_shows_every_change(
+        self, run: Runner, reader: LogReader, open_writer: Writer, delete: Deleter
+    ) -> None:
+        self.write(open_writer, "first", [("todo/write", plan("A"))])
+        reader.hold_list()
+        reader.hold_list()  # holding twice holds once
+
+        async def lists() -> list[list[tuple[str, int | None]]]:
+            seen = []
+            for step in range(3):
+                if step == 1:
+                    await asyncio.to_thread(self.write, open_writer, "second", [("note", {})])
+                if step == 2:
+                    await asyncio.to_thread(delete, "first")
+                rows, _ = await reader.sessions("", 10)
+                seen.append(sorted((row.name, row.last_seq) for row in rows))
+            return seen
+
+        assert run(lists()) == [
+            [("first", 0)],
+            [("first", 0), ("second", 0)],
+            [("second", 0)],
+        ]
 
     # --- sessions, snapshot, tail ---------------------------------------------------
 

@@ -11,7 +11,7 @@ import pytest
 from dsh_tool_todo import UsageError, replay, todo_write_tool
 from dsh_tool_todo.core.contract import CALL_ID_KEY
 from dsh_tool_todo.core.projection import check_logged_write
-from dsh_tool_todo.core.tool import _Owner
+from dsh_tool_todo.core.tool import OwnedCall
 from dsh_tool_todo.errors import InvalidLog
 from dsh_tool_todo.stores.jsonl import JsonlSession, current_plan, read_events
 from dsh_tool_todo.stores.memory import AsyncMemorySession, MemorySession
@@ -21,7 +21,7 @@ TOOL = todo_write_tool(allow_parallel_in_progress=False)
 
 
 def sync_paths(session: MemorySession, call_id: Any) -> list[object]:
-    call = _Owner(session, call_id)
+    call = OwnedCall(session, call_id)
     return [
         TOOL.call(PLAN, session, call_id=call_id),
         TOOL.run(PLAN, call),
@@ -31,7 +31,7 @@ def sync_paths(session: MemorySession, call_id: Any) -> list[object]:
 
 def async_paths(session: AsyncMemorySession, call_id: Any) -> list[object]:
     async def go() -> list[object]:
-        call = _Owner(session, call_id)
+        call = OwnedCall(session, call_id)
         return [
             await TOOL.acall(PLAN, session, call_id=call_id),
             await TOOL.arun(PLAN, call),
@@ -72,7 +72,7 @@ def test_a_call_id_that_is_not_a_non_empty_str_is_refused_and_nothing_is_recorde
     session = MemorySession()
     for path in (
         lambda: TOOL.call(PLAN, session, call_id=bad),
-        lambda: TOOL.execute(PLAN, _Owner(session, bad)),
+        lambda: TOOL.execute(PLAN, OwnedCall(session, bad)),
         lambda: asyncio.run(TOOL.acall(PLAN, session, call_id=bad)),
     ):
         with pytest.raises(UsageError, match=r"call_id must be a non-empty str .*nothing was"):

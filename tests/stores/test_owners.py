@@ -23,9 +23,10 @@ from dsh_tool_todo import todo_write_tool
 from dsh_tool_todo.errors import OwnerNameError, ToolFailure, UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.protocols import StoreSession
+from dsh_tool_todo.stores._owner_names import MAX_NAME_BYTES
 from dsh_tool_todo.stores.jsonl import JsonlSession, current_plan, read_events
 from dsh_tool_todo.stores.memory import MemorySession
-from dsh_tool_todo.stores.owners import MAX_NAME_BYTES, OwnerRegistry, owner_file_name, owner_key
+from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name, owner_key
 from tests.conftest import options
 
 TOOL = todo_write_tool(allow_parallel_in_progress=False)

@@ -1,6 +1,7 @@
-"""The one picker: ``stores`` turns a path or a ``postgresql://`` URL into the plan readers.
+"""The one picker: ``stores`` turns a path or a ``postgresql://`` URL into a backend.
 
-The CLI reads plans only through these functions, so it imports no backend module.
+The CLI and the web view reach a store only through these functions, so they name no backend
+module (``tests/test_house.py``); nothing under ``stores/`` prints or imports a screen.
 """
 
 from __future__ import annotations
@@ -11,13 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import dsh_tool_todo.cli
 from dsh_tool_todo import stores
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.stores.jsonl import JsonlSession
 from tests.conftest import todo
-
-BACKEND_MODULES = ("stores.jsonl", "stores.postgres", "sessionlog", "watch", "logread", "eventline")
 
 
 def _write_plan(path: Path, *contents: str) -> None:
@@ -25,16 +23,78 @@ def _write_plan(path: Path, *contents: str) -> None:
         session.append("todo/write", {"todos": [todo(content) for content in contents]})
 
 
-def test_the_cli_imports_no_backend_module() -> None:
-    tree = ast.parse(Path(dsh_tool_todo.cli.__file__).read_text(encoding="utf-8"))
-    imported = [
-        node.module or ""
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.level > 0
-    ]
-    assert imported, "the walk found the CLI's relative imports"
-    backends = [name for name in imported if name.startswith(BACKEND_MODULES)]
-    assert not backends, f"cli.py imports a backend, not the picker: {backends}"
+STORES = Path(stores.__file__).parent
+SCREENS = ("plans", "cli", "web")
+
+
+def test_the_picker_is_the_picker_only() -> None:
+    lines = Path(stores.__file__).read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 80, f"stores/__init__.py has {len(lines)} lines: the picker only"
+
+
+def _imported(path: Path) -> list[tuple[int, str]]:
+    """Every module ``path`` imports, as (relative level, dotted name); level 0 is absolute."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(0, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module] if node.module else [alias.name for alias in node.names]
+            found += [(node.level, name) for name in names]
+    return found
+
+
+def _outside_stores(path: Path, level: int, name: str) -> str | None:
+    """The module of the package, named from its root, that an import in ``path`` names when
+    it lies outside stores/; ``None`` for stores/ itself and for other packages."""
+    if not level:
+        return name.removeprefix("dsh_tool_todo.") if name.startswith("dsh_tool_todo.") else None
+    depth = len(path.relative_to(STORES).parts)  # 1: stores/x.py, 2: stores/jsonl/x.py
+    return name if level > depth else None
+
+
+def test_nothing_under_stores_prints_or_imports_a_screen() -> None:
+    wrong = []
+    for path in sorted(STORES.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        printing = [
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "print"
+        ]
+        streams = [
+            node.lineno
+            for node in ast.walk(tree)
+            if (isinstance(node, ast.Name) and node.id == "TextIO")
+            or (isinstance(node, ast.Attribute) and node.attr == "TextIO")
+            or (isinstance(node, ast.alias) and node.name == "TextIO")
+        ]
+        screens = [
+            outside
+            for level, module in _imported(path)
+            if (outside := _outside_stores(path, level, module)) is not None
+            and outside.split(".")[0] in SCREENS
+        ]
+        name = str(path.relative_to(STORES))
+        wrong += [(name, "print", line) for line in printing]
+        wrong += [(name, "TextIO", line) for line in streams]
+        wrong += [(name, "imports", module) for module in screens]
+        if "TextIO" in text and not streams:
+            wrong.append((name, "TextIO", "in a string annotation"))
+    assert not wrong, f"stores/ prints, takes a text stream or imports plans/cli/web: {wrong}"
+
+
+def test_the_screen_check_sees_an_import_of_a_screen() -> None:
+    path = STORES / "jsonl" / "reader.py"
+    assert _outside_stores(path, 3, "plans.fleet") == "plans.fleet"
+    assert _outside_stores(path, 2, "_summary") is None  # stores/ itself: not outside
+    assert _outside_stores(STORES / "owners.py", 2, "cli") == "cli"
+    assert _outside_stores(STORES / "owners.py", 0, "dsh_tool_todo.web.app") == "web.app"
+    assert _outside_stores(STORES / "owners.py", 0, "asyncio") is None
+    assert (2, "core.contract") in _imported(STORES / "owners.py")
 
 
 def test_current_plan_of_a_jsonl_log(tmp_path: Path) -> None:
@@ -92,3 +152,67 @@ def test_a_path_is_named_as_the_cli_always_named_it(
     assert title == "agent.jsonl"
     with pytest.raises(FileNotFoundError, match=r"^nope\.jsonl: no such session log$"):
         stores.current_plan("./nope.jsonl")
+
+
+def test_open_session_writes_a_jsonl_log_the_readers_read(tmp_path: Path) -> None:
+    log = tmp_path / "agent.jsonl"
+    session = stores.open_session(log)
+    try:
+        session.append("todo/write", {"todos": [todo("a")]})
+    finally:
+        session.close()
+    assert [item["content"] for item in stores.current_plan(log) or []] == ["a"]
+    with pytest.raises(UsageError, match=r"--session goes with a postgresql:// URL"):
+        stores.open_session(log, "s1")
+
+
+def test_open_log_reads_one_jsonl_log_back_from_its_end(tmp_path: Path) -> None:
+    import asyncio
+
+    log = tmp_path / "agent.jsonl"
+    _write_plan(log, "a")
+    _write_plan(log, "b")
+    reader, name = stores.open_log(log)
+    assert name == str(log)
+
+    async def read() -> list[int]:
+        try:
+            page = await reader.tail(name, before=None, limit=1)
+            return [event["seq"] for event in page.events]
+        finally:
+            await reader.aclose()
+
+    assert asyncio.run(read()) == [1]
+    with pytest.raises(UsageError, match=r"a database URL needs --session ID"):
+        stores.open_log("postgresql://127.0.0.1:1/none")
+
+
+def test_open_fleet_of_a_directory_names_every_log_and_no_database(tmp_path: Path) -> None:
+    _write_plan(tmp_path / "b.jsonl", "x")
+    _write_plan(tmp_path / "a.jsonl", "x")
+    (tmp_path / ".hidden.jsonl").write_text("", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("", encoding="utf-8")
+    reader, names, database = stores.open_fleet(tmp_path)
+    assert (names, database) == (["a", "b"], None)
+    assert hasattr(reader, "sessions")
+
+
+@pytest.mark.parametrize(
+    "target", ["postgresql://postgres@127.0.0.1:1/none", "host=127.0.0.1 port=1 dbname=none"]
+)
+def test_open_fleet_of_a_database_fails_at_once_in_one_line(target: str) -> None:
+    from dsh_tool_todo.errors import StoreUnavailable
+
+    with pytest.raises(StoreUnavailable, match=r"^PostgreSQL at 127\.0\.0\.1:1/none: [^\n]*$"):
+        stores.open_fleet(target)
+
+
+def test_open_database_for_deleting_refuses_a_directory_and_an_empty_source(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(UsageError, match=r"--delete goes with a database URL; in a directory"):
+        stores.open_database(tmp_path, deleting=True)
+    with pytest.raises(UsageError, match=r"the source is empty"):
+        stores.open_database("", deleting=True)
+    database = stores.open_database("postgresql://someone:s3cr3t@127.0.0.1:1/none")
+    assert database.name == "PostgreSQL at 127.0.0.1:1/none"

@@ -88,7 +88,7 @@ def test_an_append_rings_the_lists_it_matches_and_the_new_row_is_there(
 def test_the_list_rows_carry_the_parent_link(tmp_path: Path) -> None:
     from dsh_tool_todo.web.app import create_app
 
-    from .test_api import get
+    from .test_app import get
 
     write_log(
         tmp_path / "child.jsonl",

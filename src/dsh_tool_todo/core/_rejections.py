@@ -8,8 +8,10 @@ first, it needs one retry per problem.
 
 The explanation is one linear walk over the decoded arguments that keeps a bounded summary
 per distinct problem (a count and the first few indexes), never one object per bad item, so
-refusing any input costs time linear in its size and memory bounded by it. The clause
-templates, their order and the rule that combines them live in :mod:`.contract`.
+refusing any input costs time linear in its size and memory bounded by it (the summaries:
+:mod:`._tally`). How a key or value is echoed is :mod:`._echo`'s; how the clauses fit one
+line, :mod:`._assembly`'s. The clause templates, their order and the rule that combines them
+live in :mod:`.contract`.
 """
 
 from __future__ import annotations
@@ -24,128 +26,13 @@ from pydantic import ValidationError
 
 from ..errors import ToolCallRejected
 from . import contract as text
+from ._assembly import CLAUSE_BUDGET, assemble, assemble_after, fit_names
+from ._echo import describe, describe_type, echo, key_name, type_name
+from ._tally import DISTINCT, INDEXES_SHOWN, Distinct, Where
 
-SHOWN = 40  # characters of an echoed key or value
 CONTENT_SHOWN = 200  # characters of an echoed duplicate content (real ones: p99 126)
-_DISTINCT = 16  # distinct problems of one kind kept in detail; further ones are counted
-INDEXES_SHOWN = 4  # indexes listed per problem
-_CLAUSE_BUDGET = 220  # characters one clause may take with its names
-_JSON_TYPES = {str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
 _ITEM_KEYS = ("content", "status")
 _MISSING = object()
-
-
-# --- echoed values --------------------------------------------------------------------------
-
-
-def _escaped(char: str, quoted: bool) -> str:
-    code = ord(char)
-    if code < 0x20 or 0x7F <= code < 0xA0 or code in (0x2028, 0x2029) or 0xD800 <= code < 0xE000:
-        return f"\\u{code:04x}"
-    if quoted and char in '"\\':
-        return "\\" + char
-    return char
-
-
-def echo(value: str, limit: int = SHOWN, *, quoted: bool = False) -> str:
-    """``value`` as an error may show it: control characters (C0, DEL, C1), line separators
-    and lone surrogates escaped as ``\\uXXXX``, cut to ``limit`` characters with ``…``.
-
-    The one helper for every echoed key and value, so each error stays one short, inert line
-    that can always be sent as UTF-8. A printable value of at most ``limit`` characters comes
-    back unchanged (``quoted`` adds JSON's escapes for quotes and backslashes).
-    """
-    head = value[:limit]
-    if head.isprintable() and not (quoted and ('"' in head or "\\" in head)):
-        return head if len(value) <= limit else head + "…"
-    pieces: list[str] = []
-    size = 0
-    for char in head:
-        piece = _escaped(char, quoted)
-        if size + len(piece) > limit:
-            return "".join(pieces) + "…"
-        pieces.append(piece)
-        size += len(piece)
-    return "".join(pieces) if len(value) <= limit else "".join(pieces) + "…"
-
-
-def describe(value: object) -> str:
-    """A value the model sent: a string quoted and cut, anything else its JSON type."""
-    if isinstance(value, str):
-        return f'"{echo(value, quoted=True)}"'
-    return _type_name(type(value))
-
-
-def _type_name(kind: type) -> str:
-    if issubclass(kind, list):
-        return "array"
-    if issubclass(kind, dict):
-        return "object"
-    return _JSON_TYPES.get(kind, kind.__name__)
-
-
-def _name(key: object) -> str:
-    """A key or argument name: in backticks when plain, quoted otherwise."""
-    if isinstance(key, str):
-        if key.isprintable() and "`" not in key and 0 < len(key) <= SHOWN:
-            return f"`{key}`"
-        return describe(key)
-    return f"`{echo(repr(key))}`"
-
-
-# --- where a problem occurs ---------------------------------------------------------------
-
-
-class _Where:
-    """How many items have a problem, and the first few of their indexes."""
-
-    __slots__ = ("count", "first")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.first: list[int] = []
-
-    def add(self, index: int) -> None:
-        self.count += 1
-        if len(self.first) < INDEXES_SHOWN:
-            self.first.append(index)
-
-    def key(self) -> tuple[int, tuple[int, ...]]:
-        return self.count, tuple(self.first)
-
-    def render(self, total: int, single: bool) -> str:
-        if single:
-            return ""
-        if self.count == total and total > 1:
-            return text.WHERE_EVERY
-        if self.count <= INDEXES_SHOWN:
-            return text.WHERE_INDEXES.format(indexes=", ".join(map(str, self.first)))
-        return text.WHERE_COUNT.format(count=self.count)
-
-
-class _Distinct:
-    """Up to ``_DISTINCT`` distinct problems with their places; how many more were seen."""
-
-    __slots__ = ("kept", "others")
-
-    def __init__(self) -> None:
-        self.kept: dict[Any, _Where] = {}
-        self.others: set[Any] = set()
-
-    def add(self, key: Any, index: int) -> None:
-        where = self.kept.get(key)
-        if where is None:
-            if len(self.kept) >= _DISTINCT:
-                self.others.add(key)
-                return
-            where = self.kept[key] = _Where()
-        where.add(index)
-
-    def __bool__(self) -> bool:
-        return bool(self.kept)
-
-    def places(self) -> Iterator[_Where]:
-        return iter(self.kept.values())
 
 
 # --- the walk ----------------------------------------------------------------------------------
@@ -175,14 +62,14 @@ class Findings:
         self.more_arguments = 0
         self.todos_clause = ""  # a rendered top-level clause about `todos`, if any
         self.total = 0  # items in the array the item clauses speak of
-        self.not_object = _Distinct()  # JSON type -> where
-        self.unknown_keys = _Distinct()  # key -> where
-        self.missing = _Distinct()  # (field, key carried instead or None) -> where
-        self.content_type = _Distinct()  # JSON type -> where
-        self.bad_status = _Distinct()  # value (or its JSON type) -> where
+        self.not_object = Distinct()  # JSON type -> where
+        self.unknown_keys = Distinct()  # key -> where
+        self.missing = Distinct()  # (field, key carried instead or None) -> where
+        self.content_type = Distinct()  # JSON type -> where
+        self.bad_status = Distinct()  # value (or its JSON type) -> where
         self.status_shown: dict[Any, str] = {}
         self.suggestions: dict[Any, object] = {}
-        self.empty = _Where()
+        self.empty = Where()
         self.seen: set[str] = set()
         self.duplicates: list[str] = []
         self.more_duplicates = 0
@@ -227,11 +114,11 @@ class Findings:
             return _MISSING, None
         ((key, items, parsed_from_string),) = found
         template = text.SEND_PARSED_AS_TODOS if parsed_from_string else text.SEND_AS_TODOS
-        self.todos_clause = template.format(name=_name(key))
+        self.todos_clause = template.format(name=key_name(key))
         return key, items
 
     def _unknown_argument(self, key: object) -> None:
-        if len(self.unknown_arguments) < _DISTINCT:
+        if len(self.unknown_arguments) < DISTINCT:
             self.unknown_arguments.append(key)
         else:
             self.more_arguments += 1
@@ -276,7 +163,7 @@ class Findings:
         for kind, count in kinds.items():
             if issubclass(kind, dict):
                 continue
-            where = _Where()
+            where = Where()
             where.count = count
             start = 0
             while len(where.first) < INDEXES_SHOWN and start < len(types):
@@ -285,9 +172,9 @@ class Findings:
                 except ValueError:
                     break
                 where.first.append(start - 1)
-            got = _type_name(kind)
+            got = type_name(kind)
             known = self.not_object.kept.get(got)
-            if known is None and len(self.not_object.kept) < _DISTINCT:
+            if known is None and len(self.not_object.kept) < DISTINCT:
                 self.not_object.kept[got] = where
             elif known is not None:  # int and float are both numbers
                 known.count += where.count
@@ -295,12 +182,12 @@ class Findings:
 
     def _content(self, content: object, index: int) -> None:
         if not isinstance(content, str):
-            self.content_type.add(_describe_type(content), index)
+            self.content_type.add(describe_type(content), index)
         elif not content or content.isspace():
             self.empty.add(index)
         elif content in self.seen:
             if content not in self.duplicates:
-                if len(self.duplicates) < _DISTINCT:
+                if len(self.duplicates) < DISTINCT:
                     self.duplicates.append(content)
                 else:
                     self.more_duplicates += 1
@@ -311,11 +198,11 @@ class Findings:
         if isinstance(status, str) and status in text.STATUSES:
             self.in_progress += status == "in_progress"
             return
-        key: Any = status if isinstance(status, str) else (_describe_type(status),)
+        key: Any = status if isinstance(status, str) else (describe_type(status),)
         suggestion = self.suggestions.get(key, _MISSING)
         if suggestion is _MISSING:
             suggestion = _suggested(status) if isinstance(status, str) else ""
-            if len(self.suggestions) < _DISTINCT:
+            if len(self.suggestions) < DISTINCT:
                 self.suggestions[key] = suggestion
                 self.status_shown[key] = describe(status)
         self.bad_status.add(key, index)
@@ -360,13 +247,13 @@ class Findings:
         single = index is not None
         total = self.total
 
-        def where(place: _Where) -> str:
+        def where(place: Where) -> str:
             return place.render(total, single)
 
         clauses: list[str] = []
         if self.unknown_arguments:
-            names = [_name(key) for key in self.unknown_arguments]
-            shown = _names(names, len(names) + self.more_arguments)
+            names = [key_name(key) for key in self.unknown_arguments]
+            shown = fit_names(names, len(names) + self.more_arguments)
             plural = "s" if len(names) + self.more_arguments > 1 else ""
             clauses.append(text.UNKNOWN_ARGUMENTS.format(s=plural, names=shown))
         if self.todos_clause:
@@ -384,7 +271,7 @@ class Findings:
                 )
             else:
                 clauses.append(
-                    text.RENAME_FIELD.format(field=field, where=where(place), name=_name(alias))
+                    text.RENAME_FIELD.format(field=field, where=where(place), name=key_name(alias))
                 )
         for got, place in self.content_type.kept.items():
             clauses.append(text.CONTENT_NOT_STRING.format(where=where(place), got=got))
@@ -401,18 +288,18 @@ class Findings:
         ):
             hints.append(text.ITEMS_HINT.format())
         head = text.CALL_HEAD if index is None else text.ITEM_HEAD.format(index=index)
-        return _assemble(head, clauses, hints)
+        return assemble(head, clauses, hints)
 
     def _unknown_key_clauses(self, where: Any) -> Iterator[str]:
         groups: dict[tuple[int, tuple[int, ...]], list[str]] = {}
-        places: dict[tuple[int, tuple[int, ...]], _Where] = {}
+        places: dict[tuple[int, tuple[int, ...]], Where] = {}
         for key, place in self.unknown_keys.kept.items():
-            groups.setdefault(place.key(), []).append(_name(key))
+            groups.setdefault(place.key(), []).append(key_name(key))
             places[place.key()] = place
         more = len(self.unknown_keys.others)
         for number, (group, names) in enumerate(groups.items()):
             extra = more if number == len(groups) - 1 else 0
-            shown = _names(names, len(names) + extra)
+            shown = fit_names(names, len(names) + extra)
             plural = "s" if len(names) + extra > 1 else ""
             yield text.UNKNOWN_ITEM_KEYS.format(s=plural, names=shown, where=where(places[group]))
 
@@ -424,7 +311,7 @@ class Findings:
             entry = self.status_shown[value]
             if not isinstance(value, str):  # a string names its items itself
                 entry += where(place)
-            if shown and size + len(entry) > _CLAUSE_BUDGET // 2:
+            if shown and size + len(entry) > CLAUSE_BUDGET // 2:
                 break
             suggestion = _suggested(value) if isinstance(value, str) else ""
             groups.setdefault(suggestion, []).append(entry)
@@ -463,11 +350,7 @@ class Findings:
         check, then a clause for each other problem."""
         clauses = list(self._duplicate_and_count_clauses())
         head = text.EMPTY_CONTENT if self.empty.count else text.CALL_HEAD + clauses.pop(0)
-        return _assemble_after(head, clauses)
-
-
-def _describe_type(value: object) -> str:
-    return describe(value) if not isinstance(value, str) else "string"
+        return assemble_after(head, clauses)
 
 
 def _alias(item: dict[Any, Any], field: str) -> str | None:
@@ -489,46 +372,6 @@ def _carried(item: dict[Any, Any], carried: dict[str, str], field: str) -> objec
 def _suggested(status: str) -> str | None:
     """The status to use instead of a foreign one: a name, None to drop, "" when unknown."""
     return text.STATUS_MAPPING.get(_normalized(status), "")
-
-
-def _names(names: list[str], total: int) -> str:
-    """As many names as fit one clause, then how many more there are."""
-    taken: list[str] = []
-    size = 0
-    for name in names:
-        if taken and size + len(name) > _CLAUSE_BUDGET // 2:
-            break
-        taken.append(name)
-        size += len(name) + len(text.NAME_SEPARATOR)
-    shown = text.NAME_SEPARATOR.join(taken)
-    if total > len(taken):
-        shown += text.MORE_NAMES.format(count=total - len(taken))
-    return shown
-
-
-def _assemble(head: str, clauses: list[str], hints: list[str]) -> str:
-    """The head and as many whole clauses as fit ``MAX_ERROR_CHARS``; the hints when they fit."""
-    for kept in range(len(hints), -1, -1):
-        whole = head + text.CLAUSE_SEPARATOR.join([*clauses, *hints[:kept]])
-        if len(whole) <= text.MAX_ERROR_CHARS:
-            return whole
-    return _assemble_after(head + clauses[0], clauses[1:])
-
-
-def _assemble_after(start: str, clauses: list[str]) -> str:
-    limit = text.MAX_ERROR_CHARS
-    if len(start) > limit:
-        return start[: limit - 1] + "…"
-    result = start
-    for number, clause in enumerate(clauses):
-        rest = len(clauses) - number - 1
-        candidate = result + text.CLAUSE_SEPARATOR + clause
-        more = text.CLAUSE_SEPARATOR + text.MORE_PROBLEMS.format(count=rest) if rest else ""
-        if len(candidate) + len(more) > limit:
-            more = text.CLAUSE_SEPARATOR + text.MORE_PROBLEMS.format(count=rest + 1)
-            return result + more if len(result) + len(more) <= limit else result
-        result = candidate
-    return result
 
 
 # --- entry points ----------------------------------------------------------------------------
@@ -558,7 +401,7 @@ def list_refusal(todos: Iterable[Any], *, allow_parallel: bool) -> str:
 def _unexplained(error: ValidationError) -> str:
     """A refusal the walk cannot explain (a type pydantic refuses and JSON never holds):
     name where pydantic's first error lies. Its error list is only read when short."""
-    if error.error_count() > _DISTINCT:
+    if error.error_count() > DISTINCT:
         loc: tuple[int | str, ...] = ("todos",)
     else:
         loc = error.errors(include_url=False, include_context=False, include_input=False)[0]["loc"]

@@ -45,7 +45,6 @@ from ..errors import UsageError
 from .contract import EVENT_TYPE, TURN_START
 
 __all__ = [
-    "KINDS",
     "HealthOptions",
     "HealthProjection",
     "Signal",

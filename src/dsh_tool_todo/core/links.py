@@ -33,7 +33,6 @@ from .contract import LINK_EVENT_TYPE
 
 __all__ = [
     "Link",
-    "link_data",
     "link_of",
 ]
 

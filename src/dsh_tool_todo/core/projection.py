@@ -14,11 +14,8 @@ from .model import TodoItem
 
 __all__ = [
     "PLAN_EVENTS",
-    "PROJECTION_KEY",
     "Plan",
     "TodosProjection",
-    "progress_of",
-    "register_projection",
     "replay",
 ]
 
@@ -76,6 +73,9 @@ class TodosProjection:
         return state
 
 
+_UNIT = TodosProjection()
+
+
 def register_projection(ctx: PluginContext) -> None:
     """Register the unit when the host mounts a projection registry; else do nothing."""
     registry = getattr(ctx, "session_projections", None)
@@ -126,12 +126,8 @@ def _plan_from_end(events: Sequence[Mapping[str, Any]]) -> Plan:
     """What :class:`TodosProjection` folds ``events`` into, read backwards to the deciding event."""
     for position in range(len(events) - 1, -1, -1):
         event = events[position]
-        kind = event["type"]
-        if kind == EVENT_TYPE:
-            todos: list[TodoItem] = event["data"]["todos"]
-            return todos
-        if kind == TURN_START:
-            return None
+        if event["type"] in PLAN_EVENTS:  # the last write or turn start decides alone
+            return _UNIT.apply(None, event)
     return TodosProjection.init
 
 

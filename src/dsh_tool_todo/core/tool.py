@@ -60,11 +60,11 @@ class TodoWriteTool:
         keeps or edits the result can never change what was recorded (hosts
         that only need the text call :meth:`run`, which makes no copy).
         """
-        return _handed_out(self._record(args, call))
+        return _handed_out(self.record(args, call))
 
     async def aexecute(self, args: Any, call: ToolExec | None) -> TodoResult:
         """:meth:`execute` for sessions whose ``append`` is a coroutine or returns an awaitable."""
-        return _handed_out(await self._arecord(args, call))
+        return _handed_out(await self.arecord(args, call))
 
     def run(self, args: Any, call: ToolExec | None) -> str:
         """One call in an exec context; return exactly the text the model reads.
@@ -72,9 +72,9 @@ class TodoWriteTool:
         A refused call returns its error text and records nothing; a failure to
         record raises :class:`ToolFailure`. What reference hosts call.
         """
-        # _record, _prepare, validate_call (judge's shortcut too), _append and render_result
+        # record, _prepare, validate_call (judge's shortcut too), _append and render_result
         # written out: the per-call hot path
-        owner = isinstance(call, _Owner)  # its own agent: no property call to find it
+        owner = isinstance(call, OwnedCall)  # its own agent: no property call to find it
         agent: Any = call if owner else None if call is None else call.agent
         if agent is None:
             return ToolCallRejected(NO_OWNER).model_text
@@ -146,13 +146,13 @@ class TodoWriteTool:
         """
         if not callable(getattr(session, "append", None)):
             raise _not_a_session("call", session)
-        return self.run(args, _Owner(session, call_id))
+        return self.run(args, OwnedCall(session, call_id))
 
     async def acall(self, args: Any, session: Session, *, call_id: str | None = None) -> str:
         """:meth:`call` for asyncio hosts; the session's ``append`` may be a coroutine."""
         if not callable(getattr(session, "append", None)):
             raise _not_a_session("acall", session)
-        return await self.arun(args, _Owner(session, call_id))
+        return await self.arun(args, OwnedCall(session, call_id))
 
     def _success_text(self, counts: tuple[int, int, int]) -> str:
         text = _SUCCESS_POSITIONAL % counts
@@ -160,14 +160,20 @@ class TodoWriteTool:
             self._texts[counts] = text
         return text
 
-    def _record(self, args: Any, call: ToolExec | None) -> TodoResult:
+    def record(self, args: Any, call: ToolExec | None) -> TodoResult:
+        """:meth:`execute` without the copy: the result as recorded, never to be changed.
+
+        What :meth:`execute` and the adapters' binding (``integrations._binding``) call:
+        the one place a call with an exec context is checked and recorded.
+        """
         session, result = self._prepare(args, call)
         written = _append(session, result, getattr(call, "call_id", None))
         if written is not None and type(written) is not dict:
             _check_sync_result(session, written)
         return result
 
-    async def _arecord(self, args: Any, call: ToolExec | None) -> TodoResult:
+    async def arecord(self, args: Any, call: ToolExec | None) -> TodoResult:
+        """:meth:`record` for sessions whose ``append`` may be a coroutine."""
         session, result = self._prepare(args, call)
         written = _append(session, result, getattr(call, "call_id", None))
         if _awaitable(written):
@@ -191,13 +197,12 @@ class TodoWriteTool:
         return agent.session, result
 
 
-class _Owner:
+class OwnedCall:
     """The exec context of a call owned by one session: it is its own agent.
 
-    The one owner-bound exec context: the core API and every adapter build
-    their calls with it (``integrations._core`` re-exports it as ``Owned``),
-    and the reference host's agents are one. :meth:`TodoWriteTool.run` reads
-    its session and call id without asking for its ``agent``.
+    The one owner-bound exec context: the core API and the adapters' binding
+    build their calls with it, and the reference host's agents are one.
+    :meth:`TodoWriteTool.run` reads its session and call id without asking for its ``agent``.
     """
 
     __slots__ = ("call_id", "session")
@@ -207,7 +212,7 @@ class _Owner:
         self.call_id = call_id
 
     @property
-    def agent(self) -> _Owner:
+    def agent(self) -> OwnedCall:
         return self
 
 

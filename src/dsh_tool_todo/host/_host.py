@@ -27,12 +27,15 @@ from typing import Any, Protocol
 
 import pluggy
 
-from ..core.listeners import LOGGER_NAME, Event, Listener
-from ..core.tool import _Owner
-from ..errors import InvalidLog, ToolCallRejected, UsageError
-from ..protocols import ProjectionUnit, ResumableUnit
+from ..core.listeners import Listener
+from ..core.tool import OwnedCall
+from ..errors import ToolCallRejected, UsageError
 from ..stores.memory import AsyncMemorySession as AsyncMemorySession
 from ..stores.memory import MemorySession as MemorySession
+from ._states import ProjectionStates, Units
+from ._tables import HostContext as HostContext
+from ._tables import ProjectionTable as ProjectionTable
+from ._tables import ToolTable as ToolTable
 from .loader import load_plugins, new_plugin_manager
 
 __all__: list[str] = []
@@ -53,7 +56,7 @@ class ToolCall:
     agent: HostAgent | None
 
 
-class HostAgent(_Owner):
+class HostAgent(OwnedCall):
     """An agent of the host, owning one session.
 
     It is the exec context of its own tool calls (its ``agent`` is itself):
@@ -86,257 +89,6 @@ class HostAgent(_Owner):
 _NO_AGENT = ToolCall(None)
 
 
-class ToolTable(dict[str, Any]):
-    """``ctx.tools``: tools by name; a name is registered once."""
-
-    def register(self, tool: Any, /) -> None:
-        if tool.name in self:
-            raise UsageError(f"a tool named {tool.name!r} is already registered")
-        self[tool.name] = tool
-
-
-class ProjectionTable(dict[str, ProjectionUnit[Any, Any]]):
-    """``ctx.session_projections``: projection units by key; a key is registered once.
-
-    The host seals it once its plugins are applied: a unit registered later
-    would have no state for the agents that already exist, so it is refused.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._sealed = False
-
-    def register(self, key: str, unit: ProjectionUnit[Any, Any], /) -> None:
-        if key in self:
-            raise UsageError(f"a session projection {key!r} is already registered")
-        if self._sealed:
-            raise UsageError(
-                f"session projection {key!r} registered after composition: register "
-                "projections in a plugin's apply, while the host loads its plugins"
-            )
-        self[key] = unit
-
-    def seal(self) -> None:
-        """Refuse registrations from now on (the host calls this after ``apply``)."""
-        self._sealed = True
-
-    # Changed past register (``table[key] = unit``, ``del``, ``update``...)? Every dict method
-    # that can change it counts, so a new agent asks one number rather than comparing the units.
-    changes = 0
-
-
-def _counted(name: str) -> Callable[..., Any]:
-    change = getattr(dict, name)
-
-    def counted(self: ProjectionTable, /, *args: Any, **kwargs: Any) -> Any:
-        self.changes += 1
-        return change(self, *args, **kwargs)
-
-    counted.__name__ = name
-    return counted
-
-
-for _name in (
-    "__setitem__",
-    "__delitem__",
-    "__ior__",
-    "clear",
-    "pop",
-    "popitem",
-    "setdefault",
-    "update",
-):
-    setattr(ProjectionTable, _name, _counted(_name))
-
-
-@dataclass(frozen=True)
-class HostContext:
-    tools: ToolTable
-    options: Mapping[str, Mapping[str, Any]]
-    session_projections: ProjectionTable | None
-
-
-class _Broken:
-    """The state of a unit that could not fold an event: reading it raises ``InvalidLog``."""
-
-    __slots__ = ("message",)
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-
-
-class _Units:
-    """A host's projection units, each classified and its fold looked up once.
-
-    Every agent's states are made from it: a runtime check against the
-    ``ResumableUnit`` protocol costs several calls' worth of time, so it is
-    not made per agent.
-    """
-
-    __slots__ = ("by_key", "changes", "folds", "resumable", "starts")
-
-    def __init__(self, units: Mapping[str, ProjectionUnit[Any, Any]]) -> None:
-        self.by_key = dict(units)  # a snapshot: what the agents' states are made for
-        self.changes = getattr(units, "changes", 0)  # the table's count when snapshot
-        self.folds = tuple((key, unit.apply) for key, unit in self.by_key.items())
-        self.resumable: dict[str, ResumableUnit[Any, Any]] = {
-            key: unit for key, unit in self.by_key.items() if isinstance(unit, ResumableUnit)
-        }
-        # Each unit's start on a log with nothing to resume: its init, or resume(None).
-        self.starts = tuple(
-            (key, unit, None if key not in self.resumable else self.resumable[key].resume)
-            for key, unit in self.by_key.items()
-        )
-
-
-class _ProjectionStates:
-    """One agent's projection states: fed by a single subscription to its session, or, for a
-    session the host made, folded from its list of events when read."""
-
-    __slots__ = (
-        "_folds",
-        "_lock",
-        "_next_seq",
-        "_pending",
-        "_plain",
-        "_table",
-        "broken",
-        "session_ref",
-        "states",
-        "units",
-    )
-
-    def __init__(self, table: _Units, follow_from: int | None) -> None:
-        self._table = table
-        self._folds = table.folds
-        self.units = table.by_key
-        self.broken = False
-        self._lock = threading.Lock()
-        self.session_ref: weakref.ref[Any] | None = None  # its callback drops these states
-        # Following a log only this host appends to (a MemorySession it made), folded when
-        # read: the seq of the first event not folded yet. None: fed by a subscription.
-        self._next_seq = follow_from
-        states: dict[str, Any] = {}
-        self.states = states
-        if follow_from is None:  # subscribed, then resumed: events heard meanwhile are kept
-            for key, unit in table.by_key.items():
-                states[key] = unit.init
-            self._pending: list[Event] | None = []
-            self._plain = False  # resumed and not broken: feed folds straight away
-        else:  # nothing to resume: a log with no event, or its link alone, which no unit folds
-            for key, unit, resume in table.starts:
-                states[key] = unit.init if resume is None else resume(None)
-            self._pending = None
-            self._plain = True
-
-    def feed(self, event: Event) -> None:
-        if not self._plain:
-            self._feed_unresumed_or_broken(event)
-            return
-        states = self.states
-        for key, apply in self._folds:
-            try:
-                states[key] = apply(states[key], event)
-            except Exception as error:
-                self._break(key, event, error)
-
-    def _feed_unresumed_or_broken(self, event: Event) -> None:
-        if self._pending is not None and self._buffer(event):
-            return
-        self._fold_around_broken(event)
-
-    def resume(self, session: object) -> None:
-        """Seed each resumable unit from ``session.latest``, then fold what arrived meanwhile.
-
-        Called after subscribing, so no event is missed; ``latest`` is read
-        outside this object's lock, because the session calls :meth:`feed` under
-        its own lock.
-        """
-        latest = getattr(session, "latest", None)
-        resumed: dict[str, tuple[Any, Any]] = {}
-        if latest is not None:
-            for key, resumable in self._table.resumable.items():
-                event = latest(resumable.resume_from)
-                after = None if event is None else event.get("seq")
-                resumed[key] = (resumable.resume(event), after)
-        with self._lock:
-            pending, self._pending = self._pending or [], None
-            for key, (state, _after) in resumed.items():
-                self.states[key] = state
-            for event in pending:
-                seq = event.get("seq")
-                for key, unit in self.units.items():
-                    after = resumed.get(key, (None, None))[1]
-                    if after is not None and seq is not None and seq <= after:
-                        continue  # already in the resumed state
-                    self._fold_one(key, unit, event)
-            self._plain = not self.broken
-
-    def view(self, key: str, session: Any) -> Any:
-        if self._next_seq is not None:
-            self._catch_up(session)
-        state = self.states[key]
-        if isinstance(state, _Broken):
-            raise InvalidLog(state.message)
-        return self.units[key].view(state)
-
-    def _catch_up(self, session: Any) -> None:
-        with self._lock:
-            log: list[Event] = session.events
-            if not log or self._next_seq is None:
-                return
-            # By seq, not position: a list emptied by its owner still folds what came after.
-            new = log[max(self._next_seq - log[0]["seq"], 0) :]
-            for event in new:
-                self.feed(event)
-            if new:
-                self._next_seq = new[-1]["seq"] + 1
-
-    def _buffer(self, event: Event) -> bool:
-        with self._lock:
-            if self._pending is None:
-                return False
-            self._pending.append(event)
-            return True
-
-    def _fold_around_broken(self, event: Event) -> None:
-        for key, unit in self.units.items():
-            self._fold_one(key, unit, event)
-        self.broken = any(isinstance(state, _Broken) for state in self.states.values())
-        self._plain = not self.broken
-
-    def _fold_one(self, key: str, unit: ProjectionUnit[Any, Any], event: Event) -> None:
-        state = self.states[key]
-        try:
-            if not isinstance(state, _Broken):
-                self.states[key] = unit.apply(state, event)
-            elif (resumable := self._table.resumable.get(key)) is not None and event.get(
-                "type"
-            ) in resumable.resume_from:
-                self.states[key] = resumable.resume(event)  # this event alone fixes the state
-        except Exception as error:
-            self._break(key, event, error)
-
-    def _break(self, key: str, event: Event, error: Exception) -> None:
-        resumable = self._table.resumable.get(key)
-        until = (
-            f"until a later {' or '.join(resumable.resume_from)} event"
-            if resumable is not None
-            else "from now on (the unit cannot resume)"
-        )
-        message = (
-            f"session projection {key!r} could not fold event seq={event.get('seq')} "
-            f"type={event.get('type')!r} ({type(error).__name__}: {error}); "
-            f"it reads as broken {until}"
-        )
-        self.states[key] = _Broken(message)
-        self.broken = True
-        self._plain = False
-        import logging
-
-        logging.getLogger(LOGGER_NAME).error(message, exc_info=error)
-
-
 class Host:
     """Load plugins through pluggy, then run their tools for agents it creates."""
 
@@ -359,13 +111,13 @@ class Host:
         if self.context.session_projections is not None:
             self.context.session_projections.seal()
         # By id, and dropped when the session is freed: the host never pins an agent.
-        self._projections: dict[int, _ProjectionStates] = {}
+        self._projections: dict[int, ProjectionStates] = {}
         # Marks the states of a session this host made, which that session keeps itself.
         self._mark = object()
         self._runners: set[type] = set()  # tool classes that offer run
         self._agents_lock = threading.Lock()
         units = self.context.session_projections
-        self._units = _Units(units if units is not None else {})
+        self._units = Units(units if units is not None else {})
 
     def new_agent(
         self,
@@ -402,18 +154,18 @@ class Host:
             return HostAgent(owned)
         table = self._units
         if units.changes != table.changes:  # set past the registry's own method
-            self._units = table = _Units(units)
+            self._units = table = Units(units)
         if made:  # no one else has it yet, and its own list of events is all the host needs
             # The session keeps its states, marked as this host's: they go with it, and the
             # host keeps no entry to drop when it is freed.
-            states = _ProjectionStates(table, len(owned.events))  # type: ignore[attr-defined]
+            states = ProjectionStates(table, len(owned.events))  # type: ignore[attr-defined]
             owned._host_states = (self._mark, states)  # type: ignore[attr-defined]
             return HostAgent(owned)
         with self._agents_lock:
             key = id(owned)
             if key in self._projections or self._made_here(owned) is not None:
                 return HostAgent(owned)  # one subscription per session per host
-            states = _ProjectionStates(table, None)
+            states = ProjectionStates(table, None)
             try:
                 # Freed, the session's entry goes at once: a later session may get its id.
                 # The callback is pop(key, ref): the dead ref lands as pop's default.
@@ -488,7 +240,7 @@ class Host:
             raise UsageError(f"session projection {key!r} was added after this agent was made")
         return _copy_view(states.view(key, session))
 
-    def _made_here(self, session: object) -> _ProjectionStates | None:
+    def _made_here(self, session: object) -> ProjectionStates | None:
         """The states a session this host made keeps, or ``None``."""
         made = getattr(session, "_host_states", None)
         return made[1] if made is not None and made[0] is self._mark else None

@@ -20,7 +20,6 @@ from ..protocols import PluginContext
 from . import hookspecs
 
 __all__ = [
-    "ENTRY_POINT_GROUP",
     "discover_plugins",
     "load_plugins",
     "new_plugin_manager",

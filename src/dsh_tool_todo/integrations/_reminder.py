@@ -23,7 +23,7 @@ from ..core.contract import EVENT_TYPE, TURN_START
 from ..errors import UsageError
 from ..plans.checklist import Todos
 from ..plans.reminder import plan_reminder
-from ..stores.owners import OwnerRegistry
+from ._binding import OwnerRegistry
 
 __all__ = ["aplan_of", "plan_in", "reminder_due", "todos_of"]
 

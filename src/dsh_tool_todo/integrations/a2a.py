@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     import asyncio
 
 __all__ = [
-    "ArtifactQueue",
-    "PlanArtifactForwarder",
     "forward_plan_artifacts",
     "plan_artifact_update",
 ]

@@ -41,8 +41,7 @@ from typing import Any
 
 from ..core.contract import TOOL_NAME
 from ..errors import UsageError
-from ..stores.owners import OwnerRegistry
-from ._core import check_flag, check_owner, check_owners
+from ._binding import Binding, OwnerRegistry
 from ._extras import missing_extra
 from ._reminder import aplan_of, reminder_due, todos_of
 
@@ -66,7 +65,7 @@ except ImportError as _error:
         module="claude_agent_sdk",
     ) from _error
 
-__all__ = ["SERVER_KEY", "ClaudeTodo", "stdio_config", "todo_write_for_claude"]
+__all__ = ["ClaudeTodo", "stdio_config", "todo_write_for_claude"]
 
 SERVER_KEY = "todo"
 """The server's name in ``mcp_servers``: Claude Code names the tool ``mcp__todo__todo_write``."""
@@ -103,10 +102,13 @@ def todo_write_for_claude(
     ``additionalContext`` (once; nothing when the plan is empty, or when that tool call is
     a ``todo_write`` of the current plan, which shows it).
     """
-    check_flag("remind_after_compaction", remind_after_compaction)
-    check_owner("todo_write_for_claude", owner, function_of=None)
-    check_owners("todo_write_for_claude", owners)
-    registry = OwnerRegistry() if owners is None else owners
+    registry = Binding(
+        "todo_write_for_claude",
+        allow_parallel_in_progress=allow_parallel_in_progress,
+        owner=owner,
+        owners=owners,
+        flags={"remind_after_compaction": remind_after_compaction},
+    ).owners
     server = build_server(
         allow_parallel_in_progress=allow_parallel_in_progress, owners=registry, owner=owner
     )
@@ -167,7 +169,7 @@ def stdio_config(
     the server from a directory of its own)."""
     from ..cli._mcp import check_mcp_server, mcp_client_config
 
-    check_owner("stdio_config", owner, function_of=None)
+    Binding.check_owner("stdio_config", owner)
     if log_dir is not None:
         if not isinstance(log_dir, (str, os.PathLike)) or not str(log_dir).strip():
             raise UsageError(

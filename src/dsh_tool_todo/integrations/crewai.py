@@ -45,11 +45,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from ..core.contract import TOOL_NAME
-from ..core.schema import parameters
-from ..core.tool import TodoWriteTool, todo_write_tool
 from ..errors import UsageError
-from ..stores.owners import OwnerRegistry
-from ._core import check_owner, check_owners, run_for_owner
+from ._binding import Binding, OwnerRegistry
 from ._extras import missing_extra
 from ._reminder import plan_in, reminder_due, todos_of
 
@@ -78,7 +75,7 @@ class TodoWriteArguments(BaseModel):
 
     @classmethod
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return parameters()  # a fresh copy: CrewAI's request builder edits what it gets
+        return Binding.parameters()  # a fresh copy: CrewAI's request builder edits what it gets
 
 
 def _never_cache(args: Any = None, result: Any = None) -> bool:
@@ -96,9 +93,7 @@ class TodoWriteCrewTool(BaseTool):
     and ``start_turn`` append ``turn/start``: a new user request clears the plan.
     """
 
-    _todo: TodoWriteTool = PrivateAttr()
-    _owners: OwnerRegistry = PrivateAttr()
-    _owner: str = PrivateAttr()
+    _binding: Binding = PrivateAttr()
 
     def __init__(
         self,
@@ -107,9 +102,13 @@ class TodoWriteCrewTool(BaseTool):
         owner: str,
         owners: OwnerRegistry | None = None,
     ) -> None:
-        check_owner("TodoWriteCrewTool", owner, function_of=None)
-        check_owners("TodoWriteCrewTool", owners)
-        tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+        binding = Binding(
+            "TodoWriteCrewTool",
+            allow_parallel_in_progress=allow_parallel_in_progress,
+            owner=owner,
+            owners=owners,
+        )
+        tool = binding.tool
         super().__init__(
             name=tool.name,
             description=tool.description,
@@ -119,32 +118,31 @@ class TodoWriteCrewTool(BaseTool):
             # has a usage limit (on threads otherwise): the calls are recorded in call order
             max_usage_count=sys.maxsize,
         )
-        self._todo = tool
-        self._owners = OwnerRegistry() if owners is None else owners
-        self._owner = owner
+        self._binding = binding
 
     @property
     def owners(self) -> OwnerRegistry:
         """The registry holding the owner's session."""
-        return self._owners
+        return self._binding.owners
 
     @property
     def owner(self) -> str:
         """The owner key every call of this tool records for."""
-        return self._owner
+        owner: str = self._binding.owner
+        return owner
 
     def _run(self, *args: Any, **kwargs: Any) -> str | ToolFailure:
         """One call: the tool's text, or a ``ToolFailure`` carrying it."""
         if args:
             raise UsageError("todo_write takes keyword arguments only: tool.run(todos=[...])")
-        outcome = run_for_owner(self._todo, kwargs, self._owners, self._owner)
+        outcome = self._binding.call(kwargs, self.owner)
         if outcome.is_error:
             return ToolFailure(message=outcome.text)
         return outcome.text
 
     def start_turn(self) -> None:
         """Append ``turn/start`` for the owner: call it before ``agent.kickoff(...)``."""
-        self._owners.start_turn(self._owner)
+        self.owners.start_turn(self.owner)
 
     def before_kickoff(self, inputs: dict[str, Any] | None) -> dict[str, Any] | None:
         """``Crew(before_kickoff_callbacks=[tool.before_kickoff])``: ``turn/start`` at each
@@ -167,7 +165,7 @@ class TodoWriteCrewTool(BaseTool):
         if not any(tool is self for tool in tools):
             return
         messages: list[Any] = context.messages
-        todos = plan_in(self._owners.session(self._owner))
+        todos = plan_in(self.owners.session(self.owner))
         text = reminder_due(todos, _written(messages), _shown(messages))
         if text is not None:
             messages.append({"role": "user", "content": text})

@@ -31,17 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.contract import TOOL_NAME
-from ..core.schema import parameters
-from ..core.tool import todo_write_tool
-from ..stores.owners import OwnerRegistry
-from ._core import (
-    NoOwnerWarning,
-    Outcome,
-    arun_for_owner,
-    check_owner,
-    check_owners,
-    refused_no_owner,
-)
+from ._binding import Binding, Outcome, OwnerRegistry
 from ._extras import missing_extra
 from ._reminder import aplan_of, reminder_due, todos_of
 
@@ -87,27 +77,31 @@ class TodoWriteAdkTool(BaseTool):
         owner: str | OwnerOf = session_owner,
         owners: OwnerRegistry | None = None,
     ) -> None:
-        check_owner("TodoWriteAdkTool", owner, function_of="ToolContext")
-        check_owners("TodoWriteAdkTool", owners)
-        self.todo_tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
+        self._binding = Binding(
+            "TodoWriteAdkTool",
+            allow_parallel_in_progress=allow_parallel_in_progress,
+            owner=owner,
+            owners=owners,
+            function_of="ToolContext",
+            remedy="owner= returned None: return the call's owner key",
+        )
+        self.todo_tool = self._binding.tool
         super().__init__(name=self.todo_tool.name, description=self.todo_tool.description)
-        self.owners = OwnerRegistry() if owners is None else owners
-        self._owner = owner
-        self._no_owner = NoOwnerWarning("owner= returned None: return the call's owner key")
+        self.owners = self._binding.owners
 
     def _get_declaration(self) -> types.FunctionDeclaration:
         return types.FunctionDeclaration(
-            name=self.name, description=self.description, parameters_json_schema=parameters()
+            name=self.name,
+            description=self.description,
+            parameters_json_schema=Binding.parameters(),
         )
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        key = self._owner if isinstance(self._owner, str) else self._owner(tool_context)
+        key = self._binding.key(tool_context)
         if key is None:
-            return _response(refused_no_owner(self._no_owner))
-        outcome = await arun_for_owner(
-            self.todo_tool, args, self.owners, key, call_id=tool_context.function_call_id or None
-        )
-        return _response(outcome)
+            return _response(self._binding.refused())
+        call_id = tool_context.function_call_id or None
+        return _response(await self._binding.acall(args, key, call_id=call_id))
 
     async def remind_after_compaction(
         self, callback_context: CallbackContext, llm_request: LlmRequest
@@ -126,7 +120,7 @@ class TodoWriteAdkTool(BaseTool):
         contents = llm_request.contents
         if not contents:
             return
-        key = self._owner if isinstance(self._owner, str) else self._owner(callback_context)
+        key = self._binding.key(callback_context)
         if key is None:
             return
         text = reminder_due(await aplan_of(self.owners, key), _written(contents), _shown(contents))

@@ -36,19 +36,8 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..core.schema import parameters
-from ..core.tool import TodoWriteTool, todo_write_tool
 from ..errors import UsageError
-from ..stores.owners import OwnerRegistry
-from ._core import (
-    NoOwnerWarning,
-    Outcome,
-    arun_for_owner,
-    check_owner,
-    check_owners,
-    refused_no_owner,
-    run_for_owner,
-)
+from ._binding import Binding, Outcome, OwnerRegistry
 from ._extras import missing_extra
 
 try:
@@ -75,7 +64,7 @@ class TodoWriteMetadata(ToolMetadata):
     """``ToolMetadata`` whose parameters are this library's schema, as it is."""
 
     def get_parameters_dict(self) -> dict[str, Any]:
-        return parameters()  # a fresh copy: a request builder may edit what it gets
+        return Binding.parameters()  # a fresh copy: a request builder may edit what it gets
 
 
 class TodoWriteLlamaTool(FunctionTool):
@@ -87,9 +76,8 @@ class TodoWriteLlamaTool(FunctionTool):
     ``acall`` the agents' path.
     """
 
-    def __init__(
-        self, tool: TodoWriteTool, owners: OwnerRegistry, owner: str | OwnerOf, remedy: str
-    ) -> None:
+    def __init__(self, binding: Binding) -> None:
+        tool = binding.tool
         super().__init__(
             fn=self._unused,
             metadata=TodoWriteMetadata(description=tool.description, name=tool.name),
@@ -99,9 +87,8 @@ class TodoWriteLlamaTool(FunctionTool):
         self.requires_context = True
         self.ctx_param_name = _CTX
         self.todo_tool = tool
-        self.owners = owners
-        self._owner = owner
-        self._no_owner = NoOwnerWarning(remedy)
+        self.owners = binding.owners
+        self._binding = binding
 
     @staticmethod
     def _unused(**kwargs: Any) -> None:  # pragma: no cover - call/acall never reach it
@@ -118,23 +105,21 @@ class TodoWriteLlamaTool(FunctionTool):
                 "use await tool.acall(...), or an owner function that returns the key"
             )
         if key is None:
-            return self._output(refused_no_owner(self._no_owner), arguments)
-        outcome = run_for_owner(self.todo_tool, arguments, self.owners, key)
-        return self._output(outcome, arguments)
+            return self._output(self._binding.refused(), arguments)
+        return self._output(self._binding.call(arguments, key), arguments)
 
     async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
         ctx, arguments = self._split(args, kwargs)
         found = self._key(ctx)
         key = await found if inspect.isawaitable(found) else found
         if key is None:
-            return self._output(refused_no_owner(self._no_owner), arguments)
-        outcome = await arun_for_owner(self.todo_tool, arguments, self.owners, key)
-        return self._output(outcome, arguments)
+            return self._output(self._binding.refused(), arguments)
+        return self._output(await self._binding.acall(arguments, key), arguments)
 
     def _key(self, ctx: Any) -> str | Awaitable[str | None] | None:
-        if isinstance(self._owner, str):
-            return self._owner  # a fixed owner needs no Context
-        return None if ctx is None else self._owner(ctx)
+        if isinstance(self._binding.owner, str):
+            return self._binding.owner  # a fixed owner needs no Context
+        return None if ctx is None else self._binding.key(ctx)
 
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         if args:
@@ -173,12 +158,15 @@ def todo_write_llama_tool(
     ``Context`` was passed) gets the tool's "requires an owning agent session"
     text, and the first such call logs a WARNING on the ``dsh_tool_todo`` logger.
     """
-    check_owner("todo_write_llama_tool", owner, function_of="Context")
-    tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
-    check_owners("todo_write_llama_tool", owners)
-    registry = OwnerRegistry() if owners is None else owners
-    remedy = (
-        "owner= returned None, or the tool was called without ctx=: "
-        "return the conversation's owner key from it"
+    binding = Binding(
+        "todo_write_llama_tool",
+        allow_parallel_in_progress=allow_parallel_in_progress,
+        owner=owner,
+        owners=owners,
+        function_of="Context",
+        remedy=(
+            "owner= returned None, or the tool was called without ctx=: "
+            "return the conversation's owner key from it"
+        ),
     )
-    return TodoWriteLlamaTool(tool, registry, owner, remedy)
+    return TodoWriteLlamaTool(binding)

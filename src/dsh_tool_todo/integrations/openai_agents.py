@@ -37,12 +37,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.contract import TOOL_NAME
-from ..core.tool import todo_write_tool
 from ..errors import UsageError
-from ..stores.owners import OwnerRegistry
-from ._core import NoOwnerWarning, atext_for_owner, check_owner, check_owners, refused_no_owner
+from ._binding import Binding, OwnerRegistry
 from ._extras import missing_extra
-from ._links import OwnerLinks, delegating, nested_owner
+from ._links import delegating, nested_owner
 from ._reminder import aplan_of, reminder_due, todos_of
 
 try:
@@ -59,7 +57,6 @@ except ImportError as _error:
 
 __all__ = [
     "OwnerOf",
-    "RunOwnerOf",
     "linked_agent_tool",
     "plan_reminder_filter",
     "todo_write_function_tool",
@@ -92,23 +89,23 @@ def todo_write_function_tool(
     an owning agent session" text, and the first such call logs a WARNING on
     the ``dsh_tool_todo`` logger.
     """
-    check_owner("todo_write_function_tool", owner, function_of="ToolContext")
-    tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
-    check_owners("todo_write_function_tool", owners)
-    registry = OwnerRegistry() if owners is None else owners
-    owner_of: OwnerOf = (lambda ctx: owner) if isinstance(owner, str) else owner
-    links = OwnerLinks(registry)
-    no_owner = NoOwnerWarning("owner= returned None: return the run's owner key from it")
+    binding = Binding(
+        "todo_write_function_tool",
+        allow_parallel_in_progress=allow_parallel_in_progress,
+        owner=owner,
+        owners=owners,
+        function_of="ToolContext",
+        remedy="owner= returned None: return the run's owner key from it",
+    )
+    tool = binding.tool
 
     async def invoke(ctx: ToolContext[Any], arguments: str) -> str:
-        key = owner_of(ctx)
+        key = binding.key(ctx)
         if key is None:
-            return refused_no_owner(no_owner).text
-        key = await links.owner_of(key, _agent_name(ctx))  # a sub-agent's own, linked session
+            return binding.refused().text
+        key = await binding.alinked(key, _agent_name(ctx))  # a sub-agent's own, linked session
         # The model reads refusals as plain results here: the text path is enough.
-        return await atext_for_owner(
-            tool, arguments, registry, key, call_id=ctx.tool_call_id or None
-        )
+        return await binding.atext(arguments, key, call_id=ctx.tool_call_id or None)
 
     return FunctionTool(
         name=tool.name,
@@ -179,16 +176,20 @@ def plan_reminder_filter(
     ``owner`` is the owner key the tool uses, or a function of the run's context
     returning it (``lambda context: context["user"]``); ``None``: no reminder.
     """
-    check_owner("plan_reminder_filter", owner, function_of="run context")
+    binding = Binding(
+        "plan_reminder_filter",
+        allow_parallel_in_progress=False,
+        owner=owner,
+        owners=owners,
+        function_of="run context",
+    )
     if owners is None:
         raise UsageError(
             "plan_reminder_filter: owners= takes the OwnerRegistry given to "
             "todo_write_function_tool(owners=...), where the plans are"
         )
-    check_owners("plan_reminder_filter", owners)
     if compact is not None and not callable(compact):
         raise UsageError(f"compact must be a call_model_input_filter, not {compact!r}")
-    owner_of: RunOwnerOf = (lambda context: owner) if isinstance(owner, str) else owner
 
     async def remind(data: CallModelData[Any]) -> ModelInputData:
         if compact is not None:
@@ -197,12 +198,12 @@ def plan_reminder_filter(
                 data, model_data=await filtered if inspect.isawaitable(filtered) else filtered
             )
         items = data.model_data.input
-        key = owner_of(data.context)
+        key = binding.key(data.context)
         if key is None:
             return data.model_data
         # a sub-agent run under linked_agent_tool writes its own plan: read that one
         key, _ = nested_owner(key, _named(data.agent))
-        text = reminder_due(await aplan_of(owners, key), _written(items), _shown(items))
+        text = reminder_due(await aplan_of(binding.owners, key), _written(items), _shown(items))
         if text is None:
             return data.model_data
         reminder: TResponseInputItem = {"role": "user", "content": text}

@@ -36,16 +36,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from ..core.contract import TOOL_NAME
-from ..core.tool import todo_write_tool
-from ..stores.owners import OwnerRegistry
-from ._core import (
-    NoOwnerWarning,
-    arun_for_owner,
-    check_flag,
-    check_owner,
-    check_owners,
-    refused_no_owner,
-)
+from ._binding import Binding, OwnerRegistry
 from ._extras import missing_extra
 from ._reminder import aplan_of, reminder_due, todos_of
 
@@ -78,15 +69,19 @@ class TodoWriteAgentTool(AgentTool):
         owners: OwnerRegistry | None = None,
         remind_after_compaction: bool = False,
     ) -> None:
-        check_flag("remind_after_compaction", remind_after_compaction)
-        check_owner("todo_write_strands_tool", owner, function_of="Agent")
-        check_owners("todo_write_strands_tool", owners)
+        self._binding = Binding(
+            "todo_write_strands_tool",
+            allow_parallel_in_progress=allow_parallel_in_progress,
+            owner=owner,
+            owners=owners,
+            function_of="Agent",
+            remedy="owner= returned None: return the agent's owner key",
+            flags={"remind_after_compaction": remind_after_compaction},
+        )
         super().__init__()
         self.remind_after_compaction = remind_after_compaction
-        self._tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
-        self.owners = OwnerRegistry() if owners is None else owners
-        self._owner_of: OwnerOf = (lambda agent: owner) if isinstance(owner, str) else owner
-        self._no_owner = NoOwnerWarning("owner= returned None: return the agent's owner key")
+        self._tool = self._binding.tool
+        self.owners = self._binding.owners
         # the dict Strands hands the model: ours, unchanged (its normalisation adds nothing)
         self._spec: ToolSpec = {
             "name": self._tool.name,
@@ -108,24 +103,20 @@ class TodoWriteAgentTool(AgentTool):
 
     def owner_of(self, agent: Agent) -> str | None:
         """The owner key of ``agent``'s calls (``None``: no owner)."""
-        return self._owner_of(agent)
+        key: str | None = self._binding.key(agent)
+        return key
 
     async def stream(
         self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any
     ) -> AsyncGenerator[ToolResult, None]:
         """One call: a single ``ToolResult``, which Strands hands the model as it is."""
         agent = invocation_state.get("agent")
-        key = None if agent is None else self._owner_of(agent)
+        key = None if agent is None else self.owner_of(agent)
         if key is None:
-            outcome = refused_no_owner(self._no_owner)
+            outcome = self._binding.refused()
         else:
-            outcome = await arun_for_owner(
-                self._tool,
-                tool_use["input"],
-                self.owners,
-                key,
-                call_id=tool_use["toolUseId"] or None,
-            )
+            call_id = tool_use["toolUseId"] or None
+            outcome = await self._binding.acall(tool_use["input"], key, call_id=call_id)
         # A plain ToolResult (not Strands' private result event): the executor takes the
         # last value a tool yields as its result.
         yield {
@@ -143,7 +134,7 @@ class TodoWriteAgentTool(AgentTool):
             registry.add_callback(BeforeModelCallEvent, self._remind)
 
     async def _start_turn(self, event: BeforeInvocationEvent) -> None:
-        key = self._owner_of(event.agent)
+        key = self.owner_of(event.agent)
         if key is not None:
             await self.owners.astart_turn(key)
 
@@ -153,7 +144,7 @@ class TodoWriteAgentTool(AgentTool):
         messages = event.agent.messages
         if not messages or messages[-1]["role"] != "user":
             return
-        key = self._owner_of(event.agent)
+        key = self.owner_of(event.agent)
         if key is None:
             return
         text = reminder_due(await aplan_of(self.owners, key), _written(messages), _shown(messages))

@@ -30,7 +30,6 @@ from .checklist import escape_content
 
 __all__ = [
     "FleetNode",
-    "build_tree",
     "fleet_json",
     "read_fleet",
     "render_tree",
@@ -248,14 +247,7 @@ def fleet_json(roots: Sequence[FleetNode]) -> list[dict[str, Any]]:
             "parent": node.parent,
             "lastActivity": node.last_activity,
             "readable": node.readable if node.visible else None,
-            "progress": None
-            if progress is None
-            else {
-                "completed": progress.completed,
-                "total": progress.total,
-                "inProgress": progress.in_progress,
-                "cleared": progress.cleared,
-            },
+            "progress": None if progress is None else progress.as_json(),
             "inProgress": list(node.in_progress),
             "signals": [signal.as_json() for signal in node.signals],
             "cycle": node.cycle,

@@ -1,12 +1,18 @@
-"""The owner registry's per-owner lock: one call at a time, in arrival order, for threads and
-asyncio tasks of any loop (split out of ``owners``: the registry uses it, nothing else does)."""
+"""The owner registry's per-owner entry and lock: one call at a time, in arrival order, for
+threads and asyncio tasks of any loop, and the closing of a session the registry lets go of
+(split out of ``owners``: the registry uses them, nothing else does)."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ..core.listeners import LOGGER_NAME
+
+if TYPE_CHECKING:
+    from ..protocols import StoreSession
 
 __all__: list[str] = []
 
@@ -134,3 +140,40 @@ class _OwnerLock:
             if waiter.wake():
                 return
         self._holder, self._holder_task = None, None
+
+
+class _Entry:
+    """One owner's session, its lock, and how many callers hold or wait for it.
+
+    The caller that creates an entry holds its lock until the session is open
+    and ``on_open`` has returned, so every other call waits for both.
+    """
+
+    __slots__ = ("failed", "key", "last_used", "lock", "opened", "session", "users")
+
+    session: StoreSession  # set once opened
+
+    def __init__(self, key: str, now: float) -> None:
+        self.key = key
+        self.lock = _OwnerLock()
+        # Held until opening finished, successfully or not: a lock, where a threading.Event
+        # (a Condition and its lock, built in Python) cost a third of a steady call per owner.
+        self.opened = threading.Lock()
+        self.opened.acquire()
+        self.failed = False
+        self.users = 0
+        self.last_used = now
+
+
+def _close_session(key: str, session: StoreSession) -> None:
+    """Close a session the registry lets go of; a failure is logged, never another call's."""
+    try:
+        session.close()
+    except Exception:
+        import logging  # only on failure: keeps the import light
+
+        logging.getLogger(LOGGER_NAME).error(
+            "closing owner %r: its session's close() raised; the registry no longer holds it",
+            key,
+            exc_info=True,
+        )

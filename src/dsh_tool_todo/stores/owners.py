@@ -24,15 +24,8 @@ in, e.g. PostgreSQL.
 >>> owner_key("alice%40example.com")
 'alice@example.com'
 
-The file-name encoding (see ``docs/owners.md``): characters ``a-z``, ``0-9``,
-``-``, ``_`` and ``.`` stand for themselves; every other character, an
-upper-case letter, a leading or trailing ``.``, and the first character of a
-name Windows reserves (``con``, ``nul``, ``com1`` ...) is written as ``%xx``
-per UTF-8 byte, in lower-case hex. So a name is lower case, never hidden, never
-``.`` or ``..``, never holds a separator or NUL, and two keys that differ only
-in case get names that differ on a case-insensitive file system too. A key
-whose name would exceed 255 bytes with its ``.jsonl`` suffix is refused rather
-than shortened, since a shortened name could not be decoded back.
+How a key becomes a file name and back (``%xx`` escapes, reversible, never hidden):
+``docs/owners.md``, "File names".
 """
 
 from __future__ import annotations
@@ -51,116 +44,18 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from ..core.contract import TURN_START
-from ..core.listeners import LOGGER_NAME
 from ..errors import OwnerNameError, UsageError
 from ..protocols import Event, StoreSession
 from ._closing import ClosedOnExit
-from ._owner_lock import _OwnerLock
+from ._owner_lock import _close_session, _Entry
+from ._owner_names import SUFFIX
+from ._owner_names import owner_file_name as owner_file_name
+from ._owner_names import owner_key as owner_key
 
 if TYPE_CHECKING:
     from ..core.tool import TodoWriteTool
 
 __all__ = ["OwnerRegistry", "owner_file_name", "owner_key"]
-
-SUFFIX = ".jsonl"
-MAX_NAME_BYTES = 255 - len(SUFFIX)
-"""The longest encoded name: 255 bytes, the usual per-name limit, less the suffix."""
-
-_LITERAL = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
-_HEX = frozenset("0123456789abcdef")
-_RESERVED = frozenset(
-    ["con", "prn", "aux", "nul"]
-    + [f"{device}{digit}" for device in ("com", "lpt") for digit in "123456789"]
-)
-
-
-def owner_file_name(key: str) -> str:
-    """The file name (``<name>.jsonl``) that holds ``key``'s session log; reversible.
-
-    Raises :class:`OwnerNameError` for an empty key and for a key whose name
-    would be longer than :data:`MAX_NAME_BYTES` (``%xx`` takes 3 bytes per
-    escaped UTF-8 byte, so at most 249 plain characters, 83 upper-case letters).
-    """
-    if not isinstance(key, str):
-        raise OwnerNameError(f"an owner key must be a string, not {type(key).__name__}")
-    if not key:
-        raise OwnerNameError("an owner key must be a non-empty string")
-    last = len(key) - 1
-    parts = [
-        char if char in _LITERAL and not (char == "." and index in (0, last)) else _escape(char)
-        for index, char in enumerate(key)
-    ]
-    if key.split(".", 1)[0] in _RESERVED:
-        parts[0] = _escape(parts[0])
-    name = "".join(parts)
-    if len(name) > MAX_NAME_BYTES:
-        raise OwnerNameError(
-            f"owner key too long for a file name: it encodes to {len(name)} bytes "
-            f"(at most {MAX_NAME_BYTES}); use a shorter key, e.g. a hash of it"
-        )
-    return name + SUFFIX
-
-
-def owner_key(file_stem: str) -> str:
-    """The owner key whose file is ``<file_stem>.jsonl``: the inverse of :func:`owner_file_name`.
-
-    Raises :class:`OwnerNameError` for a stem that :func:`owner_file_name`
-    does not produce (a file someone else put in the directory), so a reader
-    of the directory can skip it.
-    """
-    chars: list[str] = []
-    pending = bytearray()
-    index = 0
-    try:
-        while index < len(file_stem):
-            char = file_stem[index]
-            if char == "%":
-                digits = file_stem[index + 1 : index + 3]
-                if len(digits) != 2 or not _HEX.issuperset(digits):
-                    raise ValueError(digits)
-                pending.append(int(digits, 16))
-                index += 3
-                continue
-            if pending:
-                chars.append(pending.decode("utf-8", "surrogatepass"))
-                pending.clear()
-            chars.append(char)
-            index += 1
-        chars.append(pending.decode("utf-8", "surrogatepass"))
-        key = "".join(chars)
-        canonical = owner_file_name(key) == file_stem + SUFFIX
-    except (ValueError, OwnerNameError):
-        canonical = False
-    if not canonical:
-        raise OwnerNameError(f"{file_stem!r} is not an owner file name (see owner_file_name)")
-    return key
-
-
-def _escape(char: str) -> str:
-    return "".join(f"%{byte:02x}" for byte in char.encode("utf-8", "surrogatepass"))
-
-
-class _Entry:
-    """One owner's session, its lock, and how many callers hold or wait for it.
-
-    The caller that creates an entry holds its lock until the session is open
-    and ``on_open`` has returned, so every other call waits for both.
-    """
-
-    __slots__ = ("failed", "key", "last_used", "lock", "opened", "session", "users")
-
-    session: StoreSession  # set once opened
-
-    def __init__(self, key: str, now: float) -> None:
-        self.key = key
-        self.lock = _OwnerLock()
-        # Held until opening finished, successfully or not: a lock, where a threading.Event
-        # (a Condition and its lock, built in Python) cost a third of a steady call per owner.
-        self.opened = threading.Lock()
-        self.opened.acquire()
-        self.failed = False
-        self.users = 0
-        self.last_used = now
 
 
 class OwnerRegistry(ClosedOnExit):
@@ -596,17 +491,3 @@ def _link(owner: str, session: object, parent: str, parent_call_id: str | None) 
             "method): open_session must return a store session of this library"
         )
     return link(parent, parent_call_id=parent_call_id)
-
-
-def _close_session(key: str, session: StoreSession) -> None:
-    """Close a session the registry lets go of; a failure is logged, never another call's."""
-    try:
-        session.close()
-    except Exception:
-        import logging  # only on failure: keeps the import light
-
-        logging.getLogger(LOGGER_NAME).error(
-            "closing owner %r: its session's close() raised; the registry no longer holds it",
-            key,
-            exc_info=True,
-        )

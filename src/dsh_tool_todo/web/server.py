@@ -9,21 +9,16 @@ second to close, and the streams end when the server begins to stop.
 
 from __future__ import annotations
 
-import os
-import re
 import socket
 from collections.abc import Sequence
 from typing import TextIO
 
-from ..errors import UsageError
-from ..integrations._extras import MissingExtra, missing_extra
+from ..errors import MissingExtra, UsageError, missing_extra
 
-__all__ = ["raise_open_files", "serve"]
+__all__ = ["serve"]
 
 SHUTDOWN_GRACE = 0.5  # seconds open connections get on Ctrl-C
 OPEN_FILES = 65536  # the soft limit on open files serve raises itself to, at most
-DATABASE_SCHEMES = ("postgresql://", "postgres://")
-_CONNINFO_PAIR = re.compile(r"\s*[A-Za-z_]+\s*=")
 
 
 def serve(
@@ -36,17 +31,14 @@ def serve(
     out: TextIO,
     err: TextIO,
 ) -> None:
-    """Serve ``source`` at ``host:port`` until interrupted."""
-    if _CONNINFO_PAIR.match(source) and not os.path.isdir(source):
-        # Said without the text: a conninfo may hold a password.
-        raise UsageError(
-            "SOURCE looks like a key=value conninfo, which serve does not take: "
-            "give it as a postgresql:// URL"
-        )
+    """Serve ``source`` (a directory or a database URL, opened by
+    :func:`~dsh_tool_todo.stores.open_reader`) at ``host:port`` until interrupted."""
     try:
         import uvicorn
 
-        from .app import create_app, is_loopback, new_token
+        from ..stores import open_reader
+        from ._guard import is_loopback, new_token
+        from .app import create_app
     except MissingExtra:
         raise
     except ImportError as error:
@@ -72,10 +64,11 @@ def serve(
             file=err,
             flush=True,
         )
+    reader = open_reader(source)  # a source it cannot read is refused before any banner
     app = create_app(
-        source, host=host, port=port, extra_hosts=allow_hosts, token=token, warm_list=True
+        reader, host=host, port=port, extra_hosts=allow_hosts, token=token, warm_list=True
     )
-    raise_open_files()  # each open stream holds a socket and its log: 1024 is soon reached
+    _raise_open_files()  # each open stream holds a socket and its log: 1024 is soon reached
     listener = _listen(host, port)  # a taken port is one line and status 2, before any banner
     config = uvicorn.Config(
         app,
@@ -90,7 +83,7 @@ def serve(
     config.load()  # its protocol's imports: done before the banner says the server serves
     shown = f"[{host}]" if ":" in host else host
     address = f"http://{shown}:{port}/"
-    print(f"Serving {_shown_source(source)} (read-only) at {address}", file=out, flush=True)
+    print(f"Serving {reader.where} (read-only) at {address}", file=out, flush=True)
     if token is not None:
         print(f"Token: {token}\nOpen {address}?token={token}", file=out, flush=True)
     print("Press Ctrl-C to stop.", file=out, flush=True)
@@ -98,7 +91,7 @@ def serve(
         uvicorn.Server(config).run(sockets=[listener])
 
 
-def raise_open_files(limit: int = OPEN_FILES) -> int | None:
+def _raise_open_files(limit: int = OPEN_FILES) -> int | None:
     """Raise the soft limit on open files toward the hard one, to at most ``limit``; the soft
     limit now (``None`` where there is none to set). A limit that cannot be raised is kept."""
     try:
@@ -114,15 +107,6 @@ def raise_open_files(limit: int = OPEN_FILES) -> int | None:
     except (OSError, ValueError):  # macOS refuses more than its OPEN_MAX
         return soft
     return want
-
-
-def _shown_source(source: str) -> str:
-    """``source`` as messages name it: a database without its password."""
-    if source.startswith(DATABASE_SCHEMES):
-        from ..stores.postgres import server_name
-
-        return server_name(source)
-    return source
 
 
 def _listen(host: str, port: int) -> socket.socket:

@@ -15,16 +15,13 @@ import asyncio
 import contextlib
 import functools
 import json
-import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, ParamSpec, TypeVar
 
-from ...core.listeners import LOGGER_NAME
-from ...core.projection import PLAN_EVENTS
+from ...core.contract import EVENT_TYPE, TURN_START
 from ...plans.wire import plan_of
-from ...protocols import StoreSession
-from ...stores.owners import OwnerRegistry
+from .._binding import Binding, OwnerRegistry, StoreSession
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -32,7 +29,8 @@ T = TypeVar("T")
 PLAN_URI = "todo://plan"
 MIME_TYPE = "application/json"
 
-_log = logging.getLogger(LOGGER_NAME)
+_log = Binding.log
+_PLAN_EVENTS = (EVENT_TYPE, TURN_START)  # the events that decide the plan
 
 
 def unknown_resource_message(uri: str) -> str:
@@ -46,7 +44,7 @@ def plan_text(session: StoreSession) -> str:
 
     ASCII-escaped: a lone surrogate the model wrote has no UTF-8 form.
     """
-    return json.dumps({"todos": plan_of(session.latest(PLAN_EVENTS))})
+    return json.dumps({"todos": plan_of(session.latest(_PLAN_EVENTS))})
 
 
 class _Channel:
@@ -202,7 +200,7 @@ class PlanResource:
 
     def _on_event(self, event: Mapping[str, Any]) -> None:
         # Called under the session's append lock, in the appending thread: only schedule.
-        if event.get("type") in PLAN_EVENTS:
+        if event.get("type") in _PLAN_EVENTS:
             self._poke_all()
 
     def _poke_all(self) -> None:

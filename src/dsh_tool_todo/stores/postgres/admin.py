@@ -1,23 +1,22 @@
-"""Setting up a database, deleting a session, and what ``dsh-todo db/sessions/show/watch`` run.
+"""Setting up a database, deleting a session, and what ``dsh-todo db/sessions/show/watch`` read.
 
-The CLI imports this module only when it is given a database URL, so the
-``dsh-todo`` command imports psycopg only then. Errors are
-:class:`~dsh_tool_todo.errors.TodoError` subclasses, which the CLI prints as
-one line and exit 2.
+The picker (``stores/__init__.py``) imports this module only when it is given a database
+URL, so the ``dsh-todo`` command imports psycopg only then. Everything here returns data;
+the CLI prints it. Errors are :class:`~dsh_tool_todo.errors.TodoError` subclasses, which the
+CLI prints as one line and exit 2.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg_pool import PoolTimeout
 
 from ...core.contract import EVENT_TYPE, TURN_START
 from ...errors import LogReplaced, UsageError
-from ...plans.checklist import escape_content
 from . import _sql
 from ._core import (
     MAX_SESSION_ID,
@@ -32,7 +31,8 @@ from ._core import (
 )
 from ._pools import Source
 from .follow import PostgresFollower
-from .session import connect, current_plan, list_sessions, read_tail
+from .reader import PostgresReader
+from .session import PostgresSession, connect, current_plan, list_sessions, read_tail
 
 if TYPE_CHECKING:
     from ...core.model import TodoItem
@@ -90,7 +90,7 @@ def delete_session(conninfo_or_pool: Source, session_id: str) -> int:
     return count
 
 
-# --- the CLI's commands, with plain arguments -----------------------------------------
+# --- what the CLI's commands read, with plain arguments ---------------------------------
 
 
 def _session(session_id: str | None) -> str:
@@ -116,9 +116,13 @@ def show_plan(url: str, session_id: str | None) -> list[TodoItem] | None:
 
 
 def follow_plans(
-    url: str, session_id: str | None, *, wait: Callable[[str], None] | None = None
+    url: str,
+    session_id: str | None,
+    wait: Callable[[str], None] | None = None,
+    interval: float = 0.2,
 ) -> tuple[str, Iterator[list[TodoItem] | None]]:
-    """``watch``: a title, and the session's plan now and after each change, pushed by NOTIFY.
+    """``watch``: a title, and the session's plan now and after each change, pushed by NOTIFY
+    (``interval`` is how often a file is looked at: a database needs none).
 
     The session is checked before this returns, so a bad URL or session fails
     before anything is drawn; the follower reconnects by itself afterwards.
@@ -159,28 +163,6 @@ def _plans(url: str, session_id: str, *, absent: bool = False) -> Iterator[list[
         loop.close()
 
 
-def print_sessions(url: str, out: TextIO, *, delete: str | None = None) -> int:
-    """``sessions``: one line per session, its id escaped as the checklist escapes content;
-    with ``delete``, delete that session instead."""
-    encoding = getattr(out, "encoding", None)
-    if delete is not None:
-        count = delete_session(url, delete)
-        shown = escape_content(delete, encoding=encoding)
-        if count == 0:
-            raise UsageError(f"{server_name(url)}: no session '{shown}'")
-        print(f"deleted session '{shown}': {count} event{'' if count == 1 else 's'}", file=out)
-        return 0
-    found = list_sessions(url)
-    if not found:
-        print(f"no sessions in {server_name(url)}", file=out)
-    for info in found:
-        when = info.last_activity.isoformat(timespec="seconds")
-        events = f"{info.events} event{'' if info.events == 1 else 's'}"
-        name = escape_content(info.session_id, encoding=encoding)
-        print(f"{name}\t{events}\tlast {when}", file=out)
-    return 0
-
-
 def session_ids(url: str) -> list[str]:
     """Every session id with rows, most recently active first (what ``sessions`` lists)."""
     return [info.session_id for info in list_sessions(url)]
@@ -197,8 +179,63 @@ def check_store(url: str) -> None:
         raise wrap(where, error) from None
 
 
-def init_database(url: str, out: TextIO) -> int:
-    """``db init``: create or upgrade the schema; says the version."""
-    version = setup(url)
-    print(f"schema version {version} ready in {server_name(url)}", file=out)
-    return 0
+def open_reader(url: str) -> PostgresReader:
+    """The :class:`~dsh_tool_todo.protocols.LogReader` of the database (nothing connects yet)."""
+    return PostgresReader(url)
+
+
+def open_fleet(url: str) -> tuple[PostgresReader, list[str], Database]:
+    """``sessions``: the reader, every session id (the reader leaves out an id no URL can
+    carry), and the database; a database that cannot be read fails here, in one line, before a
+    reader's pool would retry for its whole timeout."""
+    database = Database(url)
+    database.check()
+    return database.reader(), database.session_ids(), database
+
+
+def open_database(url: str) -> Database:
+    """``sessions --delete`` and ``db init``: the database the URL or conninfo names."""
+    return Database(url)
+
+
+def open_session(url: str, session_id: str | None) -> PostgresSession:
+    """The writer of ``session_id`` in the database."""
+    return PostgresSession(url, _session(session_id))
+
+
+def open_log(url: str, session_id: str | None) -> tuple[PostgresReader, str]:
+    """``show``/``watch``'s plan-health lines: a reader of the database, and the session."""
+    return PostgresReader(url), _session(session_id)
+
+
+class Database:
+    """A database a URL or libpq conninfo names, as ``dsh-todo sessions`` and ``db init``
+    administer it."""
+
+    def __init__(self, conninfo: str) -> None:
+        self.conninfo = conninfo
+
+    @property
+    def name(self) -> str:
+        """Where it is, without its password: for messages."""
+        return server_name(self.conninfo)
+
+    def setup(self) -> int:
+        """``db init``: create or upgrade the schema; the version now recorded."""
+        return setup(self.conninfo)
+
+    def delete_session(self, session_id: str) -> int:
+        """``sessions --delete``: the rows deleted (see :func:`delete_session`)."""
+        return delete_session(self.conninfo, session_id)
+
+    def check(self) -> None:
+        """Fail at once when it cannot be read (see :func:`check_store`)."""
+        check_store(self.conninfo)
+
+    def session_ids(self) -> list[str]:
+        """Every session id with rows, most recently active first."""
+        return session_ids(self.conninfo)
+
+    def reader(self) -> PostgresReader:
+        """Its :class:`~dsh_tool_todo.protocols.LogReader`."""
+        return PostgresReader(self.conninfo)

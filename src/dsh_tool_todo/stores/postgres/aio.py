@@ -46,7 +46,7 @@ from .._closing import ClosedOnExit
 from . import _sql
 from ._core import (
     Pending,
-    ResumeCache,
+    ResumeCache,  # async only
     SessionCore,
     SessionInfo,
     check_session_id,

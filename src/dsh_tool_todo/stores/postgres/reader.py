@@ -110,7 +110,8 @@ class PostgresReader:
     follows its session with a :class:`PostgresFollower` (one ``LISTEN``
     connection per process, woken by the writers' ``NOTIFY``). Last activity
     is the time of the session's newest row. A session whose id could not be
-    addressed (not printable, too long) is left out of the list.
+    addressed (not printable, too long) is left out of the list. ``where`` names
+    the server as messages do (``PostgreSQL at host:port/db``), never the password.
     """
 
     def __init__(
@@ -156,6 +157,14 @@ class PostgresReader:
             except (psycopg.Error, PoolTimeout) as error:
                 raise _typed(wrap(self.where, error)) from None
         raise AssertionError("unreachable: the second attempt returns or raises")
+
+    def owner_of(self, name: str) -> str | None:
+        """``None``: a database names no session after an owner's file name."""
+        return None
+
+    def hold_list(self) -> None:
+        """Nothing to hold: the summary table is the list's index, and each row's figures
+        are kept by the seq they were read at whether held or not."""
 
     @staticmethod
     def _name(name: str) -> str:

@@ -1,0 +1,103 @@
+"""The chat middleware of the Agent Framework provider: error results marked, the plan reminded."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from agent_framework import ChatContext, ChatMiddleware, Message, included_messages
+
+from ...core.contract import TOOL_NAME
+from .._binding import OwnerRegistry
+from .._reminder import aplan_of, reminder_due
+
+if TYPE_CHECKING:
+    from . import OwnerOf
+
+# The marker on the text item of an error result, read by MarkRefusals. It stays on the
+# item in the history (the providers send a text item's text, not its properties).
+_ERROR: Final = "dsh_todo_error"
+
+
+class MarkRefusals(ChatMiddleware):
+    """Sets ``exception`` on each ``todo_write`` error result before a model request.
+
+    A function's return value becomes a result without an ``exception``; the
+    framework sets one only when a tool raises, and then the model reads
+    ``Error: Function failed.`` rather than the tool's text. This middleware
+    gives a refusal both: the tool's text as the result, and as its exception.
+    """
+
+    async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        mark(context.messages)
+        await call_next()
+
+
+def mark(messages: Sequence[Any]) -> None:
+    """Mark the error results among ``messages`` (each a framework ``Message``)."""
+    for message in messages:
+        for content in message.contents:
+            if content.type != "function_result" or content.exception is not None:
+                continue
+            items = content.items or []
+            if len(items) == 1 and items[0].additional_properties.get(_ERROR):
+                content.exception = items[0].text
+
+
+class RemindAfterCompaction(ChatMiddleware):
+    """Re-surfaces the plan after a compaction: ``TodoWriteProvider(remind_after_compaction=True)``.
+
+    Before each model request it wraps the request's compaction strategy (the one
+    passed for the call, else the client's ``compaction_strategy``, else none): after
+    that strategy ran, when the session's plan is not empty and no ``todo_write``
+    call (nor an earlier reminder) among the messages the model will read shows it,
+    :func:`~dsh_tool_todo.plans.reminder.plan_reminder` is appended as a user message.
+    """
+
+    def __init__(self, owners: OwnerRegistry, owner_of: OwnerOf) -> None:
+        self.owners = owners
+        self.owner_of = owner_of
+
+    async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        key = None if context.session is None else self.owner_of(context.session)
+        if key is not None:
+            inner = context.kwargs.get("compaction_strategy")
+            if inner is None:
+                inner = getattr(context.client, "compaction_strategy", None)
+            context.kwargs["compaction_strategy"] = _Reminding(inner, self.owners, key)
+        await call_next()
+
+
+class _Reminding:
+    """A compaction strategy: the inner one, then the reminder when it is due."""
+
+    def __init__(self, inner: Any, owners: OwnerRegistry, key: str) -> None:
+        self.inner = inner
+        self.owners = owners
+        self.key = key
+        self.tokenizer = getattr(inner, "tokenizer", None)  # what the framework reads
+
+    async def __call__(self, messages: list[Message]) -> bool:
+        changed = False if self.inner is None else bool(await self.inner(messages))
+        todos = await aplan_of(self.owners, self.key)
+        shown, written = _shown_and_written(included_messages(messages))
+        text = reminder_due(todos, written, shown)
+        if text is None:
+            return changed
+        messages.append(Message(role="user", contents=[text]))
+        return True
+
+
+def _shown_and_written(messages: Sequence[Message]) -> tuple[list[str], list[object]]:
+    shown: list[str] = []
+    written: list[object] = []
+    for message in messages:
+        for content in message.contents:
+            if content.type == "text" and message.role == "user" and content.text:
+                shown.append(content.text)
+            elif content.type == "function_call" and content.name == TOOL_NAME:
+                try:
+                    written.append((content.parse_arguments() or {}).get("todos"))
+                except (TypeError, ValueError):  # arguments that are not JSON show no plan
+                    continue
+    return shown, written

@@ -1,0 +1,236 @@
+"""pydantic-ai: ``todo_write_toolset``, a ``FunctionToolset`` for ``Agent(toolsets=[...])``.
+
+The tool is built with ``Tool.from_schema``: the model is offered this
+library's description and parameter schema as they are, and pydantic-ai skips
+its own argument validation, so the arguments reach this library's checks as
+the model sent them (an unknown argument is refused with the tool's own text,
+not dropped). The tool is ``sequential``: the calls of one model turn run one
+after the other in the order the model made them, so the last one is the plan.
+
+Who owns the plan: by default the run's dependencies (``deps.session``, or the
+deps themselves when they are a session); or pass ``session=`` a function of
+the ``RunContext``, e.g. one that looks the session up in an owner registry.
+
+With ``ag_ui=`` an app served by pydantic-ai's AG-UI adapter shows the plan:
+each recorded write is answered with a ``ToolReturn`` whose ``return_value``
+is the tool's text, exactly what the model reads without the option, and
+whose ``metadata`` holds AG-UI events, which the AG-UI adapter puts on its
+stream after the tool's result and which no model ever reads
+(``docs/wire-formats.md``, "Framework UIs").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ...core.contract import TOOL_NAME
+from ...errors import UsageError
+from ...plans.checklist import Todos
+from .._binding import Binding, OwnerRegistry, Session
+from .._extras import missing_extra
+from .._links import delegating
+
+try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.tools import Tool
+    from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, WrapperToolset
+except ImportError as _error:  # pragma: no cover - exercised with the extra missing
+    raise missing_extra(
+        "dsh_tool_todo.integrations.pydantic_ai", "pydantic-ai", _error, module="pydantic_ai"
+    ) from _error
+
+from ._call import _ag_ui_events, _agent_name, _Call, _from_deps, _RegistryCall, _SessionCall
+from ._call import _key_from_deps as _key_from_deps
+from ._reminder import plan_reminder_processor
+
+__all__ = [
+    "AgUiEvents",
+    "OwnerOf",
+    "PlanOf",
+    "SessionOf",
+    "linked_toolset",
+    "plan_reminder_processor",
+    "todo_write_toolset",
+]
+
+ErrorChannel = Literal["failed", "retry", "text"]
+"""How a refused call reaches the model (see :func:`todo_write_toolset`)."""
+
+AgUiEvents = Literal["activity", "state", "both"]
+"""Which AG-UI events a recorded write adds to the stream (see :func:`todo_write_toolset`)."""
+
+SessionOf = Callable[[RunContext[Any]], Session | Awaitable[Session | None] | None]
+"""Finds the session that owns a call from the run's context; ``None``: no owner."""
+
+OwnerOf = Callable[[RunContext[Any]], str | None]
+"""Finds the owner key of a call from the run's context; ``None``: no owner."""
+
+PlanOf = Callable[[RunContext[Any]], Todos | Awaitable[Todos | None] | None]
+"""Finds the current plan of a run (``None``: no plan), for :func:`plan_reminder_processor`."""
+
+_CHANNELS = ("failed", "retry", "text")
+_AG_UI_EVENTS = ("activity", "state", "both")
+
+
+def todo_write_toolset(
+    *,
+    allow_parallel_in_progress: bool,
+    session: SessionOf | None = None,
+    owners: OwnerRegistry | None = None,
+    owner: OwnerOf | None = None,
+    errors: ErrorChannel = "failed",
+    max_retries: int = 1,
+    ag_ui: AgUiEvents | None = None,
+) -> FunctionToolset[Any]:
+    """A toolset holding ``todo_write``, for ``Agent(model, toolsets=[...])``.
+
+    ``allow_parallel_in_progress`` is the composition's choice (no default).
+    Who owns the plan, one of:
+
+    - the run's dependencies (the default): ``ctx.deps.session``, or
+      ``ctx.deps`` when it is itself a session (has ``append``);
+    - ``session``: a function of the ``RunContext`` returning the session
+      (or an awaitable of it);
+    - ``owners``, an :class:`~dsh_tool_todo.stores.owners.OwnerRegistry`, for
+      hosts with no sessions of their own: ``owner(ctx)`` is the owner key
+      (default: ``ctx.deps`` when it is a string); the registry opens the
+      owner's session on first use and runs one call per owner at a time,
+      also across concurrent runs.
+
+    A call with no owner (``None``) gets the tool's "requires an owning agent
+    session" text; the first such call of a toolset logs a WARNING (logger
+    ``dsh_tool_todo``) naming what to pass.
+
+    ``errors`` chooses the channel of a refused call:
+
+    - ``"failed"`` (default): ``ToolFailed`` — a failed call: the tool's text
+      with the provider's error flag (Anthropic's ``is_error``), or, on a
+      provider without one (OpenAI's Chat Completions), the text wrapped as
+      ``{"error": "<text>"}``; no retry budget is spent, so a model that keeps
+      sending bad lists never ends the run with "exceeded maximum retries";
+    - ``"retry"``: ``ModelRetry`` — read as ``"failed"``, but the refusal
+      counts against ``max_retries``;
+    - ``"text"``: the text as an ordinary result, exactly, on every provider.
+
+    A valid call that could not be recorded (``ToolFailure``) is answered with
+    the not-recorded text through ``ToolFailed`` (plain text with ``"text"``),
+    never as a retry, its cause logged. Each call's ``RunContext.tool_call_id``
+    is recorded with it (``callId``): a store recognises a durable engine's retry.
+
+    ``ag_ui`` (extra ``pydantic-ai-ag-ui``; off by default) shows the plan in an
+    AG-UI app served by pydantic-ai's AG-UI adapter (``AGUIAdapter``,
+    ``agent.to_ag_ui()``): each recorded write also carries, as the
+    ``ToolReturn``'s metadata the model never reads, the plan as
+
+    - ``"activity"``: an ``ACTIVITY_SNAPSHOT`` of ``activityType`` ``PLAN``,
+      ``replace: true``, ``messageId`` ``plan:<threadId>`` (the run's
+      ``conversation_id``, which the AG-UI adapter sets from the thread), so
+      the client keeps one plan per thread, replaced by each write;
+    - ``"state"``: a ``STATE_DELTA`` setting the shared state's ``todos`` key,
+      leaving the rest of the state alone;
+    - ``"both"``: the two, activity first.
+
+    The model reads exactly the text it reads without ``ag_ui``. A refused or
+    unrecorded call adds nothing.
+    """
+    binding = _binding(
+        allow_parallel_in_progress, session, owners, owner, errors, max_retries, ag_ui
+    )
+    if owners is not None:
+        call: _Call = _RegistryCall(binding, errors)
+    else:
+        call = _SessionCall(binding, errors, _from_deps if session is None else session)
+    if ag_ui is not None:
+        call.ui_events = _ag_ui_events(ag_ui)
+    function_tool: Tool[Any] = Tool.from_schema(
+        call,
+        name=TOOL_NAME,
+        description=binding.tool.description,
+        json_schema=dict(binding.tool.parameters),
+        takes_ctx=True,
+        sequential=True,
+    )
+    return FunctionToolset([function_tool], max_retries=max_retries)
+
+
+def _binding(
+    parallel: bool,
+    session: SessionOf | None,
+    owners: OwnerRegistry | None,
+    owner: OwnerOf | None,
+    errors: object,
+    max_retries: object,
+    ag_ui: object,
+) -> Binding:
+    """The toolset's arguments checked, and the tool bound to its owners."""
+    if errors not in _CHANNELS:
+        raise UsageError(f"errors must be one of {', '.join(_CHANNELS)}, not {errors!r}")
+    if ag_ui is not None and ag_ui not in _AG_UI_EVENTS:
+        raise UsageError(
+            f"ag_ui must be one of {', '.join(_AG_UI_EVENTS)} (or None, the default), not {ag_ui!r}"
+        )
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise UsageError(f"max_retries must be an int of at least 0, not {max_retries!r}")
+    Binding.registry("todo_write_toolset", owners)
+    if owner is not None:
+        Binding.check_owner("todo_write_toolset", owner, function_of="RunContext", key_ok=False)
+    if owners is not None and session is not None:
+        raise UsageError("pass either session= or owners=, not both")
+    if owner is not None and owners is None:
+        raise UsageError("owner= names a key in an owner registry: pass owners= too")
+    if owners is None:
+        remedy = (
+            "pass the run's session log as deps (agent.run(..., deps=session)), "
+            "or build the toolset with session= or owners="
+        )
+    elif owner is not None:
+        remedy = "owner= returned None: return the run's owner key from it"
+    else:
+        remedy = "pass the owner key as deps (agent.run(..., deps=user_id)), or pass owner="
+    return Binding(
+        "todo_write_toolset",
+        allow_parallel_in_progress=parallel,
+        owner=_key_from_deps if owner is None else owner,
+        owners=owners,
+        function_of="RunContext",
+        key_ok=False,
+        remedy=remedy,
+    )
+
+
+def linked_toolset(toolset: AbstractToolset[Any]) -> WrapperToolset[Any]:
+    """``toolset`` (the tools that run other agents) with each sub-agent's plans linked.
+
+    While a call of one of its tools runs, every ``todo_write`` call of an agent
+    it runs (through a toolset of this adapter built with ``owners=``) is
+    recorded in a session of its own, keyed ``<owner>/<agent name>`` in the same
+    registry, and linked to the calling agent's session with the call's id
+    (:mod:`dsh_tool_todo.core.links`); ``dsh-todo sessions`` shows the tree. Without
+    it, a sub-agent run with the same deps would write into its parent's plan::
+
+        async def research(ctx: RunContext[str], question: str) -> str:
+            result = await researcher.run(question, deps=ctx.deps, usage=ctx.usage)
+            return result.output
+
+        lead = Agent(model, name="lead", deps_type=str, toolsets=[
+            todo, linked_toolset(FunctionToolset([research]))])
+
+    The tools are offered unchanged: the model sees nothing new.
+    """
+    if not isinstance(toolset, AbstractToolset):
+        raise UsageError(
+            f"linked_toolset takes a pydantic-ai toolset (e.g. FunctionToolset([tool])), "
+            f"not {type(toolset).__name__}"
+        )
+    return _LinkedToolset(toolset)
+
+
+@dataclass
+class _LinkedToolset(WrapperToolset[Any]):
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: Any
+    ) -> Any:
+        with delegating(_agent_name(ctx), ctx.tool_call_id):
+            return await super().call_tool(name, tool_args, ctx, tool)
