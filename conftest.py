@@ -1,6 +1,7 @@
 """Doctest collection: the adapter modules whose frameworks `dev` installs on Python 3.11+ only,
 and CrewAI's, which dev does not install (.ci/run tests it in an environment of its own)."""
 
+import inspect
 import os
 import shutil
 import subprocess
@@ -87,6 +88,51 @@ def _check_postgresql() -> None:
             "point DSH_TODO_TEST_DSN at one (docs/contributing.md)",
             returncode=1,
         )
+
+
+# What each test needs beyond Python, as markers, so the edit loop can leave it out:
+# `pytest -m "not browser and not postgres and not node and not frameworks"` (docs/contributing.md).
+NEEDS = {
+    "browser": "Chromium (tests/web/browser)",
+    "postgres": "a PostgreSQL server (DSH_TODO_TEST_DSN)",
+    "node": "Node.js and tests/node's packages (installed by the run itself)",
+    "frameworks": "the agent frameworks of the dev extra (tests/integrations, the docs' examples)",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker, needs in NEEDS.items():
+        config.addinivalue_line("markers", f"{marker}: needs {needs}")
+
+
+def _needs_node(item: pytest.Item) -> bool:
+    if Path(str(item.path)).relative_to(Path(__file__).parent).as_posix() not in NEEDS_NODE:
+        return False
+    if "node" in getattr(item, "fixturenames", ()):
+        return True
+    function = getattr(item, "function", None)
+    try:
+        source = inspect.getsource(function) if function is not None else ""
+    except (OSError, TypeError):
+        return True
+    return "NODE_DIR" in source or "node_script" in source or "node" in item.name
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    root = Path(__file__).parent
+    for item in items:
+        path = Path(str(item.path))
+        if not path.is_relative_to(root):
+            continue
+        where = path.relative_to(root).as_posix()
+        if where.startswith("tests/web/browser/"):
+            item.add_marker("browser")
+        if _needs_postgresql(item):
+            item.add_marker("postgres")
+        if _needs_node(item):
+            item.add_marker("node")
+        if where.startswith("tests/integrations/") or where == "tests/test_docs.py":
+            item.add_marker("frameworks")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -7,6 +7,8 @@ Event types come from the contract (:data:`EVENT_TYPE`, :data:`TURN_START`), so 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from dsh_tool_todo.core.contract import EVENT_TYPE, TURN_START
@@ -19,6 +21,16 @@ PLAN: list[Todo] = [
     {"content": "Read the report command", "status": "completed"},
     {"content": "Add the --json flag", "status": "in_progress"},
     {"content": "Write tests", "status": "pending"},
+]
+
+# Two plans of one task in the order a model writes them: started, then a step further.
+PLAN_A: list[Todo] = [
+    {"content": "Read the code", "status": "in_progress"},
+    {"content": "Fix the bug", "status": "pending"},
+]
+PLAN_B: list[Todo] = [
+    {"content": "Read the code", "status": "completed"},
+    {"content": "Fix the bug", "status": "in_progress"},
 ]
 
 _EMPTY: Any = object()
@@ -39,6 +51,12 @@ def todos(*items: Todo) -> dict[str, list[Todo]]:
     return {"todos": list(items)}
 
 
+def plan(*contents: str, status: str = "pending") -> dict[str, list[Todo]]:
+    """A call's arguments (and the data of the write it records): a todo of ``status`` for
+    each of ``contents``."""
+    return todos(*(todo(content, status) for content in contents))
+
+
 def make_event(type: str, data: Any = _EMPTY, *, seq: int | None = None) -> Event:
     """An event as a session records it (``data`` ``{}`` unless given; ``seq`` when given)."""
     built: Event = {} if seq is None else {"seq": seq}
@@ -55,3 +73,17 @@ def todo_write(*items: Todo, seq: int | None = None) -> Event:
 def turn_start(*, seq: int | None = None) -> Event:
     """A ``turn/start`` event: the plan it follows is over."""
     return make_event(TURN_START, seq=seq)
+
+
+def written_plans(session: Any) -> list[Any]:
+    """The plans of the ``todo/write`` events ``session`` recorded, in order."""
+    return [event["data"]["todos"] for event in session.events if event["type"] == EVENT_TYPE]
+
+
+def write_log(path: Path, events: Sequence[tuple[str, Any]]) -> list[Event]:
+    """Append ``events`` (type, data) to the JSONL log at ``path`` through the real writer;
+    the events as recorded."""
+    from dsh_tool_todo.stores.jsonl import JsonlSession
+
+    with JsonlSession(path) as session:
+        return [session.append(kind, data) for kind, data in events]

@@ -88,3 +88,12 @@ def test_importing_the_plugin_loads_nothing_heavy(code: str) -> None:
     # uuid, hence subprocess, on Python 3.10): only what this package adds counts.
     added = modules_after(code) - modules_after(DEPENDENCIES)
     assert heavy_in(added) == []
+
+
+def test_the_wording_of_refusals_loads_only_when_a_call_is_refused() -> None:
+    wording = {"dsh_tool_todo.core._rejections", "dsh_tool_todo.core._echo"}
+    assert not wording & modules_after("import dsh_tool_todo")
+    refused = modules_after(
+        "from dsh_tool_todo.core import _validation; text = _validation.not_json('no')"
+    )
+    assert wording <= refused

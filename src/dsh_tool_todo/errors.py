@@ -16,6 +16,9 @@ package is defined in one of these modules.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 __all__ = [
     "AcpUnavailable",
     "AppendOutcomeUnknown",
@@ -150,6 +153,20 @@ def missing_extra(
         f"{adapter} needs the {extra!r} extra: install dsh-tool-todo[{extra}] "
         f"(from this repository: pip install '.[{extra}]'){shadowed} ({cause})"
     )
+
+
+@contextmanager
+def needs_extra(adapter: str, extra: str, *, module: str | None = None) -> Iterator[None]:
+    """The block that imports ``adapter``'s framework: an ``ImportError`` in it is raised
+    again as :func:`missing_extra`'s error, ``from`` it::
+
+        with needs_extra("dsh_tool_todo.integrations.mcp", "mcp", module="mcp"):
+            from mcp.server.lowlevel import Server
+    """
+    try:
+        yield
+    except ImportError as error:
+        raise missing_extra(adapter, extra, error, module=module) from error
 
 
 def _nowhere(name: str | None) -> bool:

@@ -276,12 +276,7 @@ class LogReader(Protocol):
         ...
 
     async def tail(
-        self,
-        name: str,
-        *,
-        before: int | None,
-        limit: int,
-        types: Collection[str] | None = None,
+        self, name: str, *, before: int | None, limit: int, types: Collection[str] | None = None
     ) -> TailPage: ...
 
     async def snapshot(self, name: str) -> Snapshot: ...

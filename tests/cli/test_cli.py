@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from dsh_tool_todo import replay
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.core.definition import definition_json
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.stores.jsonl import JsonlSession, read_events
@@ -65,7 +66,7 @@ def test_demo_plays_a_whole_session(demo_log: tuple[Path, str]) -> None:
     assert f"session log: {log}\nnext: " in out
     events = read_events(log)
     assert [e["type"] for e in events].count("turn/start") == 2
-    assert sum(e["type"] == "todo/write" for e in events) == out.count("tool  → Updated")
+    assert sum(e["type"] == EVENT_TYPE for e in events) == out.count("tool  → Updated")
 
 
 def test_show_prints_the_demo_final_plan(demo_log: tuple[Path, str]) -> None:
@@ -171,31 +172,52 @@ def test_the_reference_in_the_docs_is_current() -> None:
     assert "dsh-todo watch --help" in page
 
 
-def test_watch_follows_a_log_another_process_appends_to(tmp_path: Path) -> None:
-    log = tmp_path / "live.jsonl"
-    with JsonlSession(log) as session:
-        session.append("turn/start", {})
-    command = [sys.executable, "-m", "dsh_tool_todo", "watch", str(log), "--ascii"]
-    with subprocess.Popen(
+def start_watch(*args: str) -> subprocess.Popen[str]:
+    """``dsh-todo watch ARGS --ascii``, polling every 0.05 s, its output piped."""
+    command = [sys.executable, "-m", "dsh_tool_todo", "watch", *args, "--ascii"]
+    return subprocess.Popen(
         [*command, "--interval", "0.05"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         encoding="utf-8",
         env=ENV,
-    ) as watcher:
+    )
+
+
+def lines_until(watcher: subprocess.Popen[str], wanted: str) -> list[str]:
+    """The lines ``watcher`` prints until one is ``wanted`` (or 30 s pass)."""
+    assert watcher.stdout is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and wanted not in seen:
+        seen.append(watcher.stdout.readline().strip())
+    return seen
+
+
+def lines_while_a_writer_appends(watcher: subprocess.Popen[str], log: Path) -> list[str]:
+    """Another process writes ``Index`` in progress and, once ``watcher`` has shown it,
+    completed; the lines ``watcher`` prints meanwhile."""
+    seen: list[str] = []
+    for status, shown in (("in_progress", "[>] Index"), ("completed", "[x] Index")):
+        subprocess.run(
+            [sys.executable, "-c", WRITER, str(log), status], check=True, env=ENV, timeout=60
+        )
+        seen += lines_until(watcher, shown)
+    return seen
+
+
+def test_watch_follows_a_log_another_process_appends_to(tmp_path: Path) -> None:
+    log = tmp_path / "live.jsonl"
+    with JsonlSession(log) as session:
+        session.append("turn/start", {})
+    with start_watch(str(log)) as watcher:
         assert watcher.stdout is not None
         assert watcher.stderr is not None
         try:
             assert watcher.stdout.readline().strip() == str(log)
             assert watcher.stdout.readline().strip() == "No plan."
-            subprocess.run(
-                [sys.executable, "-c", WRITER, str(log)], check=True, env=ENV, timeout=60
-            )
-            seen: list[str] = []
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and "[x] Index" not in seen:
-                seen.append(watcher.stdout.readline().strip())
+            seen = lines_while_a_writer_appends(watcher, log)
             assert "[>] Index" in seen
             assert "[x] Index" in seen
             watcher.send_signal(signal.SIGINT)
@@ -236,20 +258,18 @@ def test_ctrl_c_ends_the_command_with_status_0_even_inside_code_run_from_a_strin
 
 
 WRITER = """
-import sys, time
+import sys
 from dsh_tool_todo.stores.jsonl import JsonlSession
 
 with JsonlSession(sys.argv[1]) as session:
-    session.append("todo/write", {"todos": [{"content": "Index", "status": "in_progress"}]})
-    time.sleep(0.3)
-    session.append("todo/write", {"todos": [{"content": "Index", "status": "completed"}]})
+    session.append("todo/write", {"todos": [{"content": "Index", "status": sys.argv[2]}]})
 """
 
 
 def test_show_a_torn_log_warns_in_one_line_and_keeps_the_whole_events(tmp_path: Path) -> None:
     log = tmp_path / "torn.jsonl"
     with JsonlSession(log) as session:
-        session.append("todo/write", {"todos": [{"content": "Kept", "status": "in_progress"}]})
+        session.append(EVENT_TYPE, {"todos": [{"content": "Kept", "status": "in_progress"}]})
     whole = log.stat().st_size
     with log.open("ab") as file:
         file.write(b'{"seq":1,"type":"todo/wr')
@@ -264,7 +284,7 @@ def test_show_ascii_prints_only_ascii(tmp_path: Path) -> None:
     log = tmp_path / "accents.jsonl"
     with JsonlSession(log) as session:
         todos = [{"content": "Réécrire l’analyseur → v2", "status": "in_progress"}]
-        session.append("todo/write", {"todos": todos})
+        session.append(EVENT_TYPE, {"todos": todos})
     out = dsh_todo("show", str(log), "--ascii").stdout
     assert out.isascii()
     assert out.splitlines()[0] == "[>] R\\u00e9\\u00e9crire l\\u2019analyseur \\u2192 v2"
@@ -331,18 +351,6 @@ def test_the_demo_offers_serve_only_with_the_web_extra(
     assert "(or:" not in hint
 
 
-def start_watch(*args: str) -> subprocess.Popen[str]:
-    command = [sys.executable, "-m", "dsh_tool_todo", "watch", *args, "--ascii"]
-    return subprocess.Popen(
-        [*command, "--interval", "0.05"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        env=ENV,
-    )
-
-
 def test_watch_wait_waits_for_a_log_that_does_not_exist_yet(tmp_path: Path) -> None:
     log = tmp_path / "later.jsonl"
     with start_watch(str(log), "--wait") as watcher:
@@ -354,13 +362,7 @@ def test_watch_wait_waits_for_a_log_that_does_not_exist_yet(tmp_path: Path) -> N
             )
             time.sleep(0.3)
             assert watcher.poll() is None
-            subprocess.run(
-                [sys.executable, "-c", WRITER, str(log)], check=True, env=ENV, timeout=60
-            )
-            seen: list[str] = []
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and "[x] Index" not in seen:
-                seen.append(watcher.stdout.readline().strip())
+            seen = lines_while_a_writer_appends(watcher, log)
             assert seen[0] == str(log)
             assert "[x] Index" in seen
             watcher.send_signal(signal.SIGINT)
@@ -398,7 +400,7 @@ def test_watch_wait_waits_for_a_postgresql_session_that_has_no_rows_yet() -> Non
                 assert watcher.poll() is None
                 with postgres.PostgresSession(conninfo, "later") as session:
                     session.append(
-                        "todo/write", {"todos": [{"content": "Index", "status": "completed"}]}
+                        EVENT_TYPE, {"todos": [{"content": "Index", "status": "completed"}]}
                     )
                 seen: list[str] = []
                 deadline = time.monotonic() + 30

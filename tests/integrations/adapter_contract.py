@@ -32,6 +32,7 @@ from typing import Any, Protocol
 
 from dsh_tool_todo import todo_write_tool
 from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.core.schema import parameters
 from dsh_tool_todo.stores.jsonl import JsonlSession
 from dsh_tool_todo.stores.memory import MemorySession
@@ -90,7 +91,7 @@ class RecordingSession:
     def latest(self, types: Sequence[str], /) -> dict[str, Any] | None:
         if not self.data:
             return None
-        return {"seq": len(self.data) - 1, "type": "todo/write", "data": self.data[-1]}
+        return {"seq": len(self.data) - 1, "type": EVENT_TYPE, "data": self.data[-1]}
 
     def close(self) -> None:
         pass

@@ -11,10 +11,8 @@ import json
 from typing import Any
 
 from dsh_tool_todo.plans.reminder import plan_reminder
-from tests.conftest import todo
+from tests._builders import PLAN_A, PLAN_B
 
-PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
-PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
 SUMMARY = "The user asked to fix a bug; the code was read."
 SYSTEM = "You fix bugs."
 CALLS: list[tuple[str, dict[str, Any]]] = [

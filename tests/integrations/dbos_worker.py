@@ -27,6 +27,7 @@ from pydantic_ai.durable_exec.dbos import DBOSDurability
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.integrations.pydantic_ai import todo_write_toolset
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -60,7 +61,7 @@ class KillingSession:
         event = self.inner.append(type, data)
         if type == "turn/start":
             kill_at("turn")
-        elif type == "todo/write":
+        elif type == EVENT_TYPE:
             kill_at(f"append:{int(data['callId'].removeprefix('call_'))}")
         return event
 

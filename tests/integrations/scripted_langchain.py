@@ -30,6 +30,12 @@ def tool_calls(*calls: tuple[str, dict[str, Any]]) -> AIMessage:
     )
 
 
+def todo_write_call(args: Any) -> tuple[str, dict[str, Any]]:
+    """A ``todo_write`` call for :func:`tool_calls`: its arguments, or a plan (a list) standing
+    for ``{"todos": plan}``."""
+    return ("todo_write", args if isinstance(args, dict) else {"todos": args})
+
+
 class ScriptedChatModel(BaseChatModel):
     """Answers each request with the next scripted message (or ``script(messages)``)."""
 

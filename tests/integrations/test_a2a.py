@@ -65,13 +65,18 @@ class PlanningExecutor(AgentExecutor):
         self.host = Host([dsh_tool_todo], options(False))
         self.from_thread = from_thread
 
-    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+    async def start_task(self, context: RequestContext, event_queue: EventQueue) -> Any:
+        """Enqueue the task of the user's message; a new agent and its plan forwarder."""
         assert context.message is not None
         await event_queue.enqueue_event(new_task_from_user_message(context.message))
         agent = self.host.new_agent()
         forwarder = forward_plan_artifacts(
             agent.session, event_queue, task_id=context.task_id, context_id=context.context_id
         )
+        return agent, forwarder
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        agent, forwarder = await self.start_task(context, event_queue)
         if self.from_thread:  # a host that runs tools in worker threads
             await asyncio.to_thread(self._write_all, agent)
         else:
@@ -248,12 +253,7 @@ class LockstepExecutor(PlanningExecutor):
         self.seen = seen
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.message is not None
-        await event_queue.enqueue_event(new_task_from_user_message(context.message))
-        agent = self.host.new_agent()
-        forwarder = forward_plan_artifacts(
-            agent.session, event_queue, task_id=context.task_id, context_id=context.context_id
-        )
+        agent, forwarder = await self.start_task(context, event_queue)
         for index, plan in enumerate(PLANS):
             await self.host.acall_tool("todo_write", {"todos": plan}, agent=agent)
             await forwarder.drain()

@@ -13,27 +13,19 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import mcp
-import pydantic_ai.models
 import pytest
 from agents import Agent as OpenAIAgent
 from agents import RunConfig, Runner
 from agents.testing import ScriptedModel, assistant_message, function_call
 from pydantic_ai import Agent
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 
 from dsh_tool_todo.integrations.mcp import build_server
 from dsh_tool_todo.integrations.openai_agents import todo_write_function_tool
 from dsh_tool_todo.integrations.pydantic_ai import todo_write_toolset
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
+from tests.integrations.scripted_pydantic_ai import Script
 
 
 def registry_of(session: Any) -> OwnerRegistry:
@@ -74,26 +66,11 @@ class OpenAIAgentsDriver:
         return [Reply(outputs[cid], None) for cid, _ in calls]  # the SDK has no error flag
 
 
-class _Script:
-    def __init__(self, calls: Sequence[tuple[str, Any]]) -> None:
-        self.calls = calls
-        self.infos: list[AgentInfo] = []
-        self.requests: list[list[ModelMessage]] = []
-
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.infos.append(info)
-        self.requests.append(list(messages))
-        if len(self.requests) == 1 and self.calls:
-            parts = [ToolCallPart("todo_write", dict(args), cid) for cid, args in self.calls]
-            return ModelResponse(parts=parts)
-        return ModelResponse(parts=[TextPart("done")])
-
-
 class PydanticAIDriver:
     call_ids = True
 
-    def _run(self, calls: Sequence[tuple[str, Any]], deps: Any, parallel: bool) -> _Script:
-        script = _Script(calls)
+    def _run(self, calls: Sequence[tuple[str, Any]], deps: Any, parallel: bool) -> Script:
+        script = Script(*(args for _, args in calls), ids=[cid for cid, _ in calls])
         toolset = todo_write_toolset(allow_parallel_in_progress=parallel)
         asyncio.run(Agent(FunctionModel(script), toolsets=[toolset]).run("plan it", deps=deps))
         return script
@@ -104,9 +81,7 @@ class PydanticAIDriver:
 
     def turn(self, calls: Sequence[tuple[str, Any]], session: Any) -> list[Reply]:
         script = self._run(calls, session, False)
-        last = script.requests[1][-1]
-        assert isinstance(last, ModelRequest)
-        returned = {p.tool_call_id: p for p in last.parts if isinstance(p, ToolReturnPart)}
+        returned = {part.tool_call_id: part for part in script.returns()}
         return [
             Reply(str(returned[cid].content), returned[cid].outcome == "failed") for cid, _ in calls
         ]
@@ -147,10 +122,7 @@ class MCPDriver:
         return [Reply(result.content[0].text, result.isError) for result in asyncio.run(run())]
 
 
-@pytest.fixture(autouse=True)
-def _no_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
-
+pytestmark = pytest.mark.usefixtures("no_model_requests")
 
 DRIVERS: dict[str, Driver] = {
     "openai_agents": OpenAIAgentsDriver(),

@@ -30,6 +30,7 @@ from agent_framework import (
 )
 
 from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.agent_framework import TodoWriteProvider
 from dsh_tool_todo.plans.reminder import plan_reminder
@@ -88,6 +89,15 @@ def results_of(client: ScriptedClient, request: int = -1) -> dict[str, Any]:
     }
 
 
+async def run_to_the_end(agent: Agent, *, stream: bool) -> None:
+    """Run ``agent`` on "plan it" to its end, streamed or not."""
+    if stream:
+        async for _ in agent.run("plan it", stream=True):
+            pass
+    else:
+        await agent.run("plan it")
+
+
 def run(
     provider: TodoWriteProvider, calls: Sequence[tuple[str, Any]], **run: Any
 ) -> ScriptedClient:
@@ -144,14 +154,7 @@ def test_a_refusal_is_an_error_result_with_the_tools_text_and_the_model_recovers
     client = ScriptedClient([[("bad", bad)], [("good", PLAN)], "done"])
     agent = Agent(client=client, context_providers=[provider])
 
-    async def go() -> None:
-        if stream:
-            async for _ in agent.run("plan it", stream=True):
-                pass
-        else:
-            await agent.run("plan it")
-
-    asyncio.run(go())
+    asyncio.run(run_to_the_end(agent, stream=stream))
     refused = results_of(client, 1)["bad"]
     assert (refused.result, refused.exception) == (expected, expected)
     recorded = results_of(client)["good"]
@@ -210,14 +213,14 @@ def test_the_session_is_the_owner_and_each_run_starts_a_turn() -> None:
     asyncio.run(go())
     for session, plan in ((ada, PLAN), (bob, other_plan)):
         assert session.session_id is not None
-        written = owners.session(session.session_id).latest(["todo/write"])
+        written = owners.session(session.session_id).latest([EVENT_TYPE])
         assert written is not None
         assert written["data"]["todos"] == plan["todos"]
     asyncio.run(agent.run("thanks", session=ada))  # the next run: a new turn, the plan clears
     assert ada.session_id is not None
     assert [e["type"] for e in owners.session(ada.session_id).events] == [
         "turn/start",
-        "todo/write",
+        EVENT_TYPE,
         "turn/start",
     ]
 
@@ -322,14 +325,7 @@ def compacted_run(*, remind: bool, stream: bool = False) -> LookingUp:
     provider = TodoWriteProvider(allow_parallel_in_progress=False, remind_after_compaction=remind)
     agent = Agent(client=client, tools=[lookup], context_providers=[provider])
 
-    async def go() -> None:
-        if stream:
-            async for _ in agent.run("plan it", stream=True):
-                pass
-        else:
-            await agent.run("plan it")
-
-    asyncio.run(go())
+    asyncio.run(run_to_the_end(agent, stream=stream))
     assert client.script == []
     return client
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
+
 if sys.version_info < (3, 11):  # pragma: no cover - dev installs claude-agent-sdk on 3.11+ only
     pytest.skip("dev installs claude-agent-sdk on Python 3.11+", allow_module_level=True)
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, create_sdk_mcp_server, tool
@@ -177,7 +179,7 @@ def test_calls_record_refusals_read_our_text_and_a_prompt_starts_a_turn() -> Non
     ]
     assert hook == {}
     events = owners.session("ada").events
-    assert [e["type"] for e in events] == ["turn/start", "todo/write"]
+    assert [e["type"] for e in events] == ["turn/start", EVENT_TYPE]
     assert events[1]["data"] == PLAN  # MCP request ids are per connection: no call id
 
 

@@ -24,11 +24,10 @@ from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.claude_agent_sdk import todo_write_for_claude
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
+from tests._builders import PLAN_A, PLAN_B
 from tests.conftest import todo
 from tests.integrations.test_claude_agent_sdk import ClaudeCode, through_the_sdk
 
-PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
-PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
 TOOL = "mcp__todo__todo_write"
 
 

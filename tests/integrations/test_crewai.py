@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
+
 # no telemetry or tracing calls from the tests (CrewAI's own opt-outs)
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
@@ -235,11 +237,11 @@ def test_before_kickoff_starts_a_turn_at_each_kickoff() -> None:
     crew = crew_of(tool, llm, before_kickoff_callbacks=[tool.before_kickoff])
     crew.kickoff(inputs={"topic": "x"})
     types = [event["type"] for event in owners.session("ada").events]
-    assert types == ["turn/start", "todo/write"]
+    assert types == ["turn/start", EVENT_TYPE]
     crew.kickoff()
     types = [event["type"] for event in owners.session("ada").events]
-    assert types == ["turn/start", "todo/write", "turn/start"]
-    assert owners.session("ada").latest(["todo/write", "turn/start"])["type"] == "turn/start"
+    assert types == ["turn/start", EVENT_TYPE, "turn/start"]
+    assert owners.session("ada").latest([EVENT_TYPE, "turn/start"])["type"] == "turn/start"
 
 
 def test_an_agent_kickoff_alone_runs_the_tool_too() -> None:
@@ -251,7 +253,7 @@ def test_an_agent_kickoff_alone_runs_the_tool_too() -> None:
     agent.kickoff("Plan it")
     assert [event["type"] for event in owners.session("ada").events] == [
         "turn/start",
-        "todo/write",
+        EVENT_TYPE,
     ]
     assert llm.script == []
 
@@ -301,7 +303,7 @@ def test_the_readme_lines(readme: str) -> None:
     task = Task(description="Fix it", expected_output="a fix", agent=namespace["agent"])
     namespace["todo"].start_turn()  # as the line's comment says
     Crew(agents=[namespace["agent"]], tasks=[task]).kickoff()
-    assert [event["type"] for event in owners.session("ada").events] == ["turn/start", "todo/write"]
+    assert [event["type"] for event in owners.session("ada").events] == ["turn/start", EVENT_TYPE]
 
 
 def test_the_docs_page_runs_as_printed(tmp_path: Path) -> None:
@@ -388,7 +390,7 @@ def test_remind_shows_the_plan_again_after_crewais_summary_and_only_then() -> No
 def test_remind_leaves_the_calls_of_agents_without_the_tool_alone() -> None:
     owners = OwnerRegistry()
     tool = TodoWriteCrewTool(allow_parallel_in_progress=False, owner="ada", owners=owners)
-    owners.session("ada").append("todo/write", PLAN)
+    owners.session("ada").append(EVENT_TYPE, PLAN)
     llm = ScriptedLLM(model="scripted", script=["done"])
     agent = Agent(role="other", goal="g", backstory="b", llm=llm)
     task = Task(description="Do it", expected_output="x", agent=agent)
@@ -467,7 +469,7 @@ def test_remind_on_the_text_path_reads_the_action_input_and_stays_quiet() -> Non
         crew_of(tool, llm).kickoff()
     finally:
         unregister_before_llm_call_hook(tool.remind)
-    assert owners.session("me").latest(["todo/write"])["data"] == {"todos": [item]}
+    assert owners.session("me").latest([EVENT_TYPE])["data"] == {"todos": [item]}
     reminder = plan_reminder([item])  # type: ignore[list-item]
     assert reminder is not None
     assert "- [pending] a" in reminder

@@ -16,6 +16,8 @@ import sys
 
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
+
 if sys.version_info < (3, 11):  # pragma: no cover - the extra's marker leaves dbos out here
     pytest.skip("the dbos extra needs Python 3.11+", allow_module_level=True)
 
@@ -81,16 +83,14 @@ def killed_then_recovered(system_db: str, store: str, kill: str) -> None:
 
 
 def assert_one_snapshot_per_call(events: list[dict[str, Any]], turns: int = 1) -> None:
-    writes = [event for event in events if event["type"] == "todo/write"]
+    writes = [event for event in events if event["type"] == EVENT_TYPE]
     assert [event["data"].get("callId") for event in writes] == [
         f"call_{n}" for n in range(len(PLANS))
     ], "the log must hold exactly one snapshot per tool call, in call order"
     # the sequence of plans equals an uninterrupted run's: no plan went back
     assert [event["data"]["todos"] for event in writes] == PLANS
     assert [event["seq"] for event in events] == list(range(len(events)))
-    assert [event["type"] for event in events] == ["turn/start"] * turns + ["todo/write"] * len(
-        PLANS
-    )
+    assert [event["type"] for event in events] == ["turn/start"] * turns + [EVENT_TYPE] * len(PLANS)
 
 
 def postgres_events(dsn: str, session_id: str) -> list[dict[str, Any]]:

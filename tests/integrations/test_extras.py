@@ -12,6 +12,7 @@ import pytest
 
 import dsh_tool_todo
 from dsh_tool_todo.integrations import MissingExtra
+from tests.integrations.child_import import import_where_finding_fails, python
 
 ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORKS = (
@@ -43,12 +44,6 @@ ADAPTERS = {  # adapter module -> (the framework's top-level name, its extra)
     "dsh_tool_todo.integrations.agent_framework": ("agent_framework", "agent-framework"),
     "dsh_tool_todo.integrations.crewai": ("crewai", "crewai"),
 }
-
-
-def python(code: str, *, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=120
-    )
 
 
 def test_importing_the_package_loads_no_framework() -> None:
@@ -90,19 +85,12 @@ def test_a_users_module_shadowing_the_framework_gives_missing_extra(
 @pytest.mark.parametrize("adapter", sorted(ADAPTERS))
 def test_a_missing_framework_names_the_extra_to_install(adapter: str) -> None:
     framework, extra = ADAPTERS[adapter]
-    code = (
-        "import sys\n"
-        "class NotInstalled:  # as if the framework were not installed\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        f"        if name.split('.')[0] == {framework!r}:\n"
-        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
-        "sys.meta_path.insert(0, NotInstalled())\n"
-        "from dsh_tool_todo.integrations import MissingExtra\n"
-        f"try:\n    import {adapter}\n"
-        "except ImportError as error:\n"
-        "    print(type(error).__name__, isinstance(error, MissingExtra), error)\n"
+    run = import_where_finding_fails(  # as if the framework were not installed
+        adapter,
+        when=f"name.split('.')[0] == {framework!r}",
+        raises="ModuleNotFoundError(f'No module named {name!r}', name=name)",
+        show="type(error).__name__, isinstance(error, MissingExtra), error",
     )
-    run = python(code)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == (
         f"MissingExtra True {adapter} needs the {extra!r} extra: install dsh-tool-todo[{extra}] "
@@ -114,17 +102,11 @@ def test_a_missing_framework_names_the_extra_to_install(adapter: str) -> None:
 def test_a_missing_dependency_of_the_framework_is_not_blamed_on_a_module_of_yours() -> None:
     # pip install '.[dbos]' once brought psycopg but not psycopg-pool: the error said the
     # user's own 'psycopg' might be hiding psycopg, which was installed and fine
-    code = (
-        "import sys\n"
-        "class NotInstalled:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] == 'psycopg_pool':\n"
-        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
-        "sys.meta_path.insert(0, NotInstalled())\n"
-        "try:\n    import dsh_tool_todo.stores.postgres\n"
-        "except ImportError as error:\n    print(error)\n"
+    run = import_where_finding_fails(
+        "dsh_tool_todo.stores.postgres",
+        when="name.split('.')[0] == 'psycopg_pool'",
+        raises="ModuleNotFoundError(f'No module named {name!r}', name=name)",
     )
-    run = python(code)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == (
         "dsh_tool_todo.stores.postgres needs the 'postgres' extra: install "

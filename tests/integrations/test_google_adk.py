@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import subprocess
 import sys
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+
+from dsh_tool_todo.core.contract import EVENT_TYPE
 
 if sys.version_info < (3, 11):  # pragma: no cover - the extra's marker leaves ADK out here
     pytest.skip("google-adk 2.x needs Python 3.11+", allow_module_level=True)
 
 from google.adk.agents import LlmAgent
-from google.adk.models.base_llm import BaseLlm
-from google.adk.models.llm_request import LlmRequest
-from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import InMemoryRunner
 from google.genai import types
 
@@ -32,34 +30,16 @@ from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.google_adk import TodoWriteAdkTool
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.adapter_contract import CHECKS, Driver, Reply
+from tests.integrations.child_import import import_where_finding_fails
+from tests.integrations.scripted_google_adk import ScriptedLlm, calls_of
 
 PLAN = {"todos": [{"content": "Read the code", "status": "in_progress"}]}
-
-
-class ScriptedLlm(BaseLlm):
-    """Answers each request with the next list of parts; keeps the requests."""
-
-    script: list[list[types.Part]]
-    requests: list[LlmRequest]
-
-    async def generate_content_async(
-        self, llm_request: LlmRequest, stream: bool = False
-    ) -> AsyncGenerator[LlmResponse, None]:
-        self.requests.append(llm_request)
-        yield LlmResponse(content=types.Content(role="model", parts=self.script.pop(0)))
-
-
-def calls_of(calls: Sequence[tuple[str, Any]]) -> list[types.Part]:
-    return [
-        types.Part(function_call=types.FunctionCall(id=cid, name="todo_write", args=dict(args)))
-        for cid, args in calls
-    ]
 
 
 def run(tool: TodoWriteAdkTool, calls: Sequence[tuple[str, Any]], *, user: str = "u") -> Any:
     """One user message through ``InMemoryRunner``; the model and the ADK session."""
     script = [calls_of(calls), [types.Part(text="done")]] if calls else [[types.Part(text="ok")]]
-    model = ScriptedLlm(model="scripted", script=script, requests=[])
+    model = ScriptedLlm(model="scripted", script=script)
     runner = InMemoryRunner(agent=LlmAgent(name="planner", model=model, tools=[tool]), app_name="a")
 
     async def go() -> Any:
@@ -126,7 +106,7 @@ def test_responses_are_result_and_error_objects_and_the_session_owns_the_plan() 
         "c2": {"result": "Updated todo list: 0 pending, 1 in progress, 0 completed."},
     }
     assert owners.owners() == [session.id]
-    written = owners.session(session.id).latest(["todo/write"])
+    written = owners.session(session.id).latest([EVENT_TYPE])
     assert written is not None
     assert written["data"] == {**PLAN, contract.CALL_ID_KEY: "c2"}
 
@@ -169,17 +149,11 @@ def test_the_declaration_is_a_fresh_copy_of_our_schema() -> None:
 
 
 def test_without_adk_the_import_names_the_extra() -> None:
-    code = (
-        "import sys\n"
-        "class NotInstalled:\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'google.adk' or name.startswith('google.adk.'):\n"
-        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
-        "sys.meta_path.insert(0, NotInstalled())\n"
-        "try:\n    import dsh_tool_todo.integrations.google_adk\n"
-        "except ImportError as error:\n    print(error)\n"
+    run = import_where_finding_fails(
+        "dsh_tool_todo.integrations.google_adk",
+        when="name == 'google.adk' or name.startswith('google.adk.')",
+        raises="ModuleNotFoundError(f'No module named {name!r}', name=name)",
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith(
         "dsh_tool_todo.integrations.google_adk needs the 'google-adk' extra: "
@@ -193,7 +167,7 @@ def test_the_readme_lines(readme: str) -> None:
 
     owners = OwnerRegistry()
     script = [calls_of([("c1", PLAN)]), [types.Part(text="done")]]
-    model = ScriptedLlm(model="scripted", script=script, requests=[])
+    model = ScriptedLlm(model="scripted", script=script)
     namespace: dict[str, Any] = {"model": model, "owners": owners}
     exec("from google.adk.agents import LlmAgent\n" + lines(readme, "Google ADK"), namespace)
     runner = InMemoryRunner(agent=namespace["agent"], app_name="a")
@@ -205,7 +179,7 @@ def test_the_readme_lines(readme: str) -> None:
             pass
         return session.id
 
-    written = owners.session(asyncio.run(go())).latest(["todo/write"])
+    written = owners.session(asyncio.run(go())).latest([EVENT_TYPE])
     assert written is not None
     assert written["data"] == {**PLAN, contract.CALL_ID_KEY: "c1"}
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncGenerator
 
 import pytest
+
+from dsh_tool_todo.core.contract import EVENT_TYPE
 
 if sys.version_info < (3, 11):  # pragma: no cover - the extra's marker leaves ADK out here
     pytest.skip("google-adk 2.x needs Python 3.11+", allow_module_level=True)
@@ -16,9 +17,7 @@ if sys.version_info < (3, 11):  # pragma: no cover - the extra's marker leaves A
 from google.adk.agents import LlmAgent
 from google.adk.apps.app import App, EventsCompactionConfig
 from google.adk.apps.llm_event_summarizer import LlmEventSummarizer
-from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
-from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import InMemoryRunner
 from google.genai import types
 
@@ -33,6 +32,7 @@ from tests.integrations.compaction_scenario import (
     assert_unchanged_until_the_summary,
     reminder_text,
 )
+from tests.integrations.scripted_google_adk import ScriptedLlm, calls_of
 
 THRESHOLD = 1000
 # ADK marks its event compaction experimental, with a warning each new use reports
@@ -44,40 +44,13 @@ def look(path: str) -> str:
     return f"contents of {path}"
 
 
-class ScriptedLlm(BaseLlm):
-    """Answers each request with the next scripted part; keeps each request as bytes. The
-    fourth answer reports a prompt past the app's token threshold: ADK compacts then."""
-
-    script: list[types.Part]
-    requests: list[list[bytes]]
-
-    async def generate_content_async(
-        self, llm_request: LlmRequest, stream: bool = False
-    ) -> AsyncGenerator[LlmResponse, None]:
-        # one line of bytes per content, the system instruction first, as Gemini reads them
-        system = llm_request.config.system_instruction if llm_request.config else None
-        self.requests.append(
-            [json.dumps(system).encode()]
-            + [
-                json.dumps(c.model_dump(mode="json", exclude_none=True), sort_keys=True).encode()
-                for c in llm_request.contents
-            ]
-        )
-        number = len(self.requests)
-        usage = types.GenerateContentResponseUsageMetadata(
-            prompt_token_count=THRESHOLD if number == 4 else 10
-        )
-        content = types.Content(role="model", parts=[self.script[number - 1]])
-        yield LlmResponse(content=content, usage_metadata=usage)
-
-
 def run_agent(*, remind: bool, compact: bool = True) -> list[list[bytes]]:
-    parts = [
-        types.Part(function_call=types.FunctionCall(id=f"call-{n}", name=name, args=args))
-        for n, (name, args) in enumerate(CALLS, 1)
-    ]
-    model = ScriptedLlm(model="scripted", script=[*parts, types.Part(text="Fixed.")], requests=[])
-    summariser = ScriptedLlm(model="summary", script=[types.Part(text=SUMMARY)], requests=[])
+    calls = [calls_of([(f"call-{n}", args)], name) for n, (name, args) in enumerate(CALLS, 1)]
+    # the fourth answer reports a prompt past the app's token threshold: ADK compacts then
+    model = ScriptedLlm(
+        model="scripted", script=[*calls, [types.Part(text="Fixed.")]], prompt_tokens={4: THRESHOLD}
+    )
+    summariser = ScriptedLlm(model="summary", script=[[types.Part(text=SUMMARY)]], prompt_tokens={})
     tool = TodoWriteAdkTool(allow_parallel_in_progress=False, owners=OwnerRegistry())
     agent = LlmAgent(
         name="fixer",
@@ -101,7 +74,7 @@ def run_agent(*, remind: bool, compact: bool = True) -> list[list[bytes]]:
             pass
 
     asyncio.run(go())
-    return model.requests
+    return model.request_lines
 
 
 def test_the_plan_is_re_surfaced_after_a_summary_and_no_earlier_byte_changes() -> None:
@@ -133,7 +106,7 @@ def test_a_plan_the_contents_still_show_is_not_repeated() -> None:
 
 def test_a_new_turn_clears_the_plan_and_nothing_is_carried_over() -> None:
     owners = OwnerRegistry()
-    owners.session("ada").append("todo/write", {"todos": PLAN_B})
+    owners.session("ada").append(EVENT_TYPE, {"todos": PLAN_B})
     tool = TodoWriteAdkTool(allow_parallel_in_progress=False, owner="ada", owners=owners)
     hello = types.Content(role="user", parts=[types.Part(text="hi")])
     request = LlmRequest(contents=[hello])

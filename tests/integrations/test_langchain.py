@@ -6,7 +6,6 @@ import asyncio
 import importlib
 import json
 import sqlite3
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,22 +21,17 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from dsh_tool_todo import UsageError, replay, todo_write_tool
-from dsh_tool_todo.core.contract import DESCRIPTION_PARALLEL, DESCRIPTION_SINGLE
+from dsh_tool_todo.core.contract import DESCRIPTION_PARALLEL, DESCRIPTION_SINGLE, EVENT_TYPE
 from dsh_tool_todo.core.schema import parameters_json
 from dsh_tool_todo.integrations._extras import MissingExtra
 from dsh_tool_todo.integrations.langchain import TodoWriteMiddleware
 from dsh_tool_todo.stores.memory import MemorySession
+from tests._builders import PLAN_A, PLAN_B
 from tests.conftest import todo
-from tests.integrations.scripted_langchain import ScriptedChatModel, tool_calls
+from tests.integrations.scripted_langchain import ScriptedChatModel, todo_write_call, tool_calls
 
 Run = Callable[..., dict[str, Any]]
 THREAD = {"configurable": {"thread_id": "t1"}}
-PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
-PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
-
-
-def write(todos: list[dict[str, str]]) -> tuple[str, dict[str, Any]]:
-    return ("todo_write", {"todos": todos})
 
 
 def agent_with(script: list[AIMessage], *, parallel: bool = False, **kwargs: Any) -> Any:
@@ -95,12 +89,12 @@ def test_no_system_prompt_is_added(run: Run) -> None:
 
 
 def test_a_call_records_the_plan_in_the_state(run: Run) -> None:
-    _, agent = agent_with([tool_calls(write(PLAN_A)), AIMessage("planned")])
+    _, agent = agent_with([tool_calls(todo_write_call(PLAN_A)), AIMessage("planned")])
     result = run(agent, "fix it")
     assert result["todos"] == PLAN_A
     assert result["todo_events"] == [
         {"seq": 0, "type": "turn/start", "data": {}},
-        {"seq": 1, "type": "todo/write", "data": {"todos": PLAN_A, "callId": "call-0"}},
+        {"seq": 1, "type": EVENT_TYPE, "data": {"todos": PLAN_A, "callId": "call-0"}},
     ]
     assert replay(result["todo_events"]) == result["todos"]
     (answer,) = tool_messages(result)
@@ -110,7 +104,7 @@ def test_a_call_records_the_plan_in_the_state(run: Run) -> None:
 
 
 def test_the_state_plan_is_a_copy_of_the_recorded_event() -> None:
-    _, agent = agent_with([tool_calls(write(PLAN_A)), AIMessage("planned")])
+    _, agent = agent_with([tool_calls(todo_write_call(PLAN_A)), AIMessage("planned")])
     result = sync_run(agent, "fix it")
     result["todos"][0]["content"] = "rewritten by a reader"
     assert result["todo_events"][1]["data"]["todos"] == PLAN_A
@@ -145,14 +139,16 @@ def test_a_refused_call_is_an_error_tool_message_with_exactly_the_model_text(
 
 def test_several_in_progress_are_accepted_when_parallel_work_is_allowed(run: Run) -> None:
     plan = [todo("Fetch", "in_progress"), todo("Index", "in_progress")]
-    _, agent = agent_with([tool_calls(write(plan)), AIMessage("ok")], parallel=True)
+    _, agent = agent_with([tool_calls(todo_write_call(plan)), AIMessage("ok")], parallel=True)
     result = run(agent, "go")
     assert result["todos"] == plan
     assert tool_messages(result)[0].status == "success"
 
 
 def test_two_writes_in_one_turn_record_both_and_the_last_wins(run: Run) -> None:
-    _, agent = agent_with([tool_calls(write(PLAN_A), write(PLAN_B)), AIMessage("ok")])
+    _, agent = agent_with(
+        [tool_calls(todo_write_call(PLAN_A), todo_write_call(PLAN_B)), AIMessage("ok")]
+    )
     result = run(agent, "go")
     assert result["todos"] == PLAN_B
     writes = [event["data"]["todos"] for event in result["todo_events"][1:]]
@@ -162,7 +158,7 @@ def test_two_writes_in_one_turn_record_both_and_the_last_wins(run: Run) -> None:
 
 def test_many_writes_in_one_turn_keep_call_order(run: Run) -> None:
     plans = [[todo(f"Step {index}", "in_progress")] for index in range(12)]
-    _, agent = agent_with([tool_calls(*map(write, plans)), AIMessage("ok")])
+    _, agent = agent_with([tool_calls(*map(todo_write_call, plans)), AIMessage("ok")])
     result = run(agent, "go")
     assert [event["data"]["todos"] for event in result["todo_events"][1:]] == plans
     assert [event["seq"] for event in result["todo_events"]] == list(range(13))
@@ -171,7 +167,7 @@ def test_many_writes_in_one_turn_keep_call_order(run: Run) -> None:
 
 def test_a_refused_and_a_good_call_in_one_turn(run: Run) -> None:
     bad = ("todo_write", {"todos": [todo("")]})
-    _, agent = agent_with([tool_calls(write(PLAN_A), bad), AIMessage("ok")])
+    _, agent = agent_with([tool_calls(todo_write_call(PLAN_A), bad), AIMessage("ok")])
     result = run(agent, "go")
     assert result["todos"] == PLAN_A
     assert [m.status for m in tool_messages(result)] == ["success", "error"]
@@ -184,7 +180,7 @@ def test_other_tools_pass_through_untouched(run: Run) -> None:
         """Add two numbers."""
         return a + b
 
-    script = [tool_calls(("add", {"a": 2, "b": 3}), write(PLAN_A)), AIMessage("5")]
+    script = [tool_calls(("add", {"a": 2, "b": 3}), todo_write_call(PLAN_A)), AIMessage("5")]
     _, agent = agent_with(script, tools=[add])
     result = run(agent, "2+3")
     assert [m.content for m in tool_messages(result)] == [
@@ -194,7 +190,7 @@ def test_other_tools_pass_through_untouched(run: Run) -> None:
 
 
 def test_a_new_run_is_a_new_turn_and_clears_the_plan(run: Run) -> None:
-    script = [tool_calls(write(PLAN_A)), AIMessage("planned"), AIMessage("hello again")]
+    script = [tool_calls(todo_write_call(PLAN_A)), AIMessage("planned"), AIMessage("hello again")]
     model, agent = agent_with(script, checkpointer=InMemorySaver())
     first = run(agent, "fix it", THREAD)
     assert first["todos"] == PLAN_A
@@ -210,13 +206,15 @@ def test_a_new_run_is_a_new_turn_and_clears_the_plan(run: Run) -> None:
 
 
 def test_the_plan_can_be_kept_across_turns_like_todolistmiddleware(run: Run) -> None:
-    model = ScriptedChatModel(script=[tool_calls(write(PLAN_A)), AIMessage("a"), AIMessage("b")])
+    model = ScriptedChatModel(
+        script=[tool_calls(todo_write_call(PLAN_A)), AIMessage("a"), AIMessage("b")]
+    )
     middleware = TodoWriteMiddleware(allow_parallel_in_progress=False, clear_on_new_turn=False)
     agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver())
     run(agent, "fix it", THREAD)
     second = run(agent, "thanks", THREAD)
     assert second["todos"] == PLAN_A
-    assert [event["type"] for event in second["todo_events"]] == ["todo/write"]
+    assert [event["type"] for event in second["todo_events"]] == [EVENT_TYPE]
 
 
 def test_todolistmiddleware_keeps_its_list_across_turns() -> None:
@@ -232,13 +230,14 @@ def test_sqlite_checkpoints_persist_and_resume_the_plan_and_its_events(tmp_path:
     database = tmp_path / "checkpoints.sqlite"
     with sqlite3.connect(database, check_same_thread=False) as connection:
         _, agent = agent_with(
-            [tool_calls(write(PLAN_A)), AIMessage("planned")], checkpointer=SqliteSaver(connection)
+            [tool_calls(todo_write_call(PLAN_A)), AIMessage("planned")],
+            checkpointer=SqliteSaver(connection),
         )
         sync_run(agent, "fix it", THREAD)
     connection.close()
     # A new process would do this: a fresh saver and agent on the same database.
     with sqlite3.connect(database, check_same_thread=False) as connection:
-        script = [tool_calls(write(PLAN_B)), AIMessage("next")]
+        script = [tool_calls(todo_write_call(PLAN_B)), AIMessage("next")]
         _, agent = agent_with(script, checkpointer=SqliteSaver(connection))
         resumed = agent.get_state(THREAD).values
         assert resumed["todos"] == PLAN_A
@@ -247,9 +246,9 @@ def test_sqlite_checkpoints_persist_and_resume_the_plan_and_its_events(tmp_path:
     connection.close()
     assert [(e["seq"], e["type"]) for e in result["todo_events"]] == [
         (0, "turn/start"),
-        (1, "todo/write"),
+        (1, EVENT_TYPE),
         (2, "turn/start"),
-        (3, "todo/write"),
+        (3, EVENT_TYPE),
     ]
     assert result["todos"] == PLAN_B
 
@@ -264,11 +263,11 @@ def test_async_sqlite_checkpoints_persist_and_resume(tmp_path: Path) -> None:
             after = await agent.ainvoke({"messages": [HumanMessage(text)]}, THREAD)
             return before, after
 
-    _, first = asyncio.run(session([tool_calls(write(PLAN_A)), AIMessage("a")], "fix it"))
+    _, first = asyncio.run(session([tool_calls(todo_write_call(PLAN_A)), AIMessage("a")], "fix it"))
     before, second = asyncio.run(session([AIMessage("b")], "thanks"))
     assert before["todos"] == first["todos"] == PLAN_A
     assert second["todos"] is None
-    assert [e["type"] for e in second["todo_events"]] == ["turn/start", "todo/write", "turn/start"]
+    assert [e["type"] for e in second["todo_events"]] == ["turn/start", EVENT_TYPE, "turn/start"]
 
 
 class FailingSaver(InMemorySaver):
@@ -280,7 +279,7 @@ class FailingSaver(InMemorySaver):
 
     def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
         events = checkpoint["channel_values"].get("todo_events", [])
-        if self.where == "put" and any(e["type"] == "todo/write" for e in events):
+        if self.where == "put" and any(e["type"] == EVENT_TYPE for e in events):
             raise OSError(28, "No space left on device")
         return super().put(config, checkpoint, metadata, new_versions)
 
@@ -295,13 +294,14 @@ def test_a_failing_checkpointer_fails_the_run_and_never_splits_answer_from_event
     where: str,
 ) -> None:
     _, agent = agent_with(
-        [tool_calls(write(PLAN_A)), AIMessage("planned")], checkpointer=FailingSaver(where)
+        [tool_calls(todo_write_call(PLAN_A)), AIMessage("planned")],
+        checkpointer=FailingSaver(where),
     )
     with pytest.raises(OSError, match="No space left on device"):
         sync_run(agent, "fix it", THREAD)
     saved = agent.get_state(THREAD).values
     answered = [m for m in saved["messages"] if isinstance(m, ToolMessage)]
-    recorded = [e for e in saved.get("todo_events", []) if e["type"] == "todo/write"]
+    recorded = [e for e in saved.get("todo_events", []) if e["type"] == EVENT_TYPE]
     assert len(answered) == len(recorded)  # both or neither, whatever was saved
     assert saved.get("todos") == (PLAN_A if recorded else None)
 
@@ -331,21 +331,6 @@ def test_a_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) ->
         importlib.import_module("dsh_tool_todo.integrations.langchain")
     assert isinstance(raised.value, ImportError)
     assert "pip install '.[langchain]'" in str(raised.value)
-
-
-def test_a_users_own_langchain_module_is_named_as_hiding_the_framework(tmp_path: Path) -> None:
-    (tmp_path / "langchain.py").write_text("# the user's own script\n", encoding="utf-8")
-    code = (
-        "from dsh_tool_todo.integrations import MissingExtra\n"
-        "try:\n    import dsh_tool_todo.integrations.langchain\n"
-        "except MissingExtra as error:\n    print(error)\n"
-    )
-    run = subprocess.run(  # the current directory comes first on sys.path, as for a script
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.startswith("dsh_tool_todo.integrations.langchain needs the 'langchain' extra")
-    assert "your own 'langchain' may be hiding it" in run.stdout
 
 
 def test_a_system_prompt_of_the_callers_own_is_passed_through_unchanged(run: Run) -> None:
@@ -383,11 +368,13 @@ def test_without_a_system_prompt_no_model_call_is_wrapped() -> None:
 def test_a_call_id_seen_again_within_the_turn_with_the_same_list_records_once(run: Run) -> None:
     # The state is this adapter's log: the rule for a retried call is kept here.
     script = [
-        tool_calls(write(PLAN_A)),
-        tool_calls(write(PLAN_A)),  # call-0 again, the same list: a retried step
-        tool_calls(write(PLAN_B), write(PLAN_B)),  # call-0 with a new list: a new call; call-1
+        tool_calls(todo_write_call(PLAN_A)),
+        tool_calls(todo_write_call(PLAN_A)),  # call-0 again, the same list: a retried step
+        tool_calls(
+            todo_write_call(PLAN_B), todo_write_call(PLAN_B)
+        ),  # call-0 with a new list: a new call; call-1
         AIMessage("ok"),
-        tool_calls(write(PLAN_A)),  # call-0 in the next turn: providers reuse ids
+        tool_calls(todo_write_call(PLAN_A)),  # call-0 in the next turn: providers reuse ids
         AIMessage("ok"),
     ]
     _, agent = agent_with(script, checkpointer=InMemorySaver())
@@ -413,10 +400,12 @@ def test_a_provider_numbering_ids_per_response_loses_no_update_within_a_turn(run
     # Each response's first call is call-0: the model's progress updates in one turn are
     # new calls, and each acknowledged list must be the plan, never the turn's first one.
     script = [
-        tool_calls(write(PLAN_A)),
-        tool_calls(write(PLAN_B)),  # call-0 again, the next step done
-        tool_calls(write(PLAN_A), write(PLAN_B)),  # call-0 and call-1
-        tool_calls(write(PLAN_A)),  # call-0 with call-0's list, but call-1's came after it
+        tool_calls(todo_write_call(PLAN_A)),
+        tool_calls(todo_write_call(PLAN_B)),  # call-0 again, the next step done
+        tool_calls(todo_write_call(PLAN_A), todo_write_call(PLAN_B)),  # call-0 and call-1
+        tool_calls(
+            todo_write_call(PLAN_A)
+        ),  # call-0 with call-0's list, but call-1's came after it
         AIMessage("ok"),
     ]
     _, agent = agent_with(script)

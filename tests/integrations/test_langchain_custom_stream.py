@@ -16,18 +16,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from dsh_tool_todo import todo_write_tool
 from dsh_tool_todo.integrations.langchain import TodoWriteMiddleware
 from dsh_tool_todo.stores.memory import MemorySession
-from tests.conftest import todo
-from tests.integrations.scripted_langchain import ScriptedChatModel, tool_calls
+from tests._builders import PLAN_A, PLAN_B
+from tests.integrations.scripted_langchain import ScriptedChatModel, todo_write_call, tool_calls
 
-PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
-PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
 BAD = {"todos": PLAN_A, "merge": True}
 THREAD = {"configurable": {"thread_id": "t1"}}
 Stream = Callable[..., list[Any]]
-
-
-def write(args: Any) -> tuple[str, dict[str, Any]]:
-    return ("todo_write", args if isinstance(args, dict) else {"todos": args})
 
 
 def renumbered(message: AIMessage, first: int) -> AIMessage:
@@ -87,8 +81,10 @@ def snapshot(thread: str, todos: list[dict[str, str]]) -> dict[str, Any]:
 
 def test_each_write_and_each_new_turn_is_one_custom_chunk(stream: Stream) -> None:
     script = [
-        tool_calls(write(PLAN_A), write(BAD)),  # the refused call records and shows nothing
-        renumbered(tool_calls(write(PLAN_B)), 2),
+        tool_calls(
+            todo_write_call(PLAN_A), todo_write_call(BAD)
+        ),  # the refused call records and shows nothing
+        renumbered(tool_calls(todo_write_call(PLAN_B)), 2),
         AIMessage("done"),
     ]
     chunks = stream(agent_with(script), "fix it", THREAD)
@@ -101,7 +97,7 @@ def test_each_write_and_each_new_turn_is_one_custom_chunk(stream: Stream) -> Non
 
 
 def test_the_model_reads_the_same_texts_while_the_plan_streams(stream: Stream) -> None:
-    script = [tool_calls(write(PLAN_A), write(BAD)), AIMessage("done")]
+    script = [tool_calls(todo_write_call(PLAN_A), todo_write_call(BAD)), AIMessage("done")]
     chunks = stream(agent_with(script), "fix it", THREAD, ["custom", "values"])
     custom = [chunk for mode, chunk in chunks if mode == "custom"]
     final = [chunk for mode, chunk in chunks if mode == "values"][-1]
@@ -116,12 +112,14 @@ def test_the_model_reads_the_same_texts_while_the_plan_streams(stream: Stream) -
 
 
 def test_a_plan_kept_across_turns_sends_no_cleared_chunk(stream: Stream) -> None:
-    agent = agent_with([tool_calls(write(PLAN_A)), AIMessage("a")], clear_on_new_turn=False)
+    agent = agent_with(
+        [tool_calls(todo_write_call(PLAN_A)), AIMessage("a")], clear_on_new_turn=False
+    )
     assert stream(agent, "fix it", THREAD) == sent(stream, [snapshot("t1", PLAN_A)])
 
 
 def test_the_second_turn_clears_the_plan_on_the_stream(stream: Stream) -> None:
-    agent = agent_with([tool_calls(write(PLAN_A)), AIMessage("a"), AIMessage("b")])
+    agent = agent_with([tool_calls(todo_write_call(PLAN_A)), AIMessage("a"), AIMessage("b")])
     assert stream(agent, "fix it", THREAD)[-1:] == sent(stream, [snapshot("t1", PLAN_A)])
     assert stream(agent, "thanks", THREAD) == sent(stream, [snapshot("t1", [])])
 
@@ -129,7 +127,7 @@ def test_the_second_turn_clears_the_plan_on_the_stream(stream: Stream) -> None:
 def test_without_a_thread_the_plan_id_is_the_default_one() -> None:
     middleware = TodoWriteMiddleware(allow_parallel_in_progress=False)
     agent = create_agent(
-        ScriptedChatModel(script=[tool_calls(write(PLAN_A)), AIMessage("a")]),
+        ScriptedChatModel(script=[tool_calls(todo_write_call(PLAN_A)), AIMessage("a")]),
         middleware=[middleware],
     )
     assert sync_stream(agent, "fix it", None) == [
@@ -138,20 +136,17 @@ def test_without_a_thread_the_plan_id_is_the_default_one() -> None:
     ]
 
 
-def test_a_reused_call_id_with_another_list_shows_the_new_plan(stream: Stream) -> None:
+@pytest.mark.parametrize("second", [PLAN_B, PLAN_A], ids=["another-list", "a-retry"])
+def test_a_reused_call_id_shows_the_plan_it_recorded(stream: Stream, second: Any) -> None:
     # a provider numbering ids afresh in each response reuses them within a turn: the same
-    # id with another list is a new call, recorded and shown (docs/integrations/README.md)
-    script = [tool_calls(write(PLAN_A)), tool_calls(write(PLAN_B)), AIMessage("done")]
-    chunks = stream(agent_with(script), "fix it", THREAD)
-    assert chunks == sent(
-        stream, [snapshot("t1", []), snapshot("t1", PLAN_A), snapshot("t1", PLAN_B)]
-    )
-
-
-def test_a_retried_call_shows_the_plan_it_recorded(stream: Stream) -> None:
+    # id with another list is a new call, recorded and shown (docs/integrations/README.md);
     # the same id with the same list again is a retry: recorded once, shown as recorded
-    script = [tool_calls(write(PLAN_A)), tool_calls(write(PLAN_A)), AIMessage("done")]
+    script = [
+        tool_calls(todo_write_call(PLAN_A)),
+        tool_calls(todo_write_call(second)),
+        AIMessage("done"),
+    ]
     chunks = stream(agent_with(script), "fix it", THREAD)
     assert chunks == sent(
-        stream, [snapshot("t1", []), snapshot("t1", PLAN_A), snapshot("t1", PLAN_A)]
+        stream, [snapshot("t1", []), snapshot("t1", PLAN_A), snapshot("t1", second)]
     )

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
+
 if sys.version_info < (3, 11):  # pragma: no cover - dev installs llama-index-core on 3.11+ only
     pytest.skip("dev installs llama-index-core on Python 3.11+", allow_module_level=True)
 from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
-from llama_index.core.base.llms.types import ToolCallBlock
 from llama_index.core.llms import ChatMessage, MessageRole
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import ToolOutput
@@ -28,6 +29,7 @@ from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.llama_index import TodoWriteLlamaTool, todo_write_llama_tool
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
+from tests.integrations.scripted_llama_index import Script
 
 # A workflow looks its steps up with inspect.getmembers, which touches pydantic's deprecated
 # attributes of the agent (a pydantic model) when it is built and run: the framework's warnings.
@@ -35,24 +37,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDepre
 
 
 PLAN = {"todos": [{"content": "Read the code", "status": "in_progress"}]}
-
-
-class Script:
-    """A response generator: the first request answers with ``calls``, the next with text."""
-
-    def __init__(self, calls: Sequence[tuple[str, Any]]) -> None:
-        self.calls = calls
-        self.requests: list[tuple[list[ChatMessage], Any]] = []
-
-    def __call__(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatMessage:
-        self.requests.append((list(messages), kwargs.get("tools")))
-        if len(self.requests) == 1 and self.calls:
-            blocks = [
-                ToolCallBlock(tool_call_id=cid, tool_name="todo_write", tool_kwargs=dict(args))
-                for cid, args in self.calls
-            ]
-            return ChatMessage(role=MessageRole.ASSISTANT, blocks=blocks)
-        return ChatMessage(role=MessageRole.ASSISTANT, content="done")
 
 
 def run_agent(tool: Any, script: Script, ctx_user: str | None = None) -> list[Any]:
@@ -81,7 +65,7 @@ class LlamaIndexDriver:
     call_ids = False  # LlamaIndex hands a tool its arguments and the Context, not the call id
 
     def offered(self, *, parallel: bool) -> tuple[str, str, Mapping[str, Any]]:
-        script = Script([])
+        script = Script()
         run_agent(todo_write_llama_tool(allow_parallel_in_progress=parallel, owner="me"), script)
         (tool,) = script.requests[0][1]
         function = tool.metadata.to_openai_tool()["function"]  # what an OpenAI request carries
@@ -91,7 +75,7 @@ class LlamaIndexDriver:
         tool = todo_write_llama_tool(
             allow_parallel_in_progress=False, owner="me", owners=registry_of(session)
         )
-        script = Script(calls)
+        script = Script(*([calls] if calls else []))
         events = run_agent(tool, script)
         # what the model reads: the tool messages of the second request, by call id
         read = {
@@ -168,7 +152,7 @@ def test_react_agents_prompt_carries_our_schema_and_its_loop_records() -> None:
     asyncio.run(run())
     assert f"Tool Args: {json.dumps(parameters(), ensure_ascii=False)}" in prompts[0]
     assert "Observation: Updated todo list: 0 pending, 1 in progress, 0 completed." in prompts[1]
-    written = owners.session("me").latest(["todo/write"])
+    written = owners.session("me").latest([EVENT_TYPE])
     assert written is not None
     assert written["data"] == PLAN
 
@@ -182,8 +166,8 @@ def test_the_owner_is_read_from_the_context_and_lasts_across_runs() -> None:
     )
     run_agent(tool, Script([("c1", PLAN)]), ctx_user="ada")
     run_agent(tool, Script([("c1", {"todos": []})]), ctx_user="bob")
-    ada = owners.session("ada").latest(["todo/write"])
-    bob = owners.session("bob").latest(["todo/write"])
+    ada = owners.session("ada").latest([EVENT_TYPE])
+    bob = owners.session("bob").latest([EVENT_TYPE])
     assert ada is not None
     assert bob is not None
     assert (ada["data"], bob["data"]) == (PLAN, {"todos": []})
@@ -219,7 +203,7 @@ def test_the_sync_call_records_and_refuses_an_awaitable_owner() -> None:
     bad = tool.call(todos=[{"content": "", "status": "pending"}])
     assert bad.is_error
     assert bad.content.startswith("Error:")
-    written = owners.session("me").latest(["todo/write"])
+    written = owners.session("me").latest([EVENT_TYPE])
     assert written is not None
     assert written["data"] == PLAN
 
@@ -266,7 +250,7 @@ def test_the_readme_lines(readme: str) -> None:
         await scope["steps"]()
 
     asyncio.run(run())
-    written = owners.session("ada").latest(["todo/write"])
+    written = owners.session("ada").latest([EVENT_TYPE])
     assert written is not None
     assert written["data"] == PLAN
 

@@ -13,16 +13,15 @@ import asyncio
 import itertools
 import json
 import sys
-from typing import Any
 
 import pytest
+
+from dsh_tool_todo.core.contract import EVENT_TYPE
 
 if sys.version_info < (3, 11):  # pragma: no cover - dev installs llama-index on 3.11+ only
     pytest.skip("dev installs llama-index on Python 3.11+", allow_module_level=True)
 
 from llama_index.core.agent.workflow import FunctionAgent
-from llama_index.core.base.llms.types import ToolCallBlock
-from llama_index.core.llms import ChatMessage, MessageRole
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.memory import ChatMemoryBuffer
 from llama_index.core.tools import FunctionTool
@@ -30,19 +29,11 @@ from llama_index.core.workflow import Context
 
 from dsh_tool_todo.integrations.llama_index import todo_write_llama_tool
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.conftest import todo
+from tests._builders import PLAN_B
+from tests.integrations.compaction_scenario import CALLS
+from tests.integrations.scripted_llama_index import Script, tool_call_steps
 
 pytestmark = pytest.mark.filterwarnings("ignore::pydantic.warnings.PydanticDeprecationWarning")
-
-PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
-PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
-CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("todo_write", {"todos": PLAN_A}),
-    ("todo_write", {"todos": PLAN_B}),
-    ("look", {"path": "a.py"}),
-    ("look", {"path": "b.py"}),
-    ("look", {"path": "c.py"}),
-]
 
 
 def look(path: str) -> str:
@@ -50,25 +41,9 @@ def look(path: str) -> str:
     return f"contents of {path}"
 
 
-class Script:
-    def __init__(self, steps: list[tuple[str, dict[str, Any]] | str]) -> None:
-        self.steps = steps
-        self.requests: list[list[bytes]] = []
-
-    def __call__(self, messages: list[ChatMessage], **kwargs: Any) -> ChatMessage:
-        self.requests.append([m.model_dump_json().encode() for m in messages])
-        step = self.steps[len(self.requests) - 1]
-        if isinstance(step, str):
-            return ChatMessage(role=MessageRole.ASSISTANT, content=step)
-        name, args = step
-        call = ToolCallBlock(tool_call_id=f"call-{len(self.requests)}", tool_name=name)
-        call.tool_kwargs = args
-        return ChatMessage(role=MessageRole.ASSISTANT, blocks=[call])
-
-
 def test_a_run_shows_its_writes_in_every_request_and_a_new_turn_has_no_plan() -> None:
     owners = OwnerRegistry()
-    script = Script([*CALLS, "Fixed.", "Hello."])
+    script = Script(*tool_call_steps(CALLS), "Fixed.", "Hello.")
     agent = FunctionAgent(
         llm=MockFunctionCallingLLM(response_generator=script),
         tools=[
@@ -86,7 +61,7 @@ def test_a_run_shows_its_writes_in_every_request_and_a_new_turn_has_no_plan() ->
         await agent.run("Thanks!", ctx=Context(agent), memory=memory)
 
     asyncio.run(go())
-    run = script.requests[:6]
+    run = script.request_lines[:6]
     # Within the run, each request starts with every byte of the previous one, and each
     # one after the second write still shows it: nothing dropped the plan.
     for before, later in itertools.pairwise(run):
@@ -94,6 +69,6 @@ def test_a_run_shows_its_writes_in_every_request_and_a_new_turn_has_no_plan() ->
     write = json.dumps({"todos": PLAN_B}, separators=(",", ":")).encode()
     assert all(write in b"".join(request) for request in run[2:])
     # The next run is the next user turn: no plan is current, so none is there to show.
-    latest = owners.session("ada").latest(["todo/write", "turn/start"])
+    latest = owners.session("ada").latest([EVENT_TYPE, "turn/start"])
     assert latest is not None
     assert latest["type"] == "turn/start"

@@ -26,9 +26,12 @@ import pytest
 
 from dsh_tool_todo import todo_write_tool
 from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.integrations.mcp import DEFAULT_OWNER, PLAN_URI, build_server
 from dsh_tool_todo.stores.jsonl import current_plan, read_events
 from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name
+from tests._builders import plan
+from tests.integrations.child_import import import_where_finding_fails
 
 DSH_TODO = str(Path(sys.executable).parent / "dsh-todo")
 PLAN = {"todos": [{"content": "Write the adapter", "status": "in_progress"}]}
@@ -156,7 +159,9 @@ def result_of(model: Any) -> dict[str, Any]:
     return {"content": dumped["content"], "isError": dumped["isError"]}
 
 
-def call(server: Any, *calls: dict[str, Any]) -> list[Any]:
+def results_of_calls(server: Any, *calls: dict[str, Any]) -> list[Any]:
+    """The results of ``todo_write`` calls made one after another by a client of ``server``."""
+
     async def run() -> list[Any]:
         async with connected(server) as client:
             return [await client.call_tool("todo_write", args) for args in calls]
@@ -201,18 +206,22 @@ def test_an_unknown_argument_is_refused_with_the_tools_own_text() -> None:
     )
     assert expected.startswith("Error: ")
     assert "merge" in expected
-    (refused,) = call(build_server(allow_parallel_in_progress=False), {**PLAN, "merge": True})
+    (refused,) = results_of_calls(
+        build_server(allow_parallel_in_progress=False), {**PLAN, "merge": True}
+    )
     assert result_of(refused) == text_result(expected, error=True)
 
 
 def test_a_good_call_returns_exactly_the_success_text_and_no_structured_content() -> None:
     owners = OwnerRegistry()
-    (result,) = call(build_server(allow_parallel_in_progress=False, owners=owners), PLAN)
+    (result,) = results_of_calls(
+        build_server(allow_parallel_in_progress=False, owners=owners), PLAN
+    )
     assert result_of(result) == text_result(
         "Updated todo list: 0 pending, 1 in progress, 0 completed.", error=False
     )
     assert "structuredContent" not in wire(result)
-    assert owners.session(DEFAULT_OWNER).latest(["todo/write"])["data"] == PLAN  # type: ignore[index]
+    assert owners.session(DEFAULT_OWNER).latest([EVENT_TYPE])["data"] == PLAN  # type: ignore[index]
 
 
 def test_strict_by_default_parallel_on_request() -> None:
@@ -222,11 +231,11 @@ def test_strict_by_default_parallel_on_request() -> None:
             {"content": "B", "status": "in_progress"},
         ]
     }
-    (strict,) = call(build_server(allow_parallel_in_progress=False), two)
+    (strict,) = results_of_calls(build_server(allow_parallel_in_progress=False), two)
     assert result_of(strict) == text_result(
         contract.TOO_MANY_IN_PROGRESS.format(count=2), error=True
     )
-    (parallel,) = call(build_server(allow_parallel_in_progress=True), two)
+    (parallel,) = results_of_calls(build_server(allow_parallel_in_progress=True), two)
     assert result_of(parallel) == text_result(
         "Updated todo list: 0 pending, 2 in progress, 0 completed.", error=False
     )
@@ -238,7 +247,9 @@ def test_a_failure_to_record_is_an_error_result_with_the_cause_logged(
     owners = OwnerRegistry(tmp_path)
     owners.session(DEFAULT_OWNER).close()  # every append now fails: a ToolFailure
     with caplog.at_level(logging.ERROR, logger="dsh_tool_todo"):
-        (result,) = call(build_server(allow_parallel_in_progress=False, owners=owners), PLAN)
+        (result,) = results_of_calls(
+            build_server(allow_parallel_in_progress=False, owners=owners), PLAN
+        )
     assert result_of(result) == text_result(contract.NOT_RECORDED, error=True)
     (record,) = [r for r in caplog.records if r.name == "dsh_tool_todo"]
     assert "was not recorded" in record.getMessage()
@@ -274,13 +285,7 @@ def test_dsh_todo_mcp_over_stdio_is_durable_resumes_and_refuses_a_second_server(
                 await client.call_tool("todo_write", PLAN),
             ]
             # While this server runs, a second one on the same owner told not to wait is refused.
-            second = subprocess.run(
-                [DSH_TODO, "mcp", *args, "--wait-owner", "0"],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
+            second = run_mcp(*args, "--wait-owner", "0")
             return [listed, *results], second
 
     (listed, refused, recorded), second = asyncio.run(first())
@@ -304,14 +309,19 @@ def test_dsh_todo_mcp_over_stdio_is_durable_resumes_and_refuses_a_second_server(
     assert current_plan(log) == DONE["todos"]
 
 
-def test_owner_and_log_dir_go_together(tmp_path: Path) -> None:
-    run = subprocess.run(
-        [DSH_TODO, "mcp", "--owner", "alice"],
+def run_mcp(*args: str) -> subprocess.CompletedProcess[str]:
+    """``dsh-todo mcp ARGS`` run to its end, with no client on its stdin."""
+    return subprocess.run(
+        [DSH_TODO, "mcp", *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_owner_and_log_dir_go_together(tmp_path: Path) -> None:
+    run = run_mcp("--owner", "alice")
     assert run.returncode == 2
     assert run.stderr == (
         "dsh-todo: error: --log-dir and --owner go together: pass both for a durable plan (the "
@@ -377,12 +387,21 @@ def test_the_schema_on_the_wire_equals_the_printed_one_as_json_values(
     assert tool["description"] == schema_printed()["description"]
 
 
-def test_a_client_gone_mid_call_ends_the_server_quietly_with_status_141(tmp_path: Path) -> None:
-    """The client closes its end of the server's stdout, then sends a call: the answer
-    meets a closed pipe."""
+@pytest.mark.parametrize("subscribed", [False, True], ids=["a-call", "a-notification"])
+def test_a_client_gone_mid_call_ends_the_server_quietly_with_status_141(
+    tmp_path: Path, subscribed: bool
+) -> None:
+    """The client closes its end of the server's stdout, then sends a call: the answer (and,
+    for a subscriber, the notification of the changed plan) meets a closed pipe."""
     errlog = tmp_path / "server.err"
     with raw_server("--log-dir", str(tmp_path), "--owner", "gone", errlog=errlog) as server:
         assert "result" in server.initialize()
+        if subscribed:
+            assert server.request("resources/subscribe", {"uri": PLAN_URI}) == {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "result": {},
+            }
         assert server.process.stdout is not None
         server.process.stdout.close()
         call = {"name": "todo_write", "arguments": PLAN}
@@ -405,18 +424,12 @@ def test_a_client_gone_mid_call_ends_the_server_quietly_with_status_141(tmp_path
 
 def test_an_installed_sdk_that_fails_to_import_is_named_with_the_real_cause() -> None:
     """As mcp 1.19-1.21 fail with today's pydantic: the package is found, its import fails."""
-    code = (
-        "import sys\n"
-        "class Broken:  # the installed mcp is found, but one of its modules fails to import\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'mcp.types':\n"
-        "            raise ImportError(\"cannot import name 'Url' from 'pydantic'\")\n"
-        "sys.meta_path.insert(0, Broken())\n"
-        "from dsh_tool_todo.integrations import MissingExtra\n"
-        "try:\n    import dsh_tool_todo.integrations.mcp\n"
-        "except MissingExtra as error:\n    print(error)\n"
+    run = import_where_finding_fails(  # the installed mcp is found, one of its modules fails
+        "dsh_tool_todo.integrations.mcp",
+        when="name == 'mcp.types'",
+        raises="ImportError(\"cannot import name 'Url' from 'pydantic'\")",
+        catch="MissingExtra",
     )
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     from importlib.metadata import version
 
@@ -528,13 +541,7 @@ def test_wait_owner_is_bounded(tmp_path: Path) -> None:
     async def run() -> subprocess.CompletedProcess[str]:
         async with spawned(*args, errlog=tmp_path / "first.err"):
             started = time.monotonic()
-            refused = subprocess.run(
-                [DSH_TODO, "mcp", *args, "--wait-owner", "1.5"],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
+            refused = run_mcp(*args, "--wait-owner", "1.5")
             assert time.monotonic() - started >= 1.5
             return refused
 
@@ -592,13 +599,7 @@ def test_run_by_hand_on_a_terminal_it_says_what_it_waits_for_and_ctrl_c_ends_it(
 
 @pytest.mark.parametrize("seconds", ["-1", "nan", "inf", "soon"])
 def test_wait_owner_takes_a_finite_number_of_seconds(seconds: str) -> None:
-    run = subprocess.run(
-        [DSH_TODO, "mcp", "--wait-owner", seconds],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_mcp("--wait-owner", seconds)
     assert (run.returncode, run.stdout) == (2, "")
     assert run.stderr.count("\n") == 1
     assert f"must be a finite number of seconds, 0 or more (got {seconds!r})" in run.stderr
@@ -641,13 +642,7 @@ def test_a_call_whose_content_holds_a_lone_surrogate_is_answered(tmp_path: Path)
 def test_a_log_dir_that_is_not_a_directory_is_named_as_such(tmp_path: Path) -> None:
     not_a_directory = tmp_path / "plans"
     not_a_directory.write_text("", encoding="utf-8")
-    run = subprocess.run(
-        [DSH_TODO, "mcp", "--log-dir", str(not_a_directory), "--owner", "alice"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_mcp("--log-dir", str(not_a_directory), "--owner", "alice")
     assert run.returncode == 2
     assert run.stderr == (
         f"dsh-todo: error: --log-dir {not_a_directory}: is not a directory; "
@@ -659,13 +654,7 @@ def test_a_log_dir_that_is_not_a_directory_is_named_as_such(tmp_path: Path) -> N
 @pytest.mark.parametrize("print_config", [[], ["--print-config"]], ids=["serve", "print-config"])
 def test_an_empty_log_dir_is_refused(print_config: list[str]) -> None:
     # Path("") is ".": the server would have written to the client's working directory
-    run = subprocess.run(
-        [DSH_TODO, "mcp", *print_config, "--log-dir", "", "--owner", "alice"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_mcp(*print_config, "--log-dir", "", "--owner", "alice")
     assert (run.returncode, run.stdout) == (2, "")
     assert run.stderr.count("\n") == 1
     assert "argument --log-dir: is empty: name the directory of the session logs" in run.stderr
@@ -677,13 +666,7 @@ def test_a_log_dir_that_cannot_be_made_is_refused_before_anything(
 ) -> None:
     (tmp_path / "a-file").write_text("", encoding="utf-8")
     log_dir = tmp_path / "a-file" / "plans"
-    run = subprocess.run(
-        [DSH_TODO, "mcp", *print_config, "--log-dir", str(log_dir), "--owner", "alice"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    run = run_mcp(*print_config, "--log-dir", str(log_dir), "--owner", "alice")
     assert (run.returncode, run.stdout) == (2, "")
     assert run.stderr == (
         f"dsh-todo: error: --log-dir {log_dir}: cannot be written: {tmp_path / 'a-file'} is not "
@@ -918,10 +901,10 @@ def test_a_huge_unknown_uri_is_refused_with_a_short_message(mode: str) -> None:
 def test_a_burst_of_writes_is_told_in_fewer_updates_and_the_last_read_is_the_last_plan(
     mode: str,
 ) -> None:
+    plans = [plan(f"step {n}") for n in range(30)]
     owners = OwnerRegistry()
-    server = build_server(allow_parallel_in_progress=False, owners=owners)
-    plans = [{"todos": [{"content": f"step {n}", "status": "pending"}]} for n in range(30)]
     updates = Updates()
+    server = build_server(allow_parallel_in_progress=False, owners=owners)
 
     async def run() -> Any:
         async with (
@@ -951,15 +934,15 @@ def test_notifications_are_coalesced_one_at_a_time_and_one_follows_the_last_writ
         release = asyncio.Event()
 
         async def send() -> None:
-            sent.append(session.latest(["todo/write"])["data"])  # type: ignore[index]
+            sent.append(session.latest([EVENT_TYPE])["data"])  # type: ignore[index]
             await release.wait()
 
         await plan.subscribe("connection", send)
-        session.append("todo/write", {"todos": [{"content": "A", "status": "pending"}]})
+        session.append(EVENT_TYPE, {"todos": [{"content": "A", "status": "pending"}]})
         await asyncio.sleep(0)  # the first send starts, and blocks
         assert len(sent) == 1
         for name in "BCDE":
-            session.append("todo/write", {"todos": [{"content": name, "status": "pending"}]})
+            session.append(EVENT_TYPE, {"todos": [{"content": name, "status": "pending"}]})
         session.append("turn/end", {})  # not a plan event: tells nobody
         release.set()
         for _ in range(10):
@@ -1004,33 +987,6 @@ def test_a_subscriber_that_vanishes_is_dropped_and_the_others_go_on(
     # with its client, and the SDK drops a notification to a closed connection without a word,
     # so a handshake-era subscription stays until the server ends (one client per dsh-todo mcp)
     assert len(dropped) == (0 if hasattr(mcp, "Client") else 1)
-
-
-def test_a_subscriber_gone_mid_notification_ends_dsh_todo_mcp_quietly(tmp_path: Path) -> None:
-    errlog = tmp_path / "server.err"
-    with raw_server("--log-dir", str(tmp_path), "--owner", "gone", errlog=errlog) as server:
-        assert "result" in server.initialize()
-        assert server.request("resources/subscribe", {"uri": PLAN_URI}) == {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "result": {},
-        }
-        assert server.process.stdout is not None
-        server.process.stdout.close()
-        call = {"name": "todo_write", "arguments": PLAN}
-        server.send({"id": 99, "method": "tools/call", "params": call})
-        log = tmp_path / owner_file_name("gone")
-        deadline = time.monotonic() + 60
-        while not (log.exists() and current_plan(log) == PLAN["todos"]):
-            assert time.monotonic() < deadline, "the call was never recorded"
-            time.sleep(0.05)
-        time.sleep(0.5)
-        assert server.process.stdin is not None
-        server.process.stdin.close()
-        server.process.wait(timeout=60)
-    assert server.process.returncode == 141  # as for a client gone mid-call: a closed pipe
-    assert errlog.read_text(encoding="utf-8") == ""
-    assert current_plan(log) == PLAN["todos"]
 
 
 @pytest.mark.parametrize("version", ["2024-11-05", "2025-06-18", "2025-11-25"])

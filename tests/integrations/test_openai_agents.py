@@ -18,6 +18,7 @@ from agents.tool_context import ToolContext
 
 from dsh_tool_todo import todo_write_tool
 from dsh_tool_todo.core import contract
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.core.schema import parameters
 from dsh_tool_todo.integrations.openai_agents import todo_write_function_tool
 from dsh_tool_todo.stores.owners import OwnerRegistry
@@ -105,8 +106,8 @@ def test_the_run_context_picks_the_owner() -> None:
     )
     run(tool, [function_call("todo_write", PLAN, call_id="a")], context={"user": "ada"})
     run(tool, [function_call("todo_write", DONE, call_id="b")], context={"user": "bob"})
-    ada = owners.session("ada").latest(["todo/write"])
-    bob = owners.session("bob").latest(["todo/write"])
+    ada = owners.session("ada").latest([EVENT_TYPE])
+    bob = owners.session("bob").latest([EVENT_TYPE])
     assert ada is not None
     assert ada["data"] == {**PLAN, "callId": "a"}
     assert bob is not None
@@ -175,7 +176,7 @@ def test_a_repeated_key_takes_its_last_value_in_the_core_and_in_the_docs() -> No
     )
     text = asyncio.run(tool.on_invoke_tool(context, raw))
     assert text == "Updated todo list: 0 pending, 1 in progress, 0 completed."
-    assert owners.session("me").latest(["todo/write"])["data"] == {  # type: ignore[index]
+    assert owners.session("me").latest([EVENT_TYPE])["data"] == {  # type: ignore[index]
         "todos": [{"content": "B", "status": "in_progress"}],
         "callId": "1",
     }

@@ -13,6 +13,7 @@ from agents.run_config import CallModelData, ModelInputData
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from dsh_tool_todo import UsageError
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.integrations.openai_agents import (
     plan_reminder_filter,
     todo_write_function_tool,
@@ -98,7 +99,7 @@ def test_a_plan_the_input_still_shows_is_not_repeated() -> None:
 
 def test_a_new_turn_clears_the_plan_and_nothing_is_carried_over() -> None:
     owners = OwnerRegistry()
-    owners.session("ada").append("todo/write", {"todos": PLAN_B})
+    owners.session("ada").append(EVENT_TYPE, {"todos": PLAN_B})
     remind = plan_reminder_filter(owner="ada", owners=owners)
     data: Any = CallModelData(
         model_data=ModelInputData(input=[{"role": "user", "content": "hi"}], instructions=None),
@@ -125,7 +126,7 @@ def test_bad_arguments_are_refused() -> None:
 
 def test_what_shows_the_plan_and_what_does_not() -> None:
     owners = OwnerRegistry()
-    owners.session("ada").append("todo/write", {"todos": PLAN_B})
+    owners.session("ada").append(EVENT_TYPE, {"todos": PLAN_B})
     remind = plan_reminder_filter(owner="ada", owners=owners)
     text = plan_reminder(PLAN_B)
     hi: Any = {"role": "user", "content": "hi"}

@@ -31,26 +31,19 @@ def serve_stdio(**kwargs: Any) -> Any:
 
 # adapter module -> (its builder's name, how to call it, what its owner= function receives:
 # None when owner= takes a key only; key_ok False when it takes a function only)
-ADAPTERS: dict[str, list[tuple[str, Callable[..., Any], str | None, bool]]] = {
-    "mcp": [
-        ("build_server", lambda **kw: _get("mcp", "build_server")(**kw), None, True),
-        ("serve_stdio", serve_stdio, None, True),
-    ],
-    "pydantic_ai": [
-        (
-            "todo_write_toolset",
-            lambda **kw: _get("pydantic_ai", "todo_write_toolset")(**kw),
-            "RunContext",
-            False,
-        )
-    ],
+Builder = tuple[str, Callable[..., Any], str | None, bool]
+
+
+def builder(module: str, name: str, receives: str | None, key_ok: bool = True) -> Builder:
+    """``name`` of ``integrations.<module>``, called with the test's keyword arguments."""
+    return (name, lambda **kw: _get(module, name)(**kw), receives, key_ok)
+
+
+ADAPTERS: dict[str, list[Builder]] = {
+    "mcp": [builder("mcp", "build_server", None), ("serve_stdio", serve_stdio, None, True)],
+    "pydantic_ai": [builder("pydantic_ai", "todo_write_toolset", "RunContext", key_ok=False)],
     "openai_agents": [
-        (
-            "todo_write_function_tool",
-            lambda **kw: _get("openai_agents", "todo_write_function_tool")(**kw),
-            "ToolContext",
-            True,
-        ),
+        builder("openai_agents", "todo_write_function_tool", "ToolContext"),
         (
             "plan_reminder_filter",
             lambda allow_parallel_in_progress, **kw: _get("openai_agents", "plan_reminder_filter")(
@@ -60,52 +53,15 @@ ADAPTERS: dict[str, list[tuple[str, Callable[..., Any], str | None, bool]]] = {
             True,
         ),
     ],
-    "agent_framework": [
-        (
-            "TodoWriteProvider",
-            lambda **kw: _get("agent_framework", "TodoWriteProvider")(**kw),
-            "AgentSession",
-            True,
-        )
-    ],
-    "llama_index": [
-        (
-            "todo_write_llama_tool",
-            lambda **kw: _get("llama_index", "todo_write_llama_tool")(**kw),
-            "Context",
-            True,
-        )
-    ],
-    "google_adk": [
-        (
-            "TodoWriteAdkTool",
-            lambda **kw: _get("google_adk", "TodoWriteAdkTool")(**kw),
-            "ToolContext",
-            True,
-        )
-    ],
+    "agent_framework": [builder("agent_framework", "TodoWriteProvider", "AgentSession")],
+    "llama_index": [builder("llama_index", "todo_write_llama_tool", "Context")],
+    "google_adk": [builder("google_adk", "TodoWriteAdkTool", "ToolContext")],
     "strands": [
-        (
-            "todo_write_strands_tool",
-            lambda **kw: _get("strands", "todo_write_strands_tool")(**kw),
-            "Agent",
-            True,
-        ),
-        (
-            "TodoWriteAgentTool",  # what todo_write_strands_tool builds: its errors name that
-            lambda **kw: _get("strands", "TodoWriteAgentTool")(**kw),
-            "Agent",
-            True,
-        ),
+        builder("strands", "todo_write_strands_tool", "Agent"),
+        # what todo_write_strands_tool builds: its errors name that
+        builder("strands", "TodoWriteAgentTool", "Agent"),
     ],
-    "claude_agent_sdk": [
-        (
-            "todo_write_for_claude",
-            lambda **kw: _get("claude_agent_sdk", "todo_write_for_claude")(**kw),
-            None,
-            True,
-        )
-    ],
+    "claude_agent_sdk": [builder("claude_agent_sdk", "todo_write_for_claude", None)],
 }
 # what the builders return, holding the registry they were given (built by the builder)
 NOT_BUILDERS = {

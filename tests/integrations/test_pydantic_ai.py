@@ -6,28 +6,22 @@ import asyncio
 import importlib
 import json
 import logging
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx2
-import pydantic_ai.models
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.messages import (
-    ModelMessage,
     ModelRequest,
-    ModelResponse,
     RetryPromptPart,
-    TextPart,
-    ToolCallPart,
     ToolReturnPart,
 )
 from pydantic_ai.models import override_allow_model_requests
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import FunctionModel
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -43,45 +37,16 @@ from dsh_tool_todo.integrations._extras import MissingExtra
 from dsh_tool_todo.integrations.pydantic_ai import todo_write_toolset
 from dsh_tool_todo.stores.memory import AsyncMemorySession, MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.conftest import todo
+from tests._builders import PLAN_A, PLAN_B, todo, written_plans
+from tests.integrations.scripted_pydantic_ai import (
+    Script,
+    anthropic_model,
+    openai_chat_api,
+    openai_chat_model,
+)
 
-PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
-PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
 BAD = {"todos": PLAN_A, "merge": True}
-
-
-@pytest.fixture(autouse=True)
-def _no_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test may reach a real model API."""
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
-
-
-class Script:
-    """A FunctionModel body: the first request gets the scripted calls, the next ones text."""
-
-    def __init__(self, *calls: Mapping[str, Any] | str) -> None:
-        self.calls = calls
-        self.infos: list[AgentInfo] = []
-        self.requests: list[list[ModelMessage]] = []
-
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.infos.append(info)
-        self.requests.append(list(messages))
-        if len(self.requests) == 1 and self.calls:
-            parts = [
-                ToolCallPart(
-                    "todo_write", dict(args) if isinstance(args, Mapping) else args, f"c{i}"
-                )
-                for i, args in enumerate(self.calls)
-            ]
-            return ModelResponse(parts=parts)
-        return ModelResponse(parts=[TextPart("done")])
-
-    def returns(self) -> list[ToolReturnPart]:
-        """The tool results the model received in its second request."""
-        last = self.requests[1][-1]
-        assert isinstance(last, ModelRequest)
-        return [part for part in last.parts if isinstance(part, ToolReturnPart)]
+pytestmark = pytest.mark.usefixtures("no_model_requests")
 
 
 def run(script: Script, deps: Any, **options: Any) -> Any:
@@ -93,10 +58,6 @@ def run(script: Script, deps: Any, **options: Any) -> Any:
 
 def core_text(args: Any) -> str:
     return todo_write_tool(allow_parallel_in_progress=False).call(args, MemorySession())
-
-
-def written(session: MemorySession) -> list[Any]:
-    return [event["data"]["todos"] for event in session.events if event["type"] == "todo/write"]
 
 
 @pytest.mark.parametrize(
@@ -119,7 +80,7 @@ def test_a_call_is_recorded_in_the_deps_session_and_answered_with_the_success_te
     session = MemorySession()
     script = Script({"todos": PLAN_A})
     assert run(script, session).output == "done"
-    assert written(session) == [PLAN_A]
+    assert written_plans(session) == [PLAN_A]
     (answer,) = script.returns()
     assert (answer.content, answer.outcome) == (core_text({"todos": PLAN_A}), "success")
     assert answer.content == "Updated todo list: 1 pending, 1 in progress, 0 completed."
@@ -132,7 +93,7 @@ def test_raw_json_arguments_reach_our_validation() -> None:
     (answer,) = script.returns()
     assert answer.content == core_text(BAD | {"todos": [todo("A")]})
     assert answer.content.startswith("Error: invalid todos")
-    assert written(session) == []
+    assert written_plans(session) == []
 
 
 def test_the_default_channel_is_tool_failed_with_exactly_the_model_text() -> None:
@@ -141,7 +102,7 @@ def test_the_default_channel_is_tool_failed_with_exactly_the_model_text() -> Non
     run(script, session)
     (answer,) = script.returns()
     assert (answer.content, answer.outcome) == (core_text(BAD), "failed")
-    assert written(session) == []
+    assert written_plans(session) == []
 
 
 def test_the_failed_channel_spends_no_retries() -> None:
@@ -197,7 +158,7 @@ def test_calls_of_one_turn_run_one_at_a_time_in_call_order() -> None:
     plans = [PLAN_A, PLAN_B, [todo("Ship", "in_progress")]]
     script = Script(*({"todos": plan} for plan in plans))
     run(script, session)
-    assert written(session) == plans
+    assert written_plans(session) == plans
     assert session.most_active == 1
     assert [part.tool_call_id for part in script.returns()] == ["c0", "c1", "c2"]
 
@@ -209,7 +170,7 @@ def test_deps_may_carry_the_session_as_an_attribute() -> None:
 
     deps = Deps()
     run(Script({"todos": PLAN_A}), deps)
-    assert written(deps.session) == [PLAN_A]
+    assert written_plans(deps.session) == [PLAN_A]
 
 
 @pytest.mark.parametrize("deps", [None, object(), "a key, but no registry"])
@@ -227,7 +188,7 @@ def test_a_session_function_finds_the_owner_and_may_be_async() -> None:
         return sessions[ctx.deps["user"]]
 
     run(Script({"todos": PLAN_A}), {"user": "u1"}, session=find)
-    assert written(sessions["u1"]) == [PLAN_A]
+    assert written_plans(sessions["u1"]) == [PLAN_A]
 
 
 def test_an_owner_registry_owns_the_plan_by_key(tmp_path: Path) -> None:
@@ -255,7 +216,7 @@ def test_concurrent_runs_of_one_owner_all_record_through_the_registry() -> None:
     asyncio.run(runs())
     session = owners.session("shared")
     assert isinstance(session, MemorySession)
-    assert sorted(map(str, written(session))) == sorted(map(str, plans))
+    assert sorted(map(str, written_plans(session))) == sorted(map(str, plans))
     owners.close()
 
 
@@ -354,7 +315,7 @@ def test_the_openai_request_carries_our_schema_under_strict_mode() -> None:
         "tool_call_id": "c0",
         "content": "Updated todo list: 1 pending, 1 in progress, 0 completed.",
     }
-    assert written(session) == [PLAN_A]
+    assert written_plans(session) == [PLAN_A]
 
 
 def test_a_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -362,23 +323,6 @@ def test_a_missing_framework_names_the_extra(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setitem(sys.modules, "pydantic_ai.toolsets", None)
     with pytest.raises(MissingExtra, match=r"install dsh-tool-todo\[pydantic-ai\]"):
         importlib.import_module("dsh_tool_todo.integrations.pydantic_ai")
-
-
-def test_a_users_own_pydantic_ai_module_is_named_as_hiding_the_framework(tmp_path: Path) -> None:
-    (tmp_path / "pydantic_ai.py").write_text("# the user's own script\n", encoding="utf-8")
-    code = (
-        "from dsh_tool_todo.integrations import MissingExtra\n"
-        "try:\n    import dsh_tool_todo.integrations.pydantic_ai\n"
-        "except MissingExtra as error:\n    print(error)\n"
-    )
-    run = subprocess.run(  # the current directory comes first on sys.path, as for a script
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
-    )
-    assert run.returncode == 0, run.stderr
-    assert run.stdout.startswith(
-        "dsh_tool_todo.integrations.pydantic_ai needs the 'pydantic-ai' extra"
-    )
-    assert "your own 'pydantic_ai' may be hiding it" in run.stdout
 
 
 def no_owner_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -425,23 +369,6 @@ def test_a_toolset_with_an_owner_does_not_warn(caplog: pytest.LogCaptureFixture)
 REFUSED = {"todos": [{"content": "Ship", "status": "done"}]}
 
 
-def openai_chat_api(bodies: list[dict[str, Any]]) -> Any:
-    def answer(request: httpx2.Request) -> httpx2.Response:
-        bodies.append(json.loads(request.content))
-        call = {"id": "c0", "type": "function"}
-        call["function"] = {"name": "todo_write", "arguments": json.dumps(REFUSED)}  # type: ignore[assignment]
-        message = (
-            {"role": "assistant", "content": None, "tool_calls": [call]}
-            if len(bodies) == 1
-            else {"role": "assistant", "content": "done"}
-        )
-        choice = {"index": 0, "finish_reason": "stop", "message": message}
-        body = {"id": "r", "object": "chat.completion", "created": 0, "model": "m"}
-        return httpx2.Response(200, json={**body, "choices": [choice]})
-
-    return answer
-
-
 def anthropic_api(bodies: list[dict[str, Any]]) -> Any:
     def answer(request: httpx2.Request) -> httpx2.Response:
         bodies.append(json.loads(request.content))
@@ -465,26 +392,17 @@ def anthropic_api(bodies: list[dict[str, Any]]) -> Any:
 
 def provider_reads(provider: str, errors: str) -> Any:
     """What the second request to the provider's API carries for the refused call."""
-    from pydantic_ai.models.anthropic import AnthropicModel
-    from pydantic_ai.providers.anthropic import AnthropicProvider
-
     bodies: list[dict[str, Any]] = []
-    api = openai_chat_api(bodies) if provider == "openai" else anthropic_api(bodies)
+    connected = (
+        openai_chat_model(openai_chat_api(bodies, [("todo_write", REFUSED)]))
+        if provider == "openai"
+        else anthropic_model(anthropic_api(bodies))
+    )
 
     async def run_once() -> None:
-        async with httpx2.AsyncClient(transport=httpx2.MockTransport(api)) as client:
-            model: Any
-            if provider == "openai":
-                model = OpenAIChatModel(
-                    "gpt-test", provider=OpenAIProvider(api_key="t", http_client=client)
-                )
-            else:
-                model = AnthropicModel(
-                    "claude-test", provider=AnthropicProvider(api_key="t", http_client=client)
-                )
+        async with connected as model:
             toolset = todo_write_toolset(allow_parallel_in_progress=False, errors=errors)  # type: ignore[arg-type]
-            with override_allow_model_requests(True):
-                await Agent(model, toolsets=[toolset]).run("plan it", deps=MemorySession())
+            await Agent(model, toolsets=[toolset]).run("plan it", deps=MemorySession())
 
     asyncio.run(run_once())
     if provider == "openai":

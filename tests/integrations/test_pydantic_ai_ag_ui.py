@@ -13,14 +13,12 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import httpx
 import jsonpatch  # type: ignore[import-untyped]  # RFC 6902, as AG-UI clients apply it
-import pydantic_ai.models
 import pytest
 from ag_ui.core import (
     ActivitySnapshotEvent,
@@ -36,10 +34,9 @@ from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
-    RetryPromptPart,
     ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.ui.ag_ui import AGUIAdapter
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -47,71 +44,24 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from dsh_tool_todo import UsageError, todo_write_tool
-from dsh_tool_todo.core.contract import TURN_START
+from dsh_tool_todo.core.contract import EVENT_TYPE, TURN_START
 from dsh_tool_todo.integrations.pydantic_ai import AgUiEvents, todo_write_toolset
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.conftest import todo
+from tests._builders import PLAN_A, PLAN_B, todo, written_plans
+from tests.integrations.scripted_pydantic_ai import StreamedScript
 
-PLAN_A = [todo("Read the code", "in_progress"), todo("Fix the bug")]
-PLAN_B = [todo("Read the code", "completed"), todo("Fix the bug", "in_progress")]
 BAD = {"todos": PLAN_A, "merge": True}  # refused: an unknown key
 THREAD = "thread-7"
 EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
-
-
-@pytest.fixture(autouse=True)
-def _no_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
-
-
-class Script:
-    """A streamed FunctionModel: one model turn of tool calls per step, then text.
-
-    A call is its arguments, or a plan (a list) standing for ``{"todos": plan}``.
-    """
-
-    def __init__(self, *steps: list[Any]) -> None:
-        self.steps = steps
-        self.requests: list[list[ModelMessage]] = []
-
-    async def __call__(
-        self, messages: list[ModelMessage], info: AgentInfo
-    ) -> AsyncIterator[str | DeltaToolCalls]:
-        self.requests.append(list(messages))
-        step = len(self.requests) - 1
-        if step < len(self.steps):
-            yield {
-                i: DeltaToolCall(
-                    name="todo_write",
-                    json_args=json.dumps(args if isinstance(args, Mapping) else {"todos": args}),
-                    tool_call_id=f"s{step}c{i}",
-                )
-                for i, args in enumerate(self.steps[step])
-            }
-        else:
-            yield "done"
-
-    def read_by_model(self) -> list[tuple[str, str, Any, str]]:
-        """Every tool answer the model was sent: (call id, outcome, content, the text it reads)."""
-        answers = []
-        for message in self.requests[-1]:
-            if not isinstance(message, ModelRequest):
-                continue
-            for part in message.parts:
-                assert not isinstance(part, RetryPromptPart), part
-                if isinstance(part, ToolReturnPart):
-                    answers.append(
-                        (part.tool_call_id, part.outcome, part.content, part.model_response_str())
-                    )
-        return answers
+pytestmark = pytest.mark.usefixtures("no_model_requests")
 
 
 def _not_streamed(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     raise AssertionError("the AG-UI adapter streams: the model is asked with request_stream")
 
 
-def serve(script: Script, session: MemorySession, ag_ui: AgUiEvents | None) -> Starlette:
+def serve(script: StreamedScript, session: MemorySession, ag_ui: AgUiEvents | None) -> Starlette:
     """An AG-UI app: the adapter line is the toolset; the rest is pydantic-ai's own."""
     agent = Agent(
         FunctionModel(_not_streamed, stream_function=script),
@@ -152,15 +102,13 @@ async def post_run(app: Starlette) -> list[Any]:
     return events
 
 
-def run_app(ag_ui: AgUiEvents | None, *steps: list[Any]) -> tuple[Script, MemorySession, list[Any]]:
-    script = Script(*steps)
+def run_app(
+    ag_ui: AgUiEvents | None, *steps: list[Any]
+) -> tuple[StreamedScript, MemorySession, list[Any]]:
+    script = StreamedScript(*steps)
     session = MemorySession()
     events = asyncio.run(post_run(serve(script, session, ag_ui)))
     return script, session, events
-
-
-def written(session: MemorySession) -> list[Any]:
-    return [event["data"]["todos"] for event in session.events if event["type"] == "todo/write"]
 
 
 def apply_delta(state: dict[str, Any], event: StateDeltaEvent) -> dict[str, Any]:
@@ -181,7 +129,7 @@ def test_the_ui_sees_each_recorded_plan_as_activity_and_state() -> None:
     activities = [event for event in events if isinstance(event, ActivitySnapshotEvent)]
     deltas = [event for event in events if isinstance(event, StateDeltaEvent)]
     # the refused call (unknown key) recorded nothing, so it shows nothing
-    assert written(session) == [PLAN_A, PLAN_B]
+    assert written_plans(session) == [PLAN_A, PLAN_B]
     assert [(a.message_id, a.activity_type, a.replace) for a in activities] == [
         (f"plan:{THREAD}", "PLAN", True)
     ] * 2
@@ -246,7 +194,7 @@ def test_the_model_reads_exactly_what_it_reads_without_the_option() -> None:
     assert results(events) == results(plain_events)
     shown = (ActivitySnapshotEvent, StateDeltaEvent)
     assert not [event for event in plain_events if isinstance(event, shown)]
-    assert written(session) == written(plain_session)
+    assert written_plans(session) == written_plans(plain_session)
 
 
 def test_the_events_ride_only_in_metadata_the_model_never_reads() -> None:
@@ -267,7 +215,7 @@ def test_the_events_ride_only_in_metadata_the_model_never_reads() -> None:
 def test_a_new_conversation_clears_nothing_it_did_not_record() -> None:
     # the toolset appends no turn/start of its own: the UI sees writes only
     _, session, events = run_app("both", [PLAN_A])
-    assert [event["type"] for event in session.events] == ["todo/write"]
+    assert [event["type"] for event in session.events] == [EVENT_TYPE]
     assert TURN_START not in {event["type"] for event in session.events}
     assert len([event for event in events if isinstance(event, ActivitySnapshotEvent)]) == 1
 
@@ -324,7 +272,7 @@ def test_a_lone_surrogate_reaches_the_ui_as_a_replacement_character() -> None:
 
 
 def test_an_owner_registry_toolset_shows_the_plan_too() -> None:
-    script = Script([PLAN_A])
+    script = StreamedScript([PLAN_A])
     with OwnerRegistry() as owners:
         agent = Agent(
             FunctionModel(_not_streamed, stream_function=script),

@@ -6,61 +6,20 @@ import asyncio
 import json
 from typing import Any
 
-import httpx2
-import pydantic_ai.models
 import pytest
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
-from pydantic_ai.models import override_allow_model_requests
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
 
 from dsh_tool_todo import UsageError
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.integrations.pydantic_ai import plan_reminder_processor, todo_write_toolset
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.memory import MemorySession
-from tests.integrations.compaction_scenario import (
-    PLAN_A,
-    PLAN_B,
-    SUMMARY,
-    as_user_message,
-    assert_added_last_and_kept,
-    assert_unchanged_until_the_summary,
-    reminder_text,
-)
+from tests.integrations import compaction_scenario as scenario
+from tests.integrations.scripted_pydantic_ai import openai_chat_api, openai_chat_model
 
-CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("todo_write", {"todos": PLAN_A}),
-    ("todo_write", {"todos": PLAN_B}),
-    ("look", {"path": "a.py"}),
-    ("look", {"path": "b.py"}),
-    ("look", {"path": "c.py"}),  # the answer to the first request after the summary
-]
-
-
-@pytest.fixture(autouse=True)
-def _no_model_requests(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", False)
-
-
-def scripted_api(bodies: list[dict[str, Any]]) -> Any:
-    def answer(request: httpx2.Request) -> httpx2.Response:
-        bodies.append(json.loads(request.content))
-        number = len(bodies)
-        if number <= len(CALLS):
-            name, args = CALLS[number - 1]
-            function = {"name": name, "arguments": json.dumps(args)}
-            call = {"id": f"c{number}", "type": "function", "function": function}
-            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
-            finish = "tool_calls"
-        else:
-            message, finish = {"role": "assistant", "content": "Fixed."}, "stop"
-        choice = {"index": 0, "finish_reason": finish, "message": message}
-        body = {"id": "r", "object": "chat.completion", "created": 0, "model": "m"}
-        return httpx2.Response(200, json={**body, "choices": [choice]})
-
-    return answer
+pytestmark = pytest.mark.usefixtures("no_model_requests")
 
 
 def summarise(messages: list[ModelMessage]) -> list[ModelMessage]:
@@ -68,7 +27,7 @@ def summarise(messages: list[ModelMessage]) -> list[ModelMessage]:
     if len(messages) <= 7:
         return messages
     assert isinstance(messages[-2], ModelResponse)
-    return [ModelRequest(parts=[UserPromptPart(SUMMARY)]), *messages[-2:]]
+    return [ModelRequest(parts=[UserPromptPart(scenario.SUMMARY)]), *messages[-2:]]
 
 
 def look(path: str) -> str:
@@ -80,19 +39,20 @@ def run_agent(*, remind: bool) -> tuple[list[list[bytes]], list[ModelMessage]]:
     bodies: list[dict[str, Any]] = []
 
     async def run_once() -> list[ModelMessage]:
-        async with httpx2.AsyncClient(transport=httpx2.MockTransport(scripted_api(bodies))) as c:
+        async with openai_chat_model(
+            openai_chat_api(bodies, scenario.CALLS, text="Fixed.")
+        ) as model:
             processors: list[Any] = [ProcessHistory(summarise)]
             if remind:  # capabilities run in order: the reminder after the summary
                 processors.append(ProcessHistory(plan_reminder_processor()))
             agent = Agent(
-                OpenAIChatModel("gpt-test", provider=OpenAIProvider(api_key="t", http_client=c)),
+                model,
                 instructions="You fix bugs.",
                 tools=[look],
                 toolsets=[todo_write_toolset(allow_parallel_in_progress=False)],
                 capabilities=processors,
             )
-            with override_allow_model_requests(True):
-                result = await agent.run("Fix the parser bug", deps=MemorySession())
+            result = await agent.run("Fix the parser bug", deps=MemorySession())
             return result.all_messages()
 
     history = asyncio.run(run_once())
@@ -106,11 +66,11 @@ def run_agent(*, remind: bool) -> tuple[list[list[bytes]], list[ModelMessage]]:
 def test_the_plan_is_re_surfaced_once_after_a_summary_and_no_earlier_byte_changes() -> None:
     plain, _ = run_agent(remind=False)
     reminded, history = run_agent(remind=True)
-    text = reminder_text()
-    reminder = as_user_message(text)
-    assert_unchanged_until_the_summary(plain, reminded)
+    text = scenario.reminder_text()
+    reminder = scenario.as_user_message(text)
+    scenario.assert_unchanged_until_the_summary(plain, reminded)
     # pydantic-ai keeps the processed history: the next request starts with all of this one.
-    assert_added_last_and_kept(plain, reminded, reminder)
+    scenario.assert_added_last_and_kept(plain, reminded, reminder)
     shown = [
         part.content
         for message in history
@@ -123,7 +83,7 @@ def test_the_plan_is_re_surfaced_once_after_a_summary_and_no_earlier_byte_change
 
 def test_a_plan_the_messages_still_show_is_not_repeated() -> None:
     reminded, _ = run_agent_without_summary()
-    text = plan_reminder(PLAN_B)
+    text = plan_reminder(scenario.PLAN_B)
     assert all(text.encode() not in b"".join(request) for request in reminded)  # type: ignore[union-attr]
 
 
@@ -131,15 +91,16 @@ def run_agent_without_summary() -> tuple[list[list[bytes]], None]:
     bodies: list[dict[str, Any]] = []
 
     async def run_once() -> None:
-        async with httpx2.AsyncClient(transport=httpx2.MockTransport(scripted_api(bodies))) as c:
+        async with openai_chat_model(
+            openai_chat_api(bodies, scenario.CALLS, text="Fixed.")
+        ) as model:
             agent = Agent(
-                OpenAIChatModel("gpt-test", provider=OpenAIProvider(api_key="t", http_client=c)),
+                model,
                 tools=[look],
                 toolsets=[todo_write_toolset(allow_parallel_in_progress=False)],
                 capabilities=[ProcessHistory(plan_reminder_processor())],
             )
-            with override_allow_model_requests(True):
-                await agent.run("Fix the parser bug", deps=MemorySession())
+            await agent.run("Fix the parser bug", deps=MemorySession())
 
     asyncio.run(run_once())
     assert len(bodies) == 6
@@ -159,11 +120,11 @@ def test_plan_finds_the_plan_elsewhere_and_a_cleared_plan_shows_nothing() -> Non
     assert seen == ["deps"]
 
     session = MemorySession()
-    session.append("todo/write", {"todos": PLAN_A})
+    session.append(EVENT_TYPE, {"todos": scenario.PLAN_A})
     default = plan_reminder_processor()
     added = asyncio.run(default(_ctx(session), messages))
     assert added[-1].parts[-1] == UserPromptPart(
-        plan_reminder(PLAN_A), timestamp=added[-1].parts[-1].timestamp
+        plan_reminder(scenario.PLAN_A), timestamp=added[-1].parts[-1].timestamp
     )  # type: ignore[arg-type,union-attr]
     assert messages[0].parts == [UserPromptPart("hi", timestamp=messages[0].parts[0].timestamp)]
     session.append("turn/start", {})  # a new turn clears the plan: nothing is carried over
@@ -197,7 +158,7 @@ def test_a_malformed_write_in_the_history_shows_no_plan(args: Any) -> None:
     from pydantic_ai.messages import ToolCallPart
 
     session = MemorySession()
-    session.append("todo/write", {"todos": PLAN_A})
+    session.append(EVENT_TYPE, {"todos": scenario.PLAN_A})
     messages: list[ModelMessage] = [
         ModelRequest(parts=[UserPromptPart("hi")]),
         ModelResponse(parts=[ToolCallPart("todo_write", args, tool_call_id="c1")]),
@@ -205,4 +166,4 @@ def test_a_malformed_write_in_the_history_shows_no_plan(args: Any) -> None:
     ]
     added = asyncio.run(plan_reminder_processor()(_ctx(session), messages))
     assert added[:-1] == messages[:-1]
-    assert [part.content for part in added[-1].parts] == ["go on", plan_reminder(PLAN_A)]  # type: ignore[union-attr]
+    assert [part.content for part in added[-1].parts] == ["go on", plan_reminder(scenario.PLAN_A)]  # type: ignore[union-attr]

@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import FunctionModel
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.scripted_langchain import ScriptedChatModel, tool_calls
@@ -78,7 +79,7 @@ def test_the_openai_agents_lines(readme: str) -> None:
     agent = namespace["agent"].clone(model=model)
     config = RunConfig(tracing_disabled=True)
     asyncio.run(Runner.run(agent, "Fix it", context={"user": "ada"}, run_config=config))
-    written = owners.session("ada").latest(["todo/write"])
+    written = owners.session("ada").latest([EVENT_TYPE])
     assert written is not None
     assert written["data"] == {"todos": PLAN, "callId": "c1"}
 
@@ -86,15 +87,15 @@ def test_the_openai_agents_lines(readme: str) -> None:
 @pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="dev installs it on Python 3.11+")
 def test_the_strands_lines(readme: str) -> None:
-    from tests.integrations.test_strands import ScriptedModel as StrandsModel
+    from tests.integrations.scripted_strands import ScriptedModel as StrandsModel
 
     owners = OwnerRegistry()
     model = StrandsModel([[("t1", {"todos": PLAN})], "On it."])
     namespace: dict[str, Any] = {"owners": owners, "model": model, "user_id": "ada"}
     exec("from strands import Agent\n" + lines(readme, "Strands Agents"), namespace)
     namespace["agent"]("Fix it")
-    assert [event["type"] for event in owners.session("ada").events] == ["turn/start", "todo/write"]
-    written = owners.session("ada").latest(["todo/write"])
+    assert [event["type"] for event in owners.session("ada").events] == ["turn/start", EVENT_TYPE]
+    written = owners.session("ada").latest([EVENT_TYPE])
     assert written is not None
     assert written["data"] == {"todos": PLAN, "callId": "t1"}
 
@@ -120,7 +121,7 @@ def test_the_claude_agent_sdk_lines(readme: str) -> None:
 
     result = asyncio.run(asyncio.wait_for(run(), 60))
     assert result["isError"] is False
-    assert [event["type"] for event in owners.session("ada").events] == ["turn/start", "todo/write"]
+    assert [event["type"] for event in owners.session("ada").events] == ["turn/start", EVENT_TYPE]
     assert namespace["todo"].tool_name == "mcp__todo__todo_write"
 
 
@@ -140,8 +141,8 @@ def test_the_agent_framework_lines(readme: str) -> None:
     asyncio.run(agent.run("Fix it", session=session))
     assert [event["type"] for event in owners.session(session.session_id).events] == [
         "turn/start",
-        "todo/write",
+        EVENT_TYPE,
     ]
-    written = owners.session(session.session_id).latest(["todo/write"])
+    written = owners.session(session.session_id).latest([EVENT_TYPE])
     assert written is not None
     assert written["data"] == {"todos": PLAN, "callId": "t1"}

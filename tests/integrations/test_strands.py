@@ -1,9 +1,5 @@
-"""The Strands Agents adapter, through Strands' real Agent loop with a scripted model.
-
-The model is a ``strands.models.Model`` subclass yielding converse-stream events
-(what every Strands provider turns its API's stream into); everything between it
-and the tool (the event loop, the concurrent tool executor, the hooks) is Strands'.
-"""
+"""The Strands Agents adapter, through Strands' real Agent loop with a scripted model
+(``tests/integrations/scripted_strands.py``)."""
 
 from __future__ import annotations
 
@@ -11,63 +7,25 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
+
 if sys.version_info < (3, 11):  # pragma: no cover - dev installs strands-agents on 3.11+ only
     pytest.skip("dev installs strands-agents on Python 3.11+", allow_module_level=True)
 from strands import Agent
-from strands.models import Model
 
 from dsh_tool_todo.core import contract
 from dsh_tool_todo.integrations.strands import TodoWriteAgentTool, todo_write_strands_tool
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
+from tests.integrations.scripted_strands import ScriptedModel
 
 PLAN = {"todos": [{"content": "Read the code", "status": "in_progress"}]}
-
-
-class ScriptedModel(Model):
-    """Answers each request with the next scripted message: tool uses or a text."""
-
-    def __init__(self, script: Sequence[Sequence[tuple[str, Any]] | str]) -> None:
-        self.script = list(script)
-        self.requests: list[dict[str, Any]] = []
-
-    def update_config(self, **model_config: Any) -> None:
-        pass
-
-    def get_config(self) -> Any:
-        return {}
-
-    def structured_output(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    async def stream(  # type: ignore[override]
-        self,
-        messages: Any,
-        tool_specs: Any = None,
-        system_prompt: str | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[dict[str, Any]]:
-        self.requests.append({"messages": json.loads(json.dumps(messages)), "tools": tool_specs})
-        step = self.script.pop(0)
-        yield {"messageStart": {"role": "assistant"}}
-        if isinstance(step, str):
-            yield {"contentBlockDelta": {"delta": {"text": step}}}
-            yield {"contentBlockStop": {}}
-            yield {"messageStop": {"stopReason": "end_turn"}}
-            return
-        for call_id, args in step:
-            start = {"toolUse": {"toolUseId": call_id, "name": "todo_write"}}
-            yield {"contentBlockStart": {"start": start}}
-            raw = args if isinstance(args, str) else json.dumps(args)
-            yield {"contentBlockDelta": {"delta": {"toolUse": {"input": raw}}}}
-            yield {"contentBlockStop": {}}
-        yield {"messageStop": {"stopReason": "tool_use"}}
 
 
 def results_of(model: ScriptedModel, request: int = -1) -> dict[str, dict[str, Any]]:
@@ -153,13 +111,13 @@ def test_the_owner_is_read_from_the_agent_and_hooks_start_a_turn_per_invocation(
         model=model, tools=[tool], hooks=[tool], state={"user": "ada"}, callback_handler=None
     )
     asyncio.run(agent.invoke_async("plan it"))
-    latest = owners.session("ada").latest(["todo/write", "turn/start"])
+    latest = owners.session("ada").latest([EVENT_TYPE, "turn/start"])
     assert latest is not None
     assert latest["data"]["todos"] == PLAN["todos"]
     asyncio.run(agent.invoke_async("thanks"))  # the next user request: the plan clears
     assert [e["type"] for e in owners.session("ada").events] == [
         "turn/start",
-        "todo/write",
+        EVENT_TYPE,
         "turn/start",
     ]
 

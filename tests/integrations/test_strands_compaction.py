@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
@@ -15,21 +13,13 @@ if sys.version_info < (3, 11):  # pragma: no cover - dev installs strands-agents
     pytest.skip("dev installs strands-agents on Python 3.11+", allow_module_level=True)
 from strands import Agent, tool
 from strands.agent.conversation_manager import SummarizingConversationManager
-from strands.models import Model
-from strands.types.exceptions import ContextWindowOverflowException
 
 from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.strands import todo_write_strands_tool
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.integrations.compaction_scenario import (
-    CALLS,
-    PLAN_B,
-    SUMMARY,
-    SYSTEM,
-    assert_unchanged_until_the_summary,
-    reminder_text,
-)
+from tests.integrations import compaction_scenario as scenario
+from tests.integrations.scripted_strands import ScriptedModel, tool_use_steps
 
 
 @tool
@@ -38,58 +28,11 @@ def look(path: str) -> str:
     return f"contents of {path}"
 
 
-class ScriptedModel(Model):
-    """Answers with the next scripted call, or a text; ``overflow_at`` raises a context
-    overflow once on that request, as a provider does when the prompt is too long."""
-
-    def __init__(self, script: list[tuple[str, dict[str, Any]] | str], overflow_at: int = 0):
-        self.script = script
-        self.overflow_at = overflow_at
-        self.requests: list[list[bytes]] = []
-
-    def update_config(self, **model_config: Any) -> None:
-        pass
-
-    def get_config(self) -> Any:
-        return {}
-
-    def structured_output(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError
-
-    async def stream(  # type: ignore[override]
-        self,
-        messages: Any,
-        tool_specs: Any = None,
-        system_prompt: str | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[dict[str, Any]]:
-        if len(self.requests) + 1 == self.overflow_at:
-            self.overflow_at = 0
-            raise ContextWindowOverflowException("prompt is too long")
-        # one line of bytes per message, the system prompt first, as a provider reads them
-        self.requests.append(
-            [json.dumps(system_prompt).encode()]
-            + [json.dumps(m, sort_keys=True).encode() for m in messages]
-        )
-        step = self.script[len(self.requests) - 1]
-        yield {"messageStart": {"role": "assistant"}}
-        if isinstance(step, str):
-            yield {"contentBlockDelta": {"delta": {"text": step}}}
-            yield {"contentBlockStop": {}}
-            yield {"messageStop": {"stopReason": "end_turn"}}
-            return
-        name, args = step
-        number = len(self.requests)
-        start = {"toolUse": {"toolUseId": f"call-{number}", "name": name}}
-        yield {"contentBlockStart": {"start": start}}
-        yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(args)}}}}
-        yield {"contentBlockStop": {}}
-        yield {"messageStop": {"stopReason": "tool_use"}}
-
-
 def run_agent(*, remind: bool, overflow: bool = True) -> tuple[list[list[bytes]], Agent]:
-    model = ScriptedModel([*CALLS, "Fixed."], overflow_at=5 if overflow else 0)
-    summariser = Agent(model=ScriptedModel([SUMMARY]), callback_handler=None)
+    model = ScriptedModel(
+        [*tool_use_steps(scenario.CALLS), "Fixed."], overflow_at=5 if overflow else 0
+    )
+    summariser = Agent(model=ScriptedModel([scenario.SUMMARY]), callback_handler=None)
     todo_tool = todo_write_strands_tool(
         allow_parallel_in_progress=False,
         owner="ada",
@@ -98,7 +41,7 @@ def run_agent(*, remind: bool, overflow: bool = True) -> tuple[list[list[bytes]]
     )
     agent = Agent(
         model=model,
-        system_prompt=SYSTEM,
+        system_prompt=scenario.SYSTEM,
         tools=[todo_tool, look],
         hooks=[todo_tool],
         callback_handler=None,
@@ -108,19 +51,19 @@ def run_agent(*, remind: bool, overflow: bool = True) -> tuple[list[list[bytes]]
         ),
     )
     asyncio.run(agent.invoke_async("Fix the parser bug"))
-    return model.requests, agent
+    return model.request_lines, agent
 
 
 def test_the_plan_is_re_surfaced_once_after_a_summary_and_no_earlier_byte_changes() -> None:
     plain, _ = run_agent(remind=False)
     reminded, agent = run_agent(remind=True)
-    text = reminder_text()
+    text = scenario.reminder_text()
     block = json.dumps({"text": text}).encode()
-    assert_unchanged_until_the_summary(plain, reminded)
+    scenario.assert_unchanged_until_the_summary(plain, reminded)
     # The reminder is a text block at the end of the newest message; every byte before
     # that message is as without it, the system prompt first and unchanged.
     assert reminded[4][:-1] == plain[4][:-1]
-    assert reminded[4][0] == reminded[0][0] == json.dumps(SYSTEM).encode()
+    assert reminded[4][0] == reminded[0][0] == json.dumps(scenario.SYSTEM).encode()
     newest = json.loads(reminded[4][-1])
     assert newest["content"][-1] == {"text": text}
     assert {**newest, "content": newest["content"][:-1]} == json.loads(plain[4][-1])
@@ -143,9 +86,9 @@ def test_a_new_invocation_clears_the_plan_and_nothing_is_carried_over() -> None:
     agent.messages[:] = agent.messages[-1:]  # as if trimmed: no write left in the messages
     agent.model = model = ScriptedModel(["Hello."])
     asyncio.run(agent.invoke_async("Something else"))
-    text = plan_reminder(PLAN_B)
+    text = plan_reminder(scenario.PLAN_B)
     assert text is not None
-    assert text.encode() not in b"".join(model.requests[0])
+    assert text.encode() not in b"".join(model.request_lines[0])
 
 
 def test_a_non_bool_option_is_refused() -> None:

@@ -17,8 +17,7 @@ from agents import Agent as OpenAIAgent
 from agents import RunConfig, Runner
 from agents.testing import ScriptedModel, assistant_message, function_call
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.toolsets import FunctionToolset
 
 from dsh_tool_todo.errors import UsageError
@@ -28,10 +27,13 @@ from dsh_tool_todo.plans.fleet import FleetNode, read_fleet
 from dsh_tool_todo.stores import open_reader
 from dsh_tool_todo.stores.jsonl import read_events
 from dsh_tool_todo.stores.owners import OwnerRegistry
+from tests._builders import plan
+from tests.integrations.scripted_pydantic_ai import replying
 
 
-def plan(content: str) -> dict[str, Any]:
-    return {"todos": [{"content": content, "status": "in_progress"}]}
+def started(content: str) -> dict[str, Any]:
+    """A call's arguments: a plan of one todo, in progress."""
+    return plan(content, status="in_progress")
 
 
 def tree(directory: Path) -> list[tuple[int, str, str | None, tuple[str, ...]]]:
@@ -67,7 +69,7 @@ def delegating_lead(todo: Any, research: Any) -> OpenAIAgent[Any]:
         name="lead",
         model=ScriptedModel(
             [
-                [function_call("todo_write", plan("Delegate"), call_id="l1")],
+                [function_call("todo_write", started("Delegate"), call_id="l1")],
                 [function_call("research", {"input": "q"}, call_id="l2")],
                 [assistant_message("done")],
             ]
@@ -85,7 +87,7 @@ def test_openai_agents_as_tools_give_each_sub_agent_a_linked_plan(tmp_path: Path
             name="checker",
             model=ScriptedModel(
                 [
-                    [function_call("todo_write", plan("Check a source"), call_id="k1")],
+                    [function_call("todo_write", started("Check a source"), call_id="k1")],
                     [assistant_message("checked")],
                 ]
             ),
@@ -95,7 +97,7 @@ def test_openai_agents_as_tools_give_each_sub_agent_a_linked_plan(tmp_path: Path
             name="researcher",
             model=ScriptedModel(
                 [
-                    [function_call("todo_write", plan("Search"), call_id="r1")],
+                    [function_call("todo_write", started("Search"), call_id="r1")],
                     [function_call("check", {"input": "it"}, call_id="r2")],
                     [assistant_message("found")],
                 ]
@@ -140,41 +142,51 @@ def test_linked_agent_tool_refuses_what_is_not_a_function_tool() -> None:
 # --- pydantic-ai: a tool that runs another agent ----------------------------------------
 
 
-def scripted(*responses: ModelResponse) -> FunctionModel:
-    queue = list(responses)
-
-    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        return queue.pop(0)
-
-    return FunctionModel(respond)
+def call(name: str, args: Any, call_id: str) -> ModelResponse:
+    """A model turn calling one tool."""
+    return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=call_id)])
 
 
-def test_pydantic_ai_delegation_gives_the_sub_agent_a_linked_plan(tmp_path: Path) -> None:
-    owners = OwnerRegistry(tmp_path)
-    todo = todo_write_toolset(allow_parallel_in_progress=False, owners=owners)
-    researcher = Agent(
-        scripted(
-            ModelResponse(parts=[ToolCallPart("todo_write", plan("Search"), tool_call_id="r1")]),
-            ModelResponse(parts=[TextPart("found")]),
-        ),
-        name="researcher",
+def said(text: str) -> ModelResponse:
+    """A model turn answering ``text``."""
+    return ModelResponse(parts=[TextPart(text)])
+
+
+def planning_agent(name: str, toolset: Any, content: str, call_id: str, answer: str) -> Any:
+    """A sub-agent whose model writes a plan of ``content`` (call ``call_id``), then answers."""
+    return Agent(
+        replying(call("todo_write", started(content), call_id), said(answer)),
+        name=name,
         deps_type=str,
-        toolsets=[todo],
+        toolsets=[toolset],
     )
+
+
+def linked_research_lead(owners: OwnerRegistry, *turns: ModelResponse) -> Any:
+    """A lead agent whose model takes ``turns``, with a linked tool ``research`` running a
+    researcher that plans "Search"; both record through ``owners``."""
+    todo = todo_write_toolset(allow_parallel_in_progress=False, owners=owners)
+    researcher = planning_agent("researcher", todo, "Search", "r1", "found")
 
     async def research(ctx: RunContext[str], question: str) -> str:
         result = await researcher.run(question, deps=ctx.deps, usage=ctx.usage)
         return result.output
 
-    lead = Agent(
-        scripted(
-            ModelResponse(parts=[ToolCallPart("todo_write", plan("Delegate"), tool_call_id="l1")]),
-            ModelResponse(parts=[ToolCallPart("research", {"question": "q"}, tool_call_id="l2")]),
-            ModelResponse(parts=[TextPart("done")]),
-        ),
+    return Agent(
+        replying(*turns),
         name="lead",
         deps_type=str,
         toolsets=[todo, linked_toolset(FunctionToolset([research]))],
+    )
+
+
+def test_pydantic_ai_delegation_gives_the_sub_agent_a_linked_plan(tmp_path: Path) -> None:
+    owners = OwnerRegistry(tmp_path)
+    lead = linked_research_lead(
+        owners,
+        call("todo_write", started("Delegate"), "l1"),
+        call("research", {"question": "q"}, "l2"),
+        said("done"),
     )
     result = asyncio.run(lead.run("go", deps="bob\n"))
     owners.close()
@@ -194,31 +206,10 @@ def test_a_delegating_call_id_no_link_can_hold_links_the_sub_agent_without_it(
     tmp_path: Path, call_id: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     owners = OwnerRegistry(tmp_path)
-    todo = todo_write_toolset(allow_parallel_in_progress=False, owners=owners)
-    researcher = Agent(
-        scripted(
-            ModelResponse(parts=[ToolCallPart("todo_write", plan("Search"), tool_call_id="r1")]),
-            ModelResponse(parts=[TextPart("found")]),
-        ),
-        name="researcher",
-        deps_type=str,
-        toolsets=[todo],
-    )
-
-    async def research(ctx: RunContext[str], question: str) -> str:
-        result = await researcher.run(question, deps=ctx.deps, usage=ctx.usage)
-        return result.output
-
-    lead = Agent(
-        scripted(
-            ModelResponse(
-                parts=[ToolCallPart("research", {"question": "q"}, tool_call_id=call_id)]
-            ),
-            ModelResponse(parts=[TextPart("done")]),
-        ),
-        name="lead",
-        deps_type=str,
-        toolsets=[todo, linked_toolset(FunctionToolset([research]))],
+    lead = linked_research_lead(
+        owners,
+        call("research", {"question": "q"}, call_id),
+        said("done"),
     )
     with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
         result = asyncio.run(lead.run("go", deps="bob"))
@@ -226,7 +217,7 @@ def test_a_delegating_call_id_no_link_can_hold_links_the_sub_agent_without_it(
     assert result.output == "done"
     assert head(tmp_path / "bob%2fresearcher.jsonl")["data"] == {"parent": "bob"}
     written = read_events(tmp_path / "bob%2fresearcher.jsonl")[1]["data"]
-    assert written["todos"] == plan("Search")["todos"]
+    assert written["todos"] == started("Search")["todos"]
     (record,) = [r for r in caplog.records if r.name == "dsh_tool_todo"]
     assert "linked without its parent's call id: parent_call_id must" in record.getMessage()
 
@@ -235,24 +226,16 @@ def test_without_the_wrapper_a_sub_agent_shares_its_parents_plan(tmp_path: Path)
     """What linked_toolset changes: the same deps and no wrapper write one session."""
     owners = OwnerRegistry(tmp_path)
     todo = todo_write_toolset(allow_parallel_in_progress=False, owners=owners)
-    helper = Agent(
-        scripted(
-            ModelResponse(parts=[ToolCallPart("todo_write", plan("Sub"), tool_call_id="h1")]),
-            ModelResponse(parts=[TextPart("ok")]),
-        ),
-        name="helper",
-        deps_type=str,
-        toolsets=[todo],
-    )
+    helper = planning_agent("helper", todo, "Sub", "h1", "ok")
 
     async def delegate(ctx: RunContext[str]) -> str:
         return (await helper.run("x", deps=ctx.deps, usage=ctx.usage)).output
 
     lead = Agent(
-        scripted(
-            ModelResponse(parts=[ToolCallPart("todo_write", plan("Top"), tool_call_id="l1")]),
-            ModelResponse(parts=[ToolCallPart("delegate", {}, tool_call_id="l2")]),
-            ModelResponse(parts=[TextPart("done")]),
+        replying(
+            call("todo_write", started("Top"), "l1"),
+            call("delegate", {}, "l2"),
+            said("done"),
         ),
         name="lead",
         deps_type=str,

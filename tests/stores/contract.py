@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import pytest
 
 import dsh_tool_todo
-from dsh_tool_todo.core.contract import CALL_ID_KEY
+from dsh_tool_todo.core.contract import CALL_ID_KEY, EVENT_TYPE
 from dsh_tool_todo.errors import InvalidLog, LinkConflict, TodoError, UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.protocols import StoreSession
@@ -27,7 +27,7 @@ from dsh_tool_todo.protocols import StoreSession
 Event = dict[str, Any]
 Opener = Callable[[], StoreSession]
 
-RESUME = ("todo/write", "turn/start")
+RESUME = (EVENT_TYPE, "turn/start")
 PLAN = [
     {"content": "Read the report command", "status": "completed"},
     {"content": "Add the --json flag", "status": "in_progress"},
@@ -44,7 +44,7 @@ HOSTILE_DATA = {
 OTHER_PLAN = [{"content": "Ship it", "status": "pending"}]
 
 
-def write(plan: list[dict[str, str]], call: str | None = None) -> dict[str, Any]:
+def write_data(plan: list[dict[str, str]], call: str | None = None) -> dict[str, Any]:
     """A todo/write's data as the tool records it, with the call id when there is one."""
     return {"todos": plan} if call is None else {"todos": plan, CALL_ID_KEY: call}
 
@@ -123,7 +123,7 @@ class SessionContract(abc.ABC):
         with open_session() as session, caplog.at_level(logging.ERROR, "dsh_tool_todo"):
             session.subscribe(broken)
             session.subscribe(lambda event: heard.append(event["seq"]))
-            event = session.append("todo/write", {"todos": PLAN})
+            event = session.append(EVENT_TYPE, {"todos": PLAN})
             assert session.latest(RESUME) == event
         assert heard == [0]
         assert "redraw failed" in caplog.text
@@ -139,18 +139,18 @@ class SessionContract(abc.ABC):
 
     def test_latest_is_the_newest_event_of_the_given_types(self, open_session: Opener) -> None:
         with open_session() as session:
-            session.append("todo/write", {"todos": PLAN})
+            session.append(EVENT_TYPE, {"todos": PLAN})
             start = session.append("turn/start", {})
             session.append("note", {})
             assert session.latest(RESUME) == start
-            assert session.latest(["todo/write"]) == {
+            assert session.latest([EVENT_TYPE]) == {
                 "seq": 0,
-                "type": "todo/write",
+                "type": EVENT_TYPE,
                 "data": {"todos": PLAN},
             }
-            assert session.latest(["todo/write", "turn/start"]) == start
+            assert session.latest([EVENT_TYPE, "turn/start"]) == start
             with pytest.raises(UsageError, match="collection of event types"):
-                session.latest("todo/write")
+                session.latest(EVENT_TYPE)
 
     def test_a_closed_session_refuses_appends(self, open_session: Opener) -> None:
         with open_session() as session:
@@ -160,8 +160,8 @@ class SessionContract(abc.ABC):
 
     def test_hostile_content_round_trips_with_its_key_order(self, open_session: Opener) -> None:
         with open_session() as session:
-            session.append("todo/write", HOSTILE_DATA)
-            read = session.latest(["todo/write"])
+            session.append(EVENT_TYPE, HOSTILE_DATA)
+            read = session.latest([EVENT_TYPE])
         assert read is not None
         assert repr(read["data"]) == repr(HOSTILE_DATA)
 
@@ -238,9 +238,11 @@ class SessionContract(abc.ABC):
         with open_session() as session:
             session.append("turn/start", {})
             session.subscribe(lambda event: heard.append(event["seq"]))
-            first = session.append("todo/write", write(PLAN, "call_1"))
-            again = session.append("todo/write", write(PLAN, "call_1"))
-            assert again == first == {"seq": 1, "type": "todo/write", "data": write(PLAN, "call_1")}
+            first = session.append(EVENT_TYPE, write_data(PLAN, "call_1"))
+            again = session.append(EVENT_TYPE, write_data(PLAN, "call_1"))
+            assert (
+                again == first == {"seq": 1, "type": EVENT_TYPE, "data": write_data(PLAN, "call_1")}
+            )
             assert session.append("note", {})["seq"] == 2  # the seq was not consumed
             assert session.latest(RESUME) == first
         assert heard == [1, 2]  # the repeat told no listener: nothing happened
@@ -248,25 +250,27 @@ class SessionContract(abc.ABC):
     def test_a_call_id_counts_once_per_turn_not_per_session(self, open_session: Opener) -> None:
         # Providers number calls afresh in every response (call_0, call_1, ...).
         with open_session() as session:
-            before = session.append("todo/write", write(PLAN, "call_0"))  # before any turn
-            assert session.append("todo/write", write(PLAN, "call_0")) == before
+            before = session.append(EVENT_TYPE, write_data(PLAN, "call_0"))  # before any turn
+            assert session.append(EVENT_TYPE, write_data(PLAN, "call_0")) == before
             session.append("turn/start", {})
-            first = session.append("todo/write", write(PLAN, "call_0"))
+            first = session.append(EVENT_TYPE, write_data(PLAN, "call_0"))
             assert first["seq"] == 2
             session.append("turn/start", {})
-            assert session.append("todo/write", write(OTHER_PLAN, "call_0"))["seq"] == 4
-            assert session.append("todo/write", write(OTHER_PLAN, "call_0"))["seq"] == 4
+            assert session.append(EVENT_TYPE, write_data(OTHER_PLAN, "call_0"))["seq"] == 4
+            assert session.append(EVENT_TYPE, write_data(OTHER_PLAN, "call_0"))["seq"] == 4
 
     def test_a_different_call_id_with_the_same_todos_is_a_new_call(
         self, open_session: Opener
     ) -> None:
         with open_session() as session:
             session.append("turn/start", {})
-            assert session.append("todo/write", write(PLAN, "call_1"))["seq"] == 1
-            assert session.append("todo/write", write(PLAN, "call_2"))["seq"] == 2
-            assert session.append("todo/write", write(PLAN))["seq"] == 3
-            assert session.append("todo/write", write(PLAN))["seq"] == 4  # no id: never one call
-            assert session.append("note", write(PLAN, "call_1"))["seq"] == 5  # not a todo/write
+            assert session.append(EVENT_TYPE, write_data(PLAN, "call_1"))["seq"] == 1
+            assert session.append(EVENT_TYPE, write_data(PLAN, "call_2"))["seq"] == 2
+            assert session.append(EVENT_TYPE, write_data(PLAN))["seq"] == 3
+            assert session.append(EVENT_TYPE, write_data(PLAN))["seq"] == 4  # no id: never one call
+            assert (
+                session.append("note", write_data(PLAN, "call_1"))["seq"] == 5
+            )  # not a todo/write
 
     def test_a_repeated_call_id_with_another_plan_is_a_new_call_and_is_recorded(
         self, open_session: Opener
@@ -277,9 +281,13 @@ class SessionContract(abc.ABC):
         with open_session() as session:
             session.subscribe(lambda event: heard.append(event["seq"]))
             session.append("turn/start", {})
-            session.append("todo/write", write(PLAN, "call_1"))
-            second = session.append("todo/write", write(OTHER_PLAN, "call_1"))
-            assert second == {"seq": 2, "type": "todo/write", "data": write(OTHER_PLAN, "call_1")}
+            session.append(EVENT_TYPE, write_data(PLAN, "call_1"))
+            second = session.append(EVENT_TYPE, write_data(OTHER_PLAN, "call_1"))
+            assert second == {
+                "seq": 2,
+                "type": EVENT_TYPE,
+                "data": write_data(OTHER_PLAN, "call_1"),
+            }
             assert session.latest(RESUME) == second
             assert session.append("note", {})["seq"] == 3
         assert heard == [0, 1, 2, 3]
@@ -289,14 +297,14 @@ class SessionContract(abc.ABC):
     ) -> None:
         with open_session() as session:
             session.append("turn/start", {})
-            first = session.append("todo/write", write(PLAN, "call_0"))
-            other = session.append("todo/write", write(OTHER_PLAN, "call_0"))
-            session.append("todo/write", write(OTHER_PLAN, "call_1"))
-            assert session.append("todo/write", write(PLAN, "call_0")) == first
-            assert session.append("todo/write", write(OTHER_PLAN, "call_0")) == other
-            assert session.append("todo/write", write(OTHER_PLAN, "call_1"))["seq"] == 3
+            first = session.append(EVENT_TYPE, write_data(PLAN, "call_0"))
+            other = session.append(EVENT_TYPE, write_data(OTHER_PLAN, "call_0"))
+            session.append(EVENT_TYPE, write_data(OTHER_PLAN, "call_1"))
+            assert session.append(EVENT_TYPE, write_data(PLAN, "call_0")) == first
+            assert session.append(EVENT_TYPE, write_data(OTHER_PLAN, "call_0")) == other
+            assert session.append(EVENT_TYPE, write_data(OTHER_PLAN, "call_1"))["seq"] == 3
             reordered = {CALL_ID_KEY: "call_0", "todos": [dict(reversed(t.items())) for t in PLAN]}
-            assert session.append("todo/write", reordered) == first  # equal data: one call
+            assert session.append(EVENT_TYPE, reordered) == first  # equal data: one call
             assert session.append("note", {})["seq"] == 4  # no seq was consumed by a retry
 
     @pytest.mark.parametrize("call", [7, None, ["call_1"], ""])
@@ -307,7 +315,7 @@ class SessionContract(abc.ABC):
             with pytest.raises(
                 UsageError, match="callId must be the tool call's id as a non-empty str"
             ):
-                session.append("todo/write", {"todos": PLAN, CALL_ID_KEY: call})
+                session.append(EVENT_TYPE, {"todos": PLAN, CALL_ID_KEY: call})
             assert session.latest(RESUME) is None
             assert session.append("note", {})["seq"] == 0
 
@@ -316,15 +324,15 @@ class SessionContract(abc.ABC):
         self, open_session: Opener, data: Any
     ) -> None:
         with open_session() as session:  # a host's bug, which the readers report
-            assert session.append("todo/write", data)["seq"] == 0
-            assert session.append("todo/write", data)["seq"] == 1
+            assert session.append(EVENT_TYPE, data)["seq"] == 0
+            assert session.append(EVENT_TYPE, data)["seq"] == 1
 
     def test_hostile_call_ids_are_keys_like_any_other(self, open_session: Opener) -> None:
         hostile = ["nul\x00", "lone\ud800", "x" * 10_000, "\U0001f642\u2028\x1b[2J"]
         with open_session() as session:
             session.append("turn/start", {})
-            firsts = [session.append("todo/write", write(PLAN, call)) for call in hostile]
-            assert [session.append("todo/write", write(PLAN, c)) for c in hostile] == firsts
+            firsts = [session.append(EVENT_TYPE, write_data(PLAN, call)) for call in hostile]
+            assert [session.append(EVENT_TYPE, write_data(PLAN, c)) for c in hostile] == firsts
             assert [event["seq"] for event in firsts] == [1, 2, 3, 4]
             assert session.append("note", {})["seq"] == 5
 
@@ -335,7 +343,7 @@ class SessionContract(abc.ABC):
 
             def work() -> None:
                 for n in range(10):
-                    answers.append(session.append("todo/write", write(PLAN, f"call_{n}"))["seq"])
+                    answers.append(session.append(EVENT_TYPE, write_data(PLAN, f"call_{n}"))["seq"])
 
             threads = [threading.Thread(target=work) for _ in range(4)]
             for thread in threads:
@@ -347,7 +355,7 @@ class SessionContract(abc.ABC):
 
     def test_the_host_resumes_a_plan_written_with_a_call_id(self, open_session: Opener) -> None:
         with open_session() as session:
-            session.append("todo/write", write(PLAN, "call_1"))
+            session.append(EVENT_TYPE, write_data(PLAN, "call_1"))
             host = new_host()
             host.new_agent(session=session)
             assert host.projection(session, "todos") == PLAN
@@ -417,28 +425,28 @@ class DurableContract(SessionContract):
         self, open_session: Opener, write_foreign: Callable[[int, str, str], None]
     ) -> None:
         with open_session() as session:
-            session.append("todo/write", {"todos": PLAN})
-        write_foreign(1, "todo/write", '{"todos":[{"content":"x","status":"done"}]}')
+            session.append(EVENT_TYPE, {"todos": PLAN})
+        write_foreign(1, EVENT_TYPE, '{"todos":[{"content":"x","status":"done"}]}')
         with open_session() as session, pytest.raises(InvalidLog, match="status"):
             new_host().new_agent(session=session)
 
     @pytest.mark.parametrize(
         ("kind", "text", "problem"),
         [
-            ("todo/write", '{"todos":[{"content":"x","status":"done"}]}', "status"),
-            ("todo/write", '{"todos":[{"content":"a","status":"pending"}],"more":1}', "todos"),
+            (EVENT_TYPE, '{"todos":[{"content":"x","status":"done"}]}', "status"),
+            (EVENT_TYPE, '{"todos":[{"content":"a","status":"pending"}],"more":1}', "todos"),
             (
-                "todo/write",
+                EVENT_TYPE,
                 '{"todos":[{"content":"a","status":"pending"},{"content":"a","status":"pending"}]}',
                 "duplicate",
             ),
             (
-                "todo/write",
+                EVENT_TYPE,
                 '{"todos":[{"content":"a","status":"pending"}],"callId":7}',
                 "optionally with a non-empty string callId",
             ),
             (
-                "todo/write",
+                EVENT_TYPE,
                 '{"todos":[{"content":"a","status":"pending"}],"callId":"c","x":1}',
                 "optionally with a non-empty string callId",
             ),
@@ -463,7 +471,7 @@ class DurableContract(SessionContract):
         self, open_session: Opener, read_log: Callable[[], list[Event]]
     ) -> None:
         with open_session() as session:
-            session.append("todo/write", HOSTILE_DATA)
+            session.append(EVENT_TYPE, HOSTILE_DATA)
             session.append("note", FOREIGN_DATA)
         events = read_log()
         assert [event["seq"] for event in events] == [0, 1]
@@ -476,21 +484,21 @@ class DurableContract(SessionContract):
     ) -> None:
         with open_session() as session:
             session.append("turn/start", {})
-            old = session.append("todo/write", write(PLAN, "call_old"))
+            old = session.append(EVENT_TYPE, write_data(PLAN, "call_old"))
             session.append("turn/start", {})
-            first = session.append("todo/write", write(PLAN, "call_1"))
-            second = session.append("todo/write", write(OTHER_PLAN, "call_2"))
+            first = session.append(EVENT_TYPE, write_data(PLAN, "call_1"))
+            second = session.append(EVENT_TYPE, write_data(OTHER_PLAN, "call_2"))
             session.append("note", {})
         logged = read_log()
         heard: list[int] = []
         with open_session() as session:  # a restarted process replays the whole run
             session.subscribe(lambda event: heard.append(event["seq"]))
-            assert session.append("todo/write", write(PLAN, "call_1")) == first
-            assert session.append("todo/write", write(OTHER_PLAN, "call_2")) == second
-            assert session.append("todo/write", write(PLAN, "call_old"))["seq"] == 6  # old turn
-            other = session.append("todo/write", write(OTHER_PLAN, "call_1"))  # a new call
+            assert session.append(EVENT_TYPE, write_data(PLAN, "call_1")) == first
+            assert session.append(EVENT_TYPE, write_data(OTHER_PLAN, "call_2")) == second
+            assert session.append(EVENT_TYPE, write_data(PLAN, "call_old"))["seq"] == 6  # old turn
+            other = session.append(EVENT_TYPE, write_data(OTHER_PLAN, "call_1"))  # a new call
             assert other["seq"] == 7
-            assert session.append("todo/write", write(OTHER_PLAN, "call_1")) == other
+            assert session.append(EVENT_TYPE, write_data(OTHER_PLAN, "call_1")) == other
         assert old["seq"] == 1
         assert heard == [6, 7]
         assert read_log()[:6] == logged
@@ -499,19 +507,19 @@ class DurableContract(SessionContract):
     def test_a_reopened_log_keys_calls_by_its_last_turn_start(self, open_session: Opener) -> None:
         with open_session() as session:
             session.append("turn/start", {})
-            session.append("todo/write", write(PLAN, "call_1"))
+            session.append(EVENT_TYPE, write_data(PLAN, "call_1"))
         with open_session() as session:
             session.append("turn/start", {})  # a new turn: the same id is a new call
-            assert session.append("todo/write", write(PLAN, "call_1"))["seq"] == 3
+            assert session.append(EVENT_TYPE, write_data(PLAN, "call_1"))["seq"] == 3
         with open_session() as session:
-            assert session.append("todo/write", write(PLAN, "call_1"))["seq"] == 3
+            assert session.append(EVENT_TYPE, write_data(PLAN, "call_1"))["seq"] == 3
 
     def test_readers_ignore_the_call_id(
         self, open_session: Opener, read_log: Callable[[], list[Event]]
     ) -> None:
         with open_session() as session:
-            session.append("todo/write", write(PLAN, "call_1"))
-        assert read_log() == [{"seq": 0, "type": "todo/write", "data": write(PLAN, "call_1")}]
+            session.append(EVENT_TYPE, write_data(PLAN, "call_1"))
+        assert read_log() == [{"seq": 0, "type": EVENT_TYPE, "data": write_data(PLAN, "call_1")}]
 
     def test_a_second_writer_is_refused_and_nothing_acknowledged_is_lost(
         self, open_session: Opener, read_log: Callable[[], list[Event]], log_name: str

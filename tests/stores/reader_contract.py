@@ -23,8 +23,10 @@ from typing import Any, Protocol, TypeVar
 
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import InvalidLog, LogReplaced, SessionNotFound
 from dsh_tool_todo.protocols import LogReader, StoreSession
+from tests._builders import plan
 
 from .contract import FOREIGN_DATA, HOSTILE_DATA
 
@@ -42,10 +44,6 @@ class Runner(Protocol):
 
 async def take(events: AsyncIterator[Event], count: int) -> list[Event]:
     return [await anext(events) for _ in range(count)]
-
-
-def plan(*contents: str) -> dict[str, Any]:
-    return {"todos": [{"content": content, "status": "pending"} for content in contents]}
 
 
 async def next_of(events: AsyncIterator[Event]) -> Event:
@@ -137,7 +135,7 @@ class ReaderContract(abc.ABC):
     def test_a_held_list_still_shows_every_change(
         self, run: Runner, reader: LogReader, open_writer: Writer, delete: Deleter
     ) -> None:
-        self.write(open_writer, "first", [("todo/write", plan("A"))])
+        self.write(open_writer, "first", [(EVENT_TYPE, plan("A"))])
         reader.hold_list()
         reader.hold_list()  # holding twice holds once
 
@@ -184,8 +182,8 @@ class ReaderContract(abc.ABC):
         self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
         done = {"todos": [{"content": "A", "status": "completed"}, *plan("B")["todos"]]}
-        self.write(open_writer, "alpha", [("todo/write", done)])
-        self.write(open_writer, "beta", [("todo/write", plan("X")), ("turn/start", {})])
+        self.write(open_writer, "alpha", [(EVENT_TYPE, done)])
+        self.write(open_writer, "beta", [(EVENT_TYPE, plan("X")), ("turn/start", {})])
 
         rows, total = run(reader.sessions("", 10))
         found, _ = run(reader.sessions("alp", 10))
@@ -204,10 +202,10 @@ class ReaderContract(abc.ABC):
     ) -> None:
         hostile = "pa\x1b[31m\nrent\u202e\U0001f642"
         with open_writer("root") as root:
-            root.append("todo/write", plan("Delegate"))
+            root.append(EVENT_TYPE, plan("Delegate"))
         with open_writer("child") as child:
             child.link("root", parent_call_id="call_1")  # type: ignore[attr-defined]
-            child.append("todo/write", plan("Search"))
+            child.append(EVENT_TYPE, plan("Search"))
         with open_writer("orphan") as orphan:
             orphan.link(hostile)  # type: ignore[attr-defined]
         write_raw("odd", {"seq": 0, "type": "session/link", "data": {"parent": 5}})
@@ -241,12 +239,12 @@ class ReaderContract(abc.ABC):
     def test_snapshot_is_the_newest_seq_and_the_deciding_event(
         self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
-        self.write(open_writer, "s", [("todo/write", plan("A")), ("note", {}), ("note", {})])
+        self.write(open_writer, "s", [(EVENT_TYPE, plan("A")), ("note", {}), ("note", {})])
 
         snapshot = run(reader.snapshot("s"))
 
         assert snapshot.last_seq == 2
-        assert snapshot.deciding == {"seq": 0, "type": "todo/write", "data": plan("A")}
+        assert snapshot.deciding == {"seq": 0, "type": EVENT_TYPE, "data": plan("A")}
 
     def test_a_session_without_a_deciding_event_has_none(
         self, run: Runner, reader: LogReader, open_writer: Writer
@@ -288,9 +286,9 @@ class ReaderContract(abc.ABC):
     def test_a_filtered_walk_finds_every_match_once_in_order(
         self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
-        events = [("todo/write", plan(f"v{n}")) if n % 7 == 0 else ("note", {}) for n in range(60)]
+        events = [(EVENT_TYPE, plan(f"v{n}")) if n % 7 == 0 else ("note", {}) for n in range(60)]
         self.write(open_writer, "s", events)
-        types = frozenset({"todo/write", "turn/start"})
+        types = frozenset({EVENT_TYPE, "turn/start"})
 
         found: list[int] = []
         before: int | None = None
@@ -306,7 +304,7 @@ class ReaderContract(abc.ABC):
     def test_hostile_rows_come_back_as_written(
         self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
-        self.write(open_writer, "s", [("todo/write", HOSTILE_DATA), ("x/foreign", FOREIGN_DATA)])
+        self.write(open_writer, "s", [(EVENT_TYPE, HOSTILE_DATA), ("x/foreign", FOREIGN_DATA)])
 
         page = run(reader.tail("s", before=None, limit=5))
 
@@ -318,8 +316,8 @@ class ReaderContract(abc.ABC):
     def test_a_foreign_invalid_write_is_refused_by_every_read(
         self, run: Runner, reader: LogReader, open_writer: Writer, write_raw: RawWriter
     ) -> None:
-        self.write(open_writer, "s", [("todo/write", plan("A"))])
-        write_raw("s", {"seq": 1, "type": "todo/write", "data": {"todos": "x"}})
+        self.write(open_writer, "s", [(EVENT_TYPE, plan("A"))])
+        write_raw("s", {"seq": 1, "type": EVENT_TYPE, "data": {"todos": "x"}})
 
         async def reads() -> None:
             for read in (
@@ -342,7 +340,7 @@ class ReaderContract(abc.ABC):
         async def follow() -> list[Event]:
             events = reader.follow("s", after=2)
             caught_up = await take(events, 2)
-            await asyncio.to_thread(self.write, open_writer, "s", [("todo/write", plan("B"))])
+            await asyncio.to_thread(self.write, open_writer, "s", [(EVENT_TYPE, plan("B"))])
             return caught_up + await take(events, 1)
 
         seqs = [event["seq"] for event in run(follow())]
@@ -351,7 +349,7 @@ class ReaderContract(abc.ABC):
     def test_follow_from_a_snapshot_misses_nothing(
         self, run: Runner, reader: LogReader, open_writer: Writer
     ) -> None:
-        self.write(open_writer, "s", [("todo/write", plan("A"))])
+        self.write(open_writer, "s", [(EVENT_TYPE, plan("A"))])
 
         async def follow() -> list[Event]:
             snapshot = await reader.snapshot("s")
@@ -369,7 +367,7 @@ class ReaderContract(abc.ABC):
     def test_a_log_deleted_and_written_again_is_replaced(
         self, run: Runner, reader: LogReader, open_writer: Writer, delete: Deleter
     ) -> None:
-        self.write(open_writer, "s", [("todo/write", plan(f"old {n}")) for n in range(4)])
+        self.write(open_writer, "s", [(EVENT_TYPE, plan(f"old {n}")) for n in range(4)])
 
         async def follow() -> None:
             events = reader.follow("s", after=3)
@@ -377,7 +375,7 @@ class ReaderContract(abc.ABC):
             await asyncio.sleep(0.2)  # the follower is live
             await asyncio.to_thread(delete, "s")
             await asyncio.to_thread(
-                self.write, open_writer, "s", [("todo/write", plan("new")), ("note", {})]
+                self.write, open_writer, "s", [(EVENT_TYPE, plan("new")), ("note", {})]
             )
             await waiting
 
@@ -392,8 +390,8 @@ class ReaderContract(abc.ABC):
         write_raw("child", {"seq": 0, "type": "session/link", "data": {"parent": "boss"}})
         write_raw("child", {"seq": 1, "type": "session/link", "data": {"parent": "other"}})
         working = {"todos": [*plan("A")["todos"], {"content": "B", "status": "in_progress"}]}
-        write_raw("child", {"seq": 2, "type": "todo/write", "data": working})
-        self.write(open_writer, "orphan", [("todo/write", plan("X"))])
+        write_raw("child", {"seq": 2, "type": EVENT_TYPE, "data": working})
+        self.write(open_writer, "orphan", [(EVENT_TYPE, plan("X"))])
 
         rows = {row.name: row for row in run(reader.sessions("", 10))[0]}
 
@@ -405,8 +403,8 @@ class ReaderContract(abc.ABC):
     def test_changes_name_the_sessions_appended_to_created_and_deleted(
         self, run: Runner, reader: LogReader, open_writer: Writer, delete: Deleter
     ) -> None:
-        self.write(open_writer, "quiet", [("todo/write", plan("Q"))])
-        self.write(open_writer, "busy", [("todo/write", plan("A"))])
+        self.write(open_writer, "quiet", [(EVENT_TYPE, plan("Q"))])
+        self.write(open_writer, "busy", [(EVENT_TYPE, plan("A"))])
 
         async def watch() -> list[frozenset[str]]:
             changes = reader.changes()
@@ -431,7 +429,7 @@ class ReaderContract(abc.ABC):
     def test_a_session_deleted_and_written_again_under_changes_shows_its_new_log(
         self, run: Runner, reader: LogReader, open_writer: Writer, delete: Deleter
     ) -> None:
-        self.write(open_writer, "s", [("todo/write", plan("old")), ("note", {}), ("note", {})])
+        self.write(open_writer, "s", [(EVENT_TYPE, plan("old")), ("note", {}), ("note", {})])
 
         async def watch() -> tuple[int | None, str | None]:
             changes = reader.changes()
@@ -439,7 +437,7 @@ class ReaderContract(abc.ABC):
             await asyncio.sleep(0.3)
             await asyncio.to_thread(delete, "s")
             working = {"todos": [{"content": "new", "status": "in_progress"}]}
-            await asyncio.to_thread(self.write, open_writer, "s", [("todo/write", working)])
+            await asyncio.to_thread(self.write, open_writer, "s", [(EVENT_TYPE, working)])
             names = await first
             assert names <= {"s"}
             while True:  # the delete and the new log may be told apart or together
@@ -478,7 +476,7 @@ class FileReaderContract(ReaderContract):
         append_bytes: Callable[[str, bytes], None],
         length: int,
     ) -> None:
-        self.write(open_writer, "s", [("todo/write", plan("A"))])
+        self.write(open_writer, "s", [(EVENT_TYPE, plan("A"))])
         whole = b'{"seq":1,"type":"todo/write","data":{"todos":[]}}\n'
         append_bytes("s", whole[:length])
 
@@ -492,7 +490,7 @@ class FileReaderContract(ReaderContract):
             await asyncio.to_thread(append_bytes, "s", whole[length:])
             return await anext(events)
 
-        assert run(follow()) == {"seq": 1, "type": "todo/write", "data": {"todos": []}}
+        assert run(follow()) == {"seq": 1, "type": EVENT_TYPE, "data": {"todos": []}}
 
     @pytest.mark.parametrize("size", [0, 5])
     def test_a_log_cut_short_under_a_follower_is_replaced(
@@ -503,7 +501,7 @@ class FileReaderContract(ReaderContract):
         log_path: Callable[[str], Path],
         size: int,
     ) -> None:
-        self.write(open_writer, "s", [("todo/write", plan("A")), ("note", {})])
+        self.write(open_writer, "s", [(EVENT_TYPE, plan("A")), ("note", {})])
 
         async def follow() -> None:
             events = reader.follow("s", after=1)
@@ -518,7 +516,7 @@ class FileReaderContract(ReaderContract):
     def test_a_same_size_rewrite_under_a_follower_is_replaced(
         self, run: Runner, reader: LogReader, open_writer: Writer, log_path: Callable[[str], Path]
     ) -> None:
-        self.write(open_writer, "s", [("todo/write", plan("Cut"))])
+        self.write(open_writer, "s", [(EVENT_TYPE, plan("Cut"))])
         rewritten = log_path("s").read_bytes().replace(b"Cut", b"Cuz")
 
         async def follow() -> None:

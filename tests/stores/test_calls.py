@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dsh_tool_todo import UsageError, replay, todo_write_tool
-from dsh_tool_todo.core.contract import CALL_ID_KEY
+from dsh_tool_todo.core.contract import CALL_ID_KEY, EVENT_TYPE
 from dsh_tool_todo.core.projection import check_logged_write
 from dsh_tool_todo.core.tool import OwnedCall
 from dsh_tool_todo.errors import InvalidLog
@@ -108,12 +108,12 @@ def test_a_file_log_with_call_ids_reads_back_and_resumes(tmp_path: Path) -> None
     assert current_plan(log) == PLAN["todos"]
     assert read_events(log)[-1]["data"] == {**PLAN, CALL_ID_KEY: "call_1"}
     with JsonlSession(log) as session:  # reopened: the tail read checks the write
-        assert session.latest(["todo/write"]) is not None
+        assert session.latest([EVENT_TYPE]) is not None
 
 
 @pytest.mark.parametrize("bad", ["", 7, None])
 def test_a_logged_call_id_that_is_not_a_non_empty_str_is_an_invalid_log(bad: Any) -> None:
-    event = {"seq": 0, "type": "todo/write", "data": {**PLAN, CALL_ID_KEY: bad}}
+    event = {"seq": 0, "type": EVENT_TYPE, "data": {**PLAN, CALL_ID_KEY: bad}}
     with pytest.raises(InvalidLog, match=r"data must be \{todos: \[\.\.\.\]\} \(optionally"):
         check_logged_write(event, 0)
 

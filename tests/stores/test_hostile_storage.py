@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.core.projection import replay
-from dsh_tool_todo.errors import InvalidLog, LogBusy, TornTailWarning, UsageError
+from dsh_tool_todo.errors import InvalidLog, LogBusy, LogReplaced, TornTailWarning, UsageError
 from dsh_tool_todo.stores.jsonl import (
     JsonlReader,
     JsonlSession,
@@ -36,6 +37,7 @@ from dsh_tool_todo.stores.jsonl import (
     read_events,
 )
 from dsh_tool_todo.stores.jsonl import session as jsonl
+from tests._processes import stop_process
 from tests.conftest import todo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +49,7 @@ def line(seq: int, kind: str, data: dict[str, Any]) -> bytes:
 
 
 def plan_line(seq: int, *contents: str) -> bytes:
-    return line(seq, "todo/write", {"todos": [todo(content) for content in contents]})
+    return line(seq, EVENT_TYPE, {"todos": [todo(content) for content in contents]})
 
 
 class Done(Exception):
@@ -94,7 +96,7 @@ def test_1_follower_never_glues_torn_bytes_onto_a_new_line(tmp_path: Path) -> No
 
     def reopen_and_append() -> None:
         with pytest.warns(TornTailWarning, match="cut off"), JsonlSession(path) as session:
-            session.append("todo/write", {"todos": [todo("Verify the staging server is gone")]})
+            session.append(EVENT_TYPE, {"todos": [todo("Verify the staging server is gone")]})
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TornTailWarning)  # the follower's own reads
@@ -133,7 +135,7 @@ def test_1_follower_refuses_an_invalid_write_as_show_does(
     path = tmp_path / "log.jsonl"
     path.write_bytes(plan_line(0, "Plan"))
     with pytest.raises(InvalidLog, match=r"log\.jsonl, line 2: event 1: "):
-        follow(path, [append_bytes(path, line(1, "todo/write", data))])
+        follow(path, [append_bytes(path, line(1, EVENT_TYPE, data))])
     with pytest.raises(InvalidLog, match=r"log\.jsonl, line 2: event 1: "):
         current_plan(path)
 
@@ -204,12 +206,7 @@ def test_2_a_second_writer_in_another_process_is_refused_until_the_first_dies(
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait(timeout=30)
     finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait(timeout=30)
-        for stream in (holder.stdin, holder.stdout):
-            if stream is not None:
-                stream.close()
+        stop_process(holder, timeout=30)
     with JsonlSession(path) as session:  # kill -9 released the lock
         assert session.append("turn/end", {})["seq"] == 1
     assert [event["seq"] for event in read_events(path)] == [0, 1]
@@ -336,7 +333,7 @@ def one_error_line(run: subprocess.CompletedProcess[bytes], pattern: str) -> Non
 def surrogate_log(tmp_path: Path) -> Path:
     path = tmp_path / "log.jsonl"
     with JsonlSession(path) as session:
-        session.append("todo/write", {"todos": [todo(SURROGATE, "in_progress")]})
+        session.append(EVENT_TYPE, {"todos": [todo(SURROGATE, "in_progress")]})
     return path
 
 
@@ -392,7 +389,7 @@ def test_6_watch_interval_must_be_finite_and_at_least_50ms(tmp_path: Path, inter
 
 def test_6_watch_on_an_empty_write_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    path.write_bytes(line(0, "todo/write", {}))
+    path.write_bytes(line(0, EVENT_TYPE, {}))
     one_error_line(cli("watch", str(path)), "line 1: event 0: todo/write data must be")
 
 
@@ -718,7 +715,7 @@ def test_16_unicode_line_breaks_round_trip_through_every_reader(tmp_path: Path) 
     data = {"todos": [todo(ODD)]}
     path.write_bytes(b"")
     seen = follow(path, [lambda: _write_one(path, data)])
-    assert read_events(path) == [{"seq": 0, "type": "todo/write", "data": data}]
+    assert read_events(path) == [{"seq": 0, "type": EVENT_TYPE, "data": data}]
     assert current_plan(path) == data["todos"] == replay(read_events(path))
     assert seen == [None, data["todos"]]
     reader = JsonlReader(tmp_path)  # the fifth reader: what the web view reads through
@@ -734,7 +731,7 @@ def test_16_unicode_line_breaks_round_trip_through_every_reader(tmp_path: Path) 
 
 def _write_one(path: Path, data: dict[str, Any]) -> None:
     with JsonlSession(path) as session:
-        session.append("todo/write", data)
+        session.append(EVENT_TYPE, data)
 
 
 @pytest.mark.parametrize(("term", "clears"), [("dumb", False), ("xterm", True)])
@@ -786,12 +783,26 @@ def recreate(path: Path, data: bytes) -> Callable[[], None]:
     return run
 
 
-def test_a_log_recreated_under_the_follower_is_replaced_even_on_the_same_inode(
-    tmp_path: Path,
-) -> None:
+def ship_a_log(tmp_path: Path) -> tuple[Path, bytes]:
+    """``log.jsonl`` holding a plan "Ship A", then a note: its path and the note's line."""
     path = tmp_path / "log.jsonl"
     note = line(1, "note", {})
     path.write_bytes(plan_line(0, "Ship A") + note)
+    return path, note
+
+
+async def first_or_replaced(next_event: Awaitable[Any]) -> Any:
+    """The event a stream gives next (within 5 s), or "replaced" if it says its log was."""
+    try:
+        return await asyncio.wait_for(next_event, 5)
+    except LogReplaced:
+        return "replaced"
+
+
+def test_a_log_recreated_under_the_follower_is_replaced_even_on_the_same_inode(
+    tmp_path: Path,
+) -> None:
+    path, note = ship_a_log(tmp_path)
     seen = follow(path, [recreate(path, plan_line(0, "Ship C") + note)])
     assert seen == [[todo("Ship A")], [todo("Ship C")]]
 
@@ -799,12 +810,9 @@ def test_a_log_recreated_under_the_follower_is_replaced_even_on_the_same_inode(
 def test_a_log_recreated_under_a_reader_stream_is_replaced_even_on_the_same_inode(
     tmp_path: Path,
 ) -> None:
-    from dsh_tool_todo.errors import LogReplaced
     from dsh_tool_todo.stores.jsonl import JsonlReader
 
-    path = tmp_path / "log.jsonl"
-    note = line(1, "note", {})
-    path.write_bytes(plan_line(0, "Ship A") + note)
+    path, note = ship_a_log(tmp_path)
 
     async def main() -> list[Any]:
         reader = JsonlReader(tmp_path, watch=False, poll_interval=0.01)
@@ -814,10 +822,7 @@ def test_a_log_recreated_under_a_reader_stream_is_replaced_even_on_the_same_inod
             waiting = asyncio.ensure_future(anext(stream))
             await asyncio.sleep(0.1)  # the follower stands at the end of the log
             recreate(path, plan_line(0, "Ship C") + note + line(2, "note", {}))()
-            try:
-                seen.append(await asyncio.wait_for(waiting, 5))
-            except LogReplaced:
-                seen.append("replaced")
+            seen.append(await first_or_replaced(waiting))
         finally:
             await stream.aclose()
             await reader.aclose()
@@ -829,12 +834,9 @@ def test_a_log_recreated_under_a_reader_stream_is_replaced_even_on_the_same_inod
 def test_a_log_recreated_between_snapshot_and_follow_is_replaced_even_on_the_same_inode(
     tmp_path: Path,
 ) -> None:
-    from dsh_tool_todo.errors import LogReplaced
     from dsh_tool_todo.stores.jsonl import JsonlReader
 
-    path = tmp_path / "log.jsonl"
-    note = line(1, "note", {})
-    path.write_bytes(plan_line(0, "Ship A") + note)
+    path, note = ship_a_log(tmp_path)
 
     async def main() -> list[Any]:
         reader = JsonlReader(tmp_path, watch=False, poll_interval=0.01)
@@ -842,9 +844,7 @@ def test_a_log_recreated_between_snapshot_and_follow_is_replaced_even_on_the_sam
         recreate(path, plan_line(0, "Ship C") + note + line(2, "note", {}))()
         stream = reader.follow("log", after=snapshot.last_seq, since=snapshot)
         try:
-            return [await asyncio.wait_for(anext(stream), 5)]
-        except LogReplaced:
-            return ["replaced"]
+            return [await first_or_replaced(anext(stream))]
         finally:
             await stream.aclose()
             await reader.aclose()

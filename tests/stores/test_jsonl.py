@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.core.projection import replay
 from dsh_tool_todo.errors import TornTailWarning
 from dsh_tool_todo.stores.jsonl import JsonlSession, read_events
@@ -110,7 +111,7 @@ def test_a_writer_killed_mid_append_then_the_call_retried_leaves_one_snapshot(
     else:
         retry = JsonlSession(path)
     with retry:  # the engine runs the step again: the same call, the same id
-        answer = retry.append("todo/write", RETRIED)
-        assert retry.append("todo/write", RETRIED) == answer
-    assert answer == {"seq": 1, "type": "todo/write", "data": RETRIED}
+        answer = retry.append(EVENT_TYPE, RETRIED)
+        assert retry.append(EVENT_TYPE, RETRIED) == answer
+    assert answer == {"seq": 1, "type": EVENT_TYPE, "data": RETRIED}
     assert read_events(path) == [{"seq": 0, "type": "turn/start", "data": {}}, answer]

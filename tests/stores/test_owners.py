@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import dsh_tool_todo
 from dsh_tool_todo import todo_write_tool
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import OwnerNameError, ToolFailure, UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.protocols import StoreSession
@@ -27,15 +28,12 @@ from dsh_tool_todo.stores._owner_names import MAX_NAME_BYTES
 from dsh_tool_todo.stores.jsonl import JsonlSession, current_plan, read_events
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name, owner_key
+from tests._builders import plan
 from tests.conftest import options
 
 TOOL = todo_write_tool(allow_parallel_in_progress=False)
 NAME = re.compile(r"[a-z0-9_%-][a-z0-9_.%-]*\.jsonl")
 ANY_KEY = st.text(st.characters(codec=None, exclude_categories=()), min_size=1, max_size=120)
-
-
-def plan(content: str, status: str = "pending") -> dict[str, Any]:
-    return {"todos": [{"content": content, "status": status}]}
 
 
 # --- file names ---------------------------------------------------------------------------
@@ -153,7 +151,7 @@ def test_one_session_per_owner_in_memory() -> None:
     assert isinstance(owners.session("a"), MemorySession)
     assert owners.session("a") is owners.session("a")
     assert owners.session("a") is not owners.session("b")
-    assert owners.session("b").latest(["todo/write"])["data"] == plan("B")  # type: ignore[index]
+    assert owners.session("b").latest([EVENT_TYPE])["data"] == plan("B")  # type: ignore[index]
     assert owners.owners() == ["a", "b"]
     with pytest.raises(UsageError, match="in memory: no path"):
         owners.path("a")
@@ -185,15 +183,15 @@ def test_a_bad_key_is_refused_before_anything_is_created(tmp_path: Path) -> None
 
 def test_a_restarted_registry_resumes_each_owners_plan(tmp_path: Path) -> None:
     with OwnerRegistry(tmp_path) as owners:
-        owners.call("alice", TOOL, plan("Ship it", "in_progress"))
+        owners.call("alice", TOOL, plan("Ship it", status="in_progress"))
     host = Host([dsh_tool_todo], options(False))
     agents: dict[str, Any] = {}
     with OwnerRegistry(tmp_path, on_open=lambda key, s: agents.update({key: s})) as owners:
         session = owners.session("alice")
         host.new_agent(session=agents["alice"])
-        assert host.projection(session, "todos") == plan("Ship it", "in_progress")["todos"]
-        owners.call("alice", TOOL, plan("Ship it", "completed"))
-        assert host.projection(session, "todos") == plan("Ship it", "completed")["todos"]
+        assert host.projection(session, "todos") == plan("Ship it", status="in_progress")["todos"]
+        owners.call("alice", TOOL, plan("Ship it", status="completed"))
+        assert host.projection(session, "todos") == plan("Ship it", status="completed")["todos"]
     assert [event["seq"] for event in read_events(tmp_path / "alice.jsonl")] == [0, 1]
 
 
@@ -223,7 +221,7 @@ def test_an_evicted_durable_session_releases_its_file(tmp_path: Path) -> None:
         owners.call("a", TOOL, plan("A"))
         owners.session("b")  # evicts a
         with JsonlSession(tmp_path / "a.jsonl") as other:  # another writer may now take it
-            other.append("todo/write", plan("B"))
+            other.append(EVENT_TYPE, plan("B"))
         owners.call("a", TOOL, plan("C"))
         assert [event["seq"] for event in read_events(tmp_path / "a.jsonl")] == [0, 1, 2]
 
@@ -344,9 +342,9 @@ def test_asyncio_callers_for_one_owner_run_in_arrival_order_and_exclude_threads(
 
 def test_acall_records_through_the_async_path() -> None:
     owners = OwnerRegistry()
-    text = asyncio.run(owners.acall("a", TOOL, plan("A", "in_progress")))
+    text = asyncio.run(owners.acall("a", TOOL, plan("A", status="in_progress")))
     assert text == "Updated todo list: 0 pending, 1 in progress, 0 completed."
-    assert owners.session("a").latest(["todo/write"])["data"] == plan("A", "in_progress")  # type: ignore[index]
+    assert owners.session("a").latest([EVENT_TYPE])["data"] == plan("A", status="in_progress")  # type: ignore[index]
 
 
 # --- one writer per owner -----------------------------------------------------------------
@@ -383,7 +381,7 @@ def test_start_turn_clears_the_plan_for_that_owner_only(tmp_path: Path) -> None:
     assert current_plan(tmp_path / "a.jsonl") is None
     assert current_plan(tmp_path / "b.jsonl") == plan("B")["todos"]
     assert [event["type"] for event in read_events(tmp_path / "a.jsonl")] == [
-        "todo/write",
+        EVENT_TYPE,
         "turn/start",
         "turn/start",
     ]
@@ -1141,7 +1139,7 @@ def test_an_async_sessions_turn_start_and_plan_are_awaited() -> None:
         return before, await aplan_of(owners, "a")
 
     assert asyncio.run(main()) == (plan["todos"], None)
-    assert [event["type"] for event in session.events] == ["todo/write", "turn/start"]
+    assert [event["type"] for event in session.events] == [EVENT_TYPE, "turn/start"]
 
 
 def test_a_sync_start_turn_refuses_an_async_session_and_writes_nothing() -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dsh_tool_todo import stores
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.stores.jsonl import JsonlSession
 from tests.conftest import todo
@@ -20,7 +21,7 @@ from tests.conftest import todo
 
 def _write_plan(path: Path, *contents: str) -> None:
     with JsonlSession(path) as session:
-        session.append("todo/write", {"todos": [todo(content) for content in contents]})
+        session.append(EVENT_TYPE, {"todos": [todo(content) for content in contents]})
 
 
 STORES = Path(stores.__file__).parent
@@ -158,7 +159,7 @@ def test_open_session_writes_a_jsonl_log_the_readers_read(tmp_path: Path) -> Non
     log = tmp_path / "agent.jsonl"
     session = stores.open_session(log)
     try:
-        session.append("todo/write", {"todos": [todo("a")]})
+        session.append(EVENT_TYPE, {"todos": [todo("a")]})
     finally:
         session.close()
     assert [item["content"] for item in stores.current_plan(log) or []] == ["a"]

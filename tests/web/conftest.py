@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,26 +20,21 @@ import httpx
 import pytest
 import uvicorn
 
-from dsh_tool_todo.stores.jsonl import JsonlSession
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.web.app import create_app
+from tests._builders import todo as todo
+from tests._builders import todos
+from tests._builders import write_log as write_log
+from tests._processes import stop_process
 
 HOST = "127.0.0.1"
 ASGI_PORT = 8765
 Todos = list[dict[str, str]]
 
 
-def todo(content: str, status: str = "pending") -> dict[str, str]:
-    return {"content": content, "status": status}
-
-
-def write_log(path: Path, events: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Append ``events`` (type, data) to the log at ``path`` through the real writer."""
-    with JsonlSession(path) as session:
-        return [session.append(kind, data) for kind, data in events]
-
-
-def plan_write(*todos: dict[str, str]) -> tuple[str, dict[str, Any]]:
-    return ("todo/write", {"todos": list(todos)})
+def plan_write(*items: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """A ``todo/write`` of ``items`` as (type, data), for ``write_log`` and ``append``."""
+    return (EVENT_TYPE, todos(*items))
 
 
 TURN = ("turn/start", {})
@@ -182,6 +177,13 @@ class SseStream:
             if frame.event == "projection":
                 return frame
 
+    def named_event(self, *, within: float = 10.0) -> Frame:
+        """The next frame that names an event, skipping keep-alives (each waited ``within``)."""
+        frame = self.next(within=within)
+        while frame.event is None:
+            frame = self.next(within=within)
+        return frame
+
     def close(self) -> None:
         self.context.__exit__(None, None, None)
         self.client.close()
@@ -270,9 +272,4 @@ def serve_process() -> Iterator[Callable[..., ServeProcess]]:
 
     yield start
     for child in started:
-        if child.process.poll() is None:
-            child.process.kill()
-        child.process.wait(timeout=10)
-        for pipe in (child.process.stdout, child.process.stderr):
-            if pipe is not None:
-                pipe.close()
+        stop_process(child.process)

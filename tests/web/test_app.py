@@ -14,6 +14,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import SessionNotFound, UsageError
 from dsh_tool_todo.stores.jsonl import JsonlReader
 from dsh_tool_todo.web.app import create_app
@@ -83,7 +84,7 @@ def test_tail_page_gives_the_last_events_before_a_seq_oldest_first(tmp_path: Pat
 def test_tail_page_can_keep_only_some_types(logs: Path) -> None:
     body = get(create_app(logs), "/api/sessions/alpha/events?types=todo/write").json()
 
-    assert [(event["seq"], event["type"]) for event in body["events"]] == [(1, "todo/write")]
+    assert [(event["seq"], event["type"]) for event in body["events"]] == [(1, EVENT_TYPE)]
 
 
 def test_tail_page_reads_from_the_end_only(tmp_path: Path) -> None:
@@ -92,7 +93,7 @@ def test_tail_page_reads_from_the_end_only(tmp_path: Path) -> None:
     path.write_bytes(b"garbage that is not an event\n")
     with path.open("ab") as log:
         for seq in range(1, 4):
-            event = {"seq": seq, "type": "todo/write", "data": {"todos": [todo(f"t{seq}")]}}
+            event = {"seq": seq, "type": EVENT_TYPE, "data": {"todos": [todo(f"t{seq}")]}}
             log.write(json.dumps(event).encode() + b"\n")
 
     body = get(create_app(tmp_path), "/api/sessions/s/events?limit=2").json()
@@ -178,13 +179,13 @@ def test_projection_is_the_plan_with_its_state_version_and_seq(logs: Path) -> No
         "seq": 2,
         "cause": "snapshot",
         "plan": PLAN,
-        "decidedBy": {"seq": 1, "type": "todo/write"},
+        "decidedBy": {"seq": 1, "type": EVENT_TYPE},
     }
     assert (beta["plan"], beta["decidedBy"]) == (None, {"seq": 1, "type": "turn/start"})
 
 
 def test_an_invalid_log_is_reported_not_served(tmp_path: Path) -> None:
-    bad = {"seq": 0, "type": "todo/write", "data": {"todos": [todo("a"), todo("a")]}}
+    bad = {"seq": 0, "type": EVENT_TYPE, "data": {"todos": [todo("a"), todo("a")]}}
     (tmp_path / "bad.jsonl").write_text(json.dumps(bad) + "\n")
 
     response = get(create_app(tmp_path), "/api/sessions/bad/projection")
@@ -285,7 +286,7 @@ def bytes_read() -> int:
 def test_a17_a_tail_page_never_serves_an_invalid_write(tmp_path: Path) -> None:
     """A17: the page served a broken ``todo/write`` with 200; every reader checks it."""
     lines = [
-        {"seq": 0, "type": "todo/write", "data": {"todos": "x"}},
+        {"seq": 0, "type": EVENT_TYPE, "data": {"todos": "x"}},
         {"seq": 1, "type": "message/assistant", "data": {}},
     ]
     (tmp_path / "s.jsonl").write_text("".join(json.dumps(event) + "\n" for event in lines))
@@ -302,7 +303,7 @@ def test_a12_a_filtered_page_reads_a_bounded_stretch_and_answers_a_cursor(tmp_pa
     path = tmp_path / "s.jsonl"
     filler = "x" * 100
     with path.open("w") as log:
-        log.write(json.dumps({"seq": 0, "type": "todo/write", "data": {"todos": [todo("A")]}}))
+        log.write(json.dumps({"seq": 0, "type": EVENT_TYPE, "data": {"todos": [todo("A")]}}))
         log.write("\n")
         for seq in range(1, 80_001):  # about 10 MiB of other events
             log.write(json.dumps({"seq": seq, "type": "note", "data": {"text": filler}}) + "\n")

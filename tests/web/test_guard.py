@@ -234,3 +234,47 @@ def test_a_hostile_host_header_is_not_echoed_raw(logs: Path) -> None:
     assert response.status_code == 403
     assert "\x1b" not in response.text
     assert len(response.text) < 400
+
+
+# A browser leaves the scheme's default port out of Host (`https://proxy.lan/` sends
+# `Host: proxy.lan`), and a proxy passes it on as it came.
+@pytest.mark.parametrize(
+    ("port", "allowed", "host"),
+    [
+        (8765, ["proxy.lan:443"], "proxy.lan"),
+        (8765, ["proxy.lan:80"], "proxy.lan"),
+        (8765, ["viewer.lan"], "viewer.lan"),
+        (8765, ["viewer.lan"], "viewer.lan:8765"),
+        (80, [], "127.0.0.1"),
+        (80, [], "localhost"),
+        (443, [], "[::1]"),
+    ],
+)
+def test_a_host_without_a_port_is_admitted_where_the_name_is_served_on_a_default_port(
+    logs: Path, port: int, allowed: list[str], host: str
+) -> None:
+    async def call(client: httpx.AsyncClient) -> httpx.Response:
+        return await client.get("/api/sessions", headers={"host": host})
+
+    app = create_app(logs, port=port, extra_hosts=allowed)
+    assert run_requests(app, call).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("port", "allowed", "host"),
+    [
+        (8765, ["proxy.lan:8443"], "proxy.lan"),  # not a default port: the browser sends it
+        (8765, [], "127.0.0.1"),  # served on 8765, so a portless Host means another port
+        (8765, ["viewer.lan"], "viewer.lan:9999"),
+        (80, ["proxy.lan:443"], "evil.example"),
+    ],
+)
+def test_a_host_without_a_port_or_on_another_port_is_still_refused(
+    logs: Path, port: int, allowed: list[str], host: str
+) -> None:
+    async def call(client: httpx.AsyncClient) -> httpx.Response:
+        return await client.get("/api/sessions", headers={"host": host})
+
+    response = run_requests(create_app(logs, port=port, extra_hosts=allowed), call)
+    assert response.status_code == 403
+    assert f"restart it with --allow-host {host}" in response.text

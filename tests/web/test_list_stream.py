@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.stores.jsonl import JsonlSession
 from dsh_tool_todo.web._listhub import ListHub
 
@@ -70,7 +71,7 @@ def test_an_append_rings_the_lists_it_matches_and_the_new_row_is_there(
     assert everything.next(1.0) is None  # nothing until a change
 
     with JsonlSession(tmp_path / "agent-1.jsonl") as log:
-        log.append("todo/write", {"todos": [todo("A", "in_progress")]})
+        log.append(EVENT_TYPE, {"todos": [todo("A", "in_progress")]})
 
     assert everything.next(5) == "changed"
     assert agents.next(5) == "changed"

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.web.app import create_app
 
@@ -37,6 +38,17 @@ def record(dsn: str, session_id: str, *events: tuple[str, dict[str, Any]]) -> No
             session.append(kind, data)
 
 
+@pytest.fixture
+def agent_stream(
+    dsn: str, live_server: Callable[..., LiveServer], sse: Callable[..., SseStream]
+) -> SseStream:
+    """The stream of session ``agent-1``, whose one write of ``PLAN`` it has sent."""
+    record(dsn, "agent-1", (EVENT_TYPE, {"todos": PLAN}))
+    stream = sse(f"{live_server(dsn).url}/api/sessions/agent-1/stream")
+    assert stream.projection().id == "0"
+    return stream
+
+
 def gets(app: Any, *urls: str) -> list[httpx.Response]:
     async def calls(client: httpx.AsyncClient) -> list[httpx.Response]:
         return [await client.get(url) for url in urls]
@@ -46,8 +58,8 @@ def gets(app: Any, *urls: str) -> list[httpx.Response]:
 
 
 def test_sessions_tail_and_projection_come_from_the_table(dsn: str) -> None:
-    record(dsn, "agent-1", ("turn/start", {}), ("todo/write", {"todos": PLAN}), ("note", {}))
-    record(dsn, "agent-2", ("todo/write", {"todos": [todo("x")]}), ("turn/start", {}))
+    record(dsn, "agent-1", ("turn/start", {}), (EVENT_TYPE, {"todos": PLAN}), ("note", {}))
+    record(dsn, "agent-2", (EVENT_TYPE, {"todos": [todo("x")]}), ("turn/start", {}))
 
     listing, tail, only_writes, now, missing = gets(
         create_app(dsn),
@@ -78,7 +90,7 @@ def test_sessions_tail_and_projection_come_from_the_table(dsn: str) -> None:
 def test_a_stream_pushes_appends_and_resumes_after_the_last_id(
     dsn: str, live_server: Callable[..., LiveServer], sse: Callable[..., SseStream]
 ) -> None:
-    record(dsn, "agent-1", ("todo/write", {"todos": [todo("A")]}))
+    record(dsn, "agent-1", (EVENT_TYPE, {"todos": [todo("A")]}))
     server = live_server(dsn)
     url = f"{server.url}/api/sessions/agent-1/stream"
     stream = sse(url)
@@ -86,13 +98,13 @@ def test_a_stream_pushes_appends_and_resumes_after_the_last_id(
 
     record_more = postgres.PostgresSession(dsn, "agent-1")
     with record_more as session:
-        session.append("todo/write", {"todos": [todo("A", "in_progress")]})
+        session.append(EVENT_TYPE, {"todos": [todo("A", "in_progress")]})
         session.append("turn/start", {})
         pushed = [stream.projection(), stream.projection()]
         resumed = sse(url, {"last-event-id": "1"}).projection()
 
     assert [(frame.id, frame.json()["cause"]) for frame in pushed] == [
-        ("1", "todo/write"),
+        ("1", EVENT_TYPE),
         ("2", "turn/start"),
     ]
     assert (resumed.id, resumed.json()["plan"]) == ("2", None)
@@ -107,7 +119,7 @@ def insert_row(dsn: str, session_id: str, seq: int, kind: str = "note", text: st
 
 
 def test_a_session_id_the_view_cannot_address_leaves_the_rest_of_the_list(dsn: str) -> None:
-    record(dsn, "agent-1", ("todo/write", {"todos": PLAN}))
+    record(dsn, "agent-1", (EVENT_TYPE, {"todos": PLAN}))
     insert_row(dsn, "tab\there", 0)
     insert_row(dsn, "x" * 201, 0)
     (listing,) = gets(create_app(dsn), "/api/sessions")
@@ -118,7 +130,7 @@ def test_a_session_id_the_view_cannot_address_leaves_the_rest_of_the_list(dsn: s
 def test_a_filtered_tail_page_reads_a_bounded_stretch_and_gives_a_cursor_to_go_on(
     dsn: str,
 ) -> None:
-    record(dsn, "agent-1", ("todo/write", {"todos": PLAN}))
+    record(dsn, "agent-1", (EVENT_TYPE, {"todos": PLAN}))
     with psycopg.Connection.connect(dsn, autocommit=True) as conn:  # 5,000 rows of another type
         conn.execute(
             f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
@@ -133,7 +145,7 @@ def test_a_filtered_tail_page_reads_a_bounded_stretch_and_gives_a_cursor_to_go_o
             result = []
             before: int | None = None
             while True:
-                page = await reader.tail("agent-1", before=before, limit=1, types={"todo/write"})
+                page = await reader.tail("agent-1", before=before, limit=1, types={EVENT_TYPE})
                 result.append(([e["seq"] for e in page.events], page.more, page.cursor))
                 if not page.more:
                     return result
@@ -152,7 +164,7 @@ def test_the_view_keeps_the_urls_own_options(dsn: str) -> None:
         conn.execute("CREATE SCHEMA agents")
     in_agents = f"{dsn}?options=-csearch_path%3Dagents"
     postgres.setup(in_agents)
-    record(in_agents, "agent-9", ("todo/write", {"todos": PLAN}))
+    record(in_agents, "agent-9", (EVENT_TYPE, {"todos": PLAN}))
     listing, now = gets(create_app(in_agents), "/api/sessions", "/api/sessions/agent-9/projection")
     assert listing.status_code == 200, listing.text
     assert [row["name"] for row in listing.json()["sessions"]] == ["agent-9"]
@@ -171,12 +183,12 @@ def test_a_database_without_the_table_says_to_run_db_init(dsn: str) -> None:
 def test_a_session_deleted_and_written_again_under_a_stream_sends_a_fresh_snapshot(
     dsn: str, live_server: Callable[..., LiveServer], sse: Callable[..., SseStream]
 ) -> None:
-    old = [("todo/write", {"todos": [todo("Old")]}), *[("note", {})] * 4]
+    old = [(EVENT_TYPE, {"todos": [todo("Old")]}), *[("note", {})] * 4]
     record(dsn, "agent-1", *old)
     server = live_server(dsn)
     stream = sse(f"{server.url}/api/sessions/agent-1/stream")
     assert stream.projection().json()["plan"] == [todo("Old")]
-    new = [("todo/write", {"todos": [todo("New")]}), ("note", {})]  # shorter than the old
+    new = [(EVENT_TYPE, {"todos": [todo("New")]}), ("note", {})]  # shorter than the old
     # deleted and written again in one transaction, so the view never sees it absent
     with psycopg.Connection.connect(dsn) as conn, conn.transaction():
         conn.execute(f"DELETE FROM {postgres.TABLE} WHERE session_id = 'agent-1'")
@@ -192,18 +204,13 @@ def test_a_session_deleted_and_written_again_under_a_stream_sends_a_fresh_snapsh
 
 
 def test_a_store_error_mid_stream_reaches_the_client_as_a_fatal_frame(
-    dsn: str, live_server: Callable[..., LiveServer], sse: Callable[..., SseStream]
+    dsn: str, agent_stream: SseStream
 ) -> None:
-    record(dsn, "agent-1", ("todo/write", {"todos": PLAN}))
-    server = live_server(dsn)
-    stream = sse(f"{server.url}/api/sessions/agent-1/stream")
-    assert stream.projection().id == "0"
+    stream = agent_stream
     with psycopg.Connection.connect(dsn, autocommit=True) as conn:
         conn.execute(f"ALTER TABLE {postgres.TABLE} RENAME TO renamed")
         conn.execute("SELECT pg_notify(%s, %s)", (postgres.CHANNEL, "1:agent-1"))
-    frame = stream.next()
-    while frame.event is None:  # keep-alives
-        frame = stream.next()
+    frame = stream.named_event()
     assert frame.event == "fatal"
     assert "dsh-todo db init" in frame.json()["error"]
 
@@ -211,7 +218,7 @@ def test_a_store_error_mid_stream_reaches_the_client_as_a_fatal_frame(
 def test_a_view_connection_the_server_terminated_is_replaced_not_reported(dsn: str) -> None:
     """pg_terminate_backend (a failover, an idle-connection reaper) must not fail the next read:
     a stream that met it ended with a fatal frame, and the page stopped asking for good."""
-    record(dsn, "agent-1", ("todo/write", {"todos": PLAN}))
+    record(dsn, "agent-1", (EVENT_TYPE, {"todos": PLAN}))
     dbname = conninfo_to_dict(dsn)["dbname"]
 
     async def reads() -> tuple[Any, Any]:
@@ -238,7 +245,7 @@ def test_a_view_connection_the_server_terminated_is_replaced_not_reported(dsn: s
 def test_a_foreign_row_at_the_largest_seq_is_seen_alike_by_the_snapshot_and_the_tail(
     dsn: str,
 ) -> None:
-    insert_row(dsn, "far", 2**63 - 1, "todo/write", json.dumps({"todos": [todo("x")]}))
+    insert_row(dsn, "far", 2**63 - 1, EVENT_TYPE, json.dumps({"todos": [todo("x")]}))
     snapshot, tail = gets(
         create_app(dsn), "/api/sessions/far/projection", "/api/sessions/far/events"
     )
@@ -247,22 +254,17 @@ def test_a_foreign_row_at_the_largest_seq_is_seen_alike_by_the_snapshot_and_the_
 
 
 def test_a_session_deleted_under_a_stream_ends_it_with_a_fatal_frame(
-    dsn: str, live_server: Callable[..., LiveServer], sse: Callable[..., SseStream]
+    dsn: str, agent_stream: SseStream
 ) -> None:
-    record(dsn, "agent-1", ("todo/write", {"todos": PLAN}))
-    server = live_server(dsn)
-    stream = sse(f"{server.url}/api/sessions/agent-1/stream")
-    assert stream.projection().id == "0"
+    stream = agent_stream
     postgres.delete_session(dsn, "agent-1")
-    frame = stream.next()
-    while frame.event is None:  # keep-alives
-        frame = stream.next()
+    frame = stream.named_event()
     assert frame.event == "fatal"
     assert frame.json()["error"] == "session 'agent-1': its log was deleted"
 
 
 def test_an_unknown_session_streams_nothing_but_a_404(dsn: str) -> None:
-    record(dsn, "agent-1", ("todo/write", {"todos": PLAN}))
+    record(dsn, "agent-1", (EVENT_TYPE, {"todos": PLAN}))
     (missing, resumed) = gets(
         create_app(dsn),
         "/api/sessions/nobody/stream",
@@ -276,7 +278,7 @@ def test_an_unknown_session_streams_nothing_but_a_404(dsn: str) -> None:
 def test_the_other_forms_of_the_stream_follow_a_session_deleted_and_written_again(
     dsn: str, live_server: Callable[..., LiveServer], sse: Callable[..., SseStream], form: str
 ) -> None:
-    record(dsn, "agent-1", ("todo/write", {"todos": [todo("Old")]}), ("note", {}), ("note", {}))
+    record(dsn, "agent-1", (EVENT_TYPE, {"todos": [todo("Old")]}), ("note", {}), ("note", {}))
     stream = sse(f"{live_server(dsn).url}/api/sessions/agent-1/stream?format={form}")
     frames = [stream.next() for _ in range(4 if form == "ag-ui" else 3)]  # hello, start, plan
     assert frames[2].id == "2"
@@ -308,13 +310,13 @@ def test_the_other_forms_of_the_stream_follow_a_session_deleted_and_written_agai
 
 
 def test_the_tree_api_over_postgresql_parents_signals_and_family(dsn: str) -> None:
-    record(dsn, "lead", ("turn/start", {}), ("todo/write", {"todos": [todo("plan")]}))
+    record(dsn, "lead", ("turn/start", {}), (EVENT_TYPE, {"todos": [todo("plan")]}))
     with postgres.PostgresSession(dsn, "worker", parent="lead") as session:
         session.append("turn/start", {})
-        session.append("todo/write", {"todos": [todo("A"), todo("B")]})
-        session.append("todo/write", {"todos": [todo("A", "in_progress")]})
+        session.append(EVENT_TYPE, {"todos": [todo("A"), todo("B")]})
+        session.append(EVENT_TYPE, {"todos": [todo("A", "in_progress")]})
     with postgres.PostgresSession(dsn, "stray", parent="gone") as session:
-        session.append("todo/write", {"todos": [todo("x")]})
+        session.append(EVENT_TYPE, {"todos": [todo("x")]})
 
     async def calls(client: httpx.AsyncClient) -> list[Any]:
         for _ in range(100):  # a loaded machine may answer the first list before its signals

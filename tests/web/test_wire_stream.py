@@ -23,13 +23,24 @@ from typing import Any
 import httpx
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import InvalidLog
 from dsh_tool_todo.protocols import Event, Snapshot
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
 from dsh_tool_todo.web._wire_stream import WireFormat, WireStream
 from dsh_tool_todo.web.app import create_app
+from tests._processes import stop_process
 
-from .conftest import NOTE, TURN, Frame, LiveServer, SseStream, plan_write, run_requests, todo
+from .conftest import (
+    NOTE,
+    TURN,
+    Frame,
+    LiveServer,
+    SseStream,
+    plan_write,
+    run_requests,
+    todo,
+)
 from .conftest import write_log as write_events
 
 Server = Callable[..., LiveServer]
@@ -86,12 +97,7 @@ class NodeClient:
         return value
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=10)
-        for pipe in (self.process.stdout, self.process.stderr):
-            if pipe is not None:
-                pipe.close()
+        stop_process(self.process)
 
 
 @pytest.fixture
@@ -462,7 +468,7 @@ def test_the_host_check_the_token_and_unknown_sessions_apply_as_today(
 @pytest.mark.parametrize("form", ["ag-ui", "ai-sdk"])
 def test_a_write_a_converter_refuses_is_reported_as_a_broken_log(form: WireFormat) -> None:
     # The readers refuse such a write first; this is the stream's own guard behind them.
-    blank = {"seq": 3, "type": "todo/write", "data": {"todos": [todo(" ")]}}
+    blank = {"seq": 3, "type": EVENT_TYPE, "data": {"todos": [todo(" ")]}}
     cleared = {"seq": 4, "type": "turn/start", "data": {}}
     stream = WireStream(form, "s")
 

@@ -20,8 +20,27 @@ from pydantic_core import ErrorDetails, from_json
 
 from ..errors import ToolCallRejected
 from ._accept import Counted, accept_counted, as_result
-from ._rejections import list_refusal, not_json, refusal
 from .model import TodoItem, TodoResult, TodoWriteArgs
+
+
+# A refusal's text is built only when a call is refused: the modules that word it load then,
+# not with the package (a valid call never needs them).
+def refusal(args: object, *, allow_parallel: bool, error: ValidationError) -> str:
+    from ._rejections import refusal as worded
+
+    return worded(args, allow_parallel=allow_parallel, error=error)
+
+
+def list_refusal(todos: list[TodoItem], *, allow_parallel: bool) -> str:
+    from ._rejections import list_refusal as worded
+
+    return worded(todos, allow_parallel=allow_parallel)
+
+
+def not_json(reason: str) -> str:
+    from ._rejections import not_json as worded
+
+    return worded(reason)
 
 
 @cache

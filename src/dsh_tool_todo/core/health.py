@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from ..errors import UsageError
@@ -102,6 +103,11 @@ class Signal:
 Snapshot = Sequence[Mapping[str, Any]]
 
 
+# The turn's signals, newest first, each cell sharing the ones before it: a step adds its
+# signals without copying the turn's earlier ones, so a long turn folds in linear time.
+_Found = tuple[Signal, "_Found"] | None
+
+
 @dataclass(frozen=True)
 class HealthState:
     """Where the fold is: the turn's previous snapshot, the current in-progress run, and the
@@ -109,7 +115,17 @@ class HealthState:
 
     previous: Snapshot | None = None
     run: tuple[str, int] | None = None  # (content in progress, consecutive writes)
-    signals: tuple[Signal, ...] = field(default=())
+    found: _Found = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def signals(self) -> tuple[Signal, ...]:
+        """The turn's signals so far, oldest first (built once per state, when asked)."""
+        newest_first = []
+        cell = self.found
+        while cell is not None:
+            newest_first.append(cell[0])
+            cell = cell[1]
+        return tuple(reversed(newest_first))
 
 
 def step(state: HealthState, event: Mapping[str, Any], options: HealthOptions) -> HealthState:
@@ -133,7 +149,10 @@ def step(state: HealthState, event: Mapping[str, Any], options: HealthOptions) -
     run = _run(state.run, current)
     if run is not None and run[1] == options.stuck_writes:
         found.append(Signal("stuck", seq, (run[0],), run[1]))
-    return HealthState(current, run, state.signals + tuple(found))
+    chain = state.found
+    for signal in found:
+        chain = (signal, chain)
+    return HealthState(current, run, chain)
 
 
 def _compare(

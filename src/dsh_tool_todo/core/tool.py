@@ -73,7 +73,7 @@ class TodoWriteTool:
         record raises :class:`ToolFailure`. What reference hosts call.
         """
         # record, _prepare, validate_call (judge's shortcut too), _append and render_result
-        # written out: the per-call hot path
+        # written out: the per-call hot path. arun is its async twin, written out likewise.
         owner = isinstance(call, OwnedCall)  # its own agent: no property call to find it
         agent: Any = call if owner else None if call is None else call.agent
         if agent is None:
@@ -105,7 +105,7 @@ class TodoWriteTool:
 
     async def arun(self, args: Any, call: ToolExec | None) -> str:
         """:meth:`run` for asyncio hosts; the session's ``append`` may be a coroutine."""
-        # as :meth:`run`, written out
+        # the async twin of :meth:`run`, written out (the hot path: no shared helper)
         agent = None if call is None else call.agent
         if agent is None:
             return ToolCallRejected(NO_OWNER).model_text

@@ -25,15 +25,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..core.contract import EVENT_TYPE, TURN_START
 from ..plans.forwarding import OrderedForwarder, Subscribable, event_loop
 from ..plans.wire import PlanSource, a2a_artifact_update
-from ._extras import missing_extra
+from ._extras import needs_extra
 
-try:
+with needs_extra("dsh_tool_todo.integrations.a2a", "a2a", module="a2a"):
     from a2a.types import Artifact, Part, TaskArtifactUpdateEvent
 
     # protobuf ships no type stubs; a2a-sdk's own types are typed
     from google.protobuf.struct_pb2 import Value  # type: ignore[import-untyped]
-except ImportError as _error:
-    raise missing_extra("dsh_tool_todo.integrations.a2a", "a2a", _error, module="a2a") from _error
 
 if TYPE_CHECKING:
     import asyncio

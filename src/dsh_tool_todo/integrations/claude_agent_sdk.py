@@ -42,10 +42,12 @@ from typing import Any
 from ..core.contract import TOOL_NAME
 from ..errors import UsageError
 from ._binding import Binding, OwnerRegistry
-from ._extras import missing_extra
+from ._extras import needs_extra
 from ._reminder import aplan_of, reminder_due, todos_of
 
-try:
+with needs_extra(
+    "dsh_tool_todo.integrations.claude_agent_sdk", "claude-agent-sdk", module="claude_agent_sdk"
+):
     from claude_agent_sdk.types import (
         HookContext,
         HookEvent,
@@ -57,13 +59,6 @@ try:
     )
 
     from .mcp import build_server
-except ImportError as _error:
-    raise missing_extra(
-        "dsh_tool_todo.integrations.claude_agent_sdk",
-        "claude-agent-sdk",
-        _error,
-        module="claude_agent_sdk",
-    ) from _error
 
 __all__ = ["ClaudeTodo", "stdio_config", "todo_write_for_claude"]
 

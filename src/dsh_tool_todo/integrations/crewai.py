@@ -47,18 +47,14 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from ..core.contract import TOOL_NAME
 from ..errors import UsageError
 from ._binding import Binding, OwnerRegistry
-from ._extras import missing_extra
+from ._extras import needs_extra
 from ._reminder import plan_in, reminder_due, todos_of
 
-try:
+with needs_extra("dsh_tool_todo.integrations.crewai", "crewai", module="crewai"):
     from crewai.agents.parser import AgentAction, OutputParserError
     from crewai.agents.parser import parse as _parse_react
     from crewai.tools import BaseTool
     from crewai.tools.tool_failure import ToolFailure
-except ImportError as _error:
-    raise missing_extra(
-        "dsh_tool_todo.integrations.crewai", "crewai", _error, module="crewai"
-    ) from _error
 
 __all__ = ["TodoWriteArguments", "TodoWriteCrewTool"]
 

@@ -32,19 +32,15 @@ from typing import Any
 
 from ..core.contract import TOOL_NAME
 from ._binding import Binding, Outcome, OwnerRegistry
-from ._extras import missing_extra
+from ._extras import needs_extra
 from ._reminder import aplan_of, reminder_due, todos_of
 
-try:
+with needs_extra("dsh_tool_todo.integrations.google_adk", "google-adk", module="google.adk"):
     from google.adk.agents.callback_context import CallbackContext
     from google.adk.models.llm_request import LlmRequest
     from google.adk.tools.base_tool import BaseTool
     from google.adk.tools.tool_context import ToolContext
     from google.genai import types
-except ImportError as _error:
-    raise missing_extra(
-        "dsh_tool_todo.integrations.google_adk", "google-adk", _error, module="google.adk"
-    ) from _error
 
 __all__ = ["OwnerOf", "TodoWriteAdkTool", "session_owner"]
 

@@ -38,15 +38,11 @@ from typing import Any
 
 from ..errors import UsageError
 from ._binding import Binding, Outcome, OwnerRegistry
-from ._extras import missing_extra
+from ._extras import needs_extra
 
-try:
+with needs_extra("dsh_tool_todo.integrations.llama_index", "llama-index", module="llama_index"):
     from llama_index.core.tools import FunctionTool, ToolMetadata, ToolOutput
     from llama_index.core.workflow import Context
-except ImportError as _error:
-    raise missing_extra(
-        "dsh_tool_todo.integrations.llama_index", "llama-index", _error, module="llama_index"
-    ) from _error
 
 __all__ = ["OwnerOf", "TodoWriteLlamaTool", "TodoWriteMetadata", "todo_write_llama_tool"]
 
@@ -140,10 +136,7 @@ class TodoWriteLlamaTool(FunctionTool):
 
 
 def todo_write_llama_tool(
-    *,
-    allow_parallel_in_progress: bool,
-    owner: str | OwnerOf,
-    owners: OwnerRegistry | None = None,
+    *, allow_parallel_in_progress: bool, owner: str | OwnerOf, owners: OwnerRegistry | None = None
 ) -> TodoWriteLlamaTool:
     """The ``todo_write`` tool for a LlamaIndex agent; each call's plan belongs to ``owner``.
 

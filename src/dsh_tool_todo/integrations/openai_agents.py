@@ -39,21 +39,17 @@ from typing import Any
 from ..core.contract import TOOL_NAME
 from ..errors import UsageError
 from ._binding import Binding, OwnerRegistry
-from ._extras import missing_extra
+from ._extras import needs_extra
 from ._links import delegating, nested_owner
 from ._reminder import aplan_of, reminder_due, todos_of
 
-try:
+with needs_extra("dsh_tool_todo.integrations.openai_agents", "openai-agents", module="agents"):
     # Submodules by name (never a bare `import agents`: too generic a name, a
     # user's own agents.py would pass for the SDK and fail later, deep inside).
     from agents.items import TResponseInputItem
     from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
     from agents.tool import FunctionTool
     from agents.tool_context import ToolContext
-except ImportError as _error:
-    raise missing_extra(
-        "dsh_tool_todo.integrations.openai_agents", "openai-agents", _error, module="agents"
-    ) from _error
 
 __all__ = [
     "OwnerOf",
@@ -71,10 +67,7 @@ RunOwnerOf = Callable[[Any], str | None]
 
 
 def todo_write_function_tool(
-    *,
-    allow_parallel_in_progress: bool,
-    owner: str | OwnerOf,
-    owners: OwnerRegistry | None = None,
+    *, allow_parallel_in_progress: bool, owner: str | OwnerOf, owners: OwnerRegistry | None = None
 ) -> FunctionTool:
     """The ``todo_write`` ``FunctionTool``; each call's plan belongs to ``owner``.
 

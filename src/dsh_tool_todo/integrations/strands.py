@@ -37,18 +37,14 @@ from typing import Any
 
 from ..core.contract import TOOL_NAME
 from ._binding import Binding, OwnerRegistry
-from ._extras import missing_extra
+from ._extras import needs_extra
 from ._reminder import aplan_of, reminder_due, todos_of
 
-try:
+with needs_extra("dsh_tool_todo.integrations.strands", "strands", module="strands"):
     from strands.agent import Agent
     from strands.hooks import BeforeInvocationEvent, BeforeModelCallEvent, HookRegistry
     from strands.types.content import Messages
     from strands.types.tools import AgentTool, ToolResult, ToolSpec, ToolUse
-except ImportError as _error:
-    raise missing_extra(
-        "dsh_tool_todo.integrations.strands", "strands", _error, module="strands"
-    ) from _error
 
 __all__ = ["OwnerOf", "TodoWriteAgentTool", "todo_write_strands_tool"]
 

@@ -1,4 +1,4 @@
-"""The ``with`` block every store object shares: leaving it calls ``close()``."""
+"""The ``with`` and ``async with`` blocks store objects share: leaving one closes the object."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from types import TracebackType
 from typing import TypeVar
 
 _Closing = TypeVar("_Closing", bound="ClosedOnExit")
+_AsyncClosing = TypeVar("_AsyncClosing", bound="ClosedOnAsyncExit")
 
 
 class ClosedOnExit:
@@ -24,3 +25,23 @@ class ClosedOnExit:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+
+# The async twin of ClosedOnExit, written out: one awaits where the other calls.
+class ClosedOnAsyncExit:
+    """An async context manager whose exit is ``await self.aclose()``; subclasses define
+    ``aclose`` (and may enter by more than returning themselves)."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self: _AsyncClosing) -> _AsyncClosing:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -40,13 +40,12 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from ..core.contract import TURN_START
 from ..errors import OwnerNameError, UsageError
 from ..protocols import Event, StoreSession
-from ._closing import ClosedOnExit
+from ._closing import ClosedOnAsyncExit, ClosedOnExit
 from ._owner_lock import _close_session, _Entry
 from ._owner_names import SUFFIX
 from ._owner_names import owner_file_name as owner_file_name
@@ -58,7 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["OwnerRegistry", "owner_file_name", "owner_key"]
 
 
-class OwnerRegistry(ClosedOnExit):
+class OwnerRegistry(ClosedOnExit, ClosedOnAsyncExit):
     """Owner key → session, opened on first use, closed when evicted.
 
     ``directory``: where durable sessions live (``None``: in memory, lost with
@@ -312,17 +311,6 @@ class OwnerRegistry(ClosedOnExit):
             await asyncio.sleep(delay)
             delay = min(2 * delay, 0.05)
 
-    async def __aenter__(self) -> OwnerRegistry:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
     def _enter(self, owner: str) -> tuple[_Entry, bool]:
         """``owner``'s entry, counted as used; ``True`` if this caller must open it
         (it then holds the entry's lock)."""
@@ -378,6 +366,7 @@ class OwnerRegistry(ClosedOnExit):
 
     def _hold(self, owner: str) -> _Entry:
         """``owner``'s opened entry, its lock held by this thread."""
+        # _ahold is the async twin, written out
         while True:
             entry, opening = self._enter(owner)
             if opening:
@@ -400,6 +389,7 @@ class OwnerRegistry(ClosedOnExit):
 
     async def _ahold(self, owner: str) -> _Entry:
         """:meth:`_hold` for a task: waits without blocking its event loop."""
+        # the async twin of _hold, written out: the lock is taken by awaiting, not blocking
         while True:
             entry, opening = self._enter(owner)
             if opening:

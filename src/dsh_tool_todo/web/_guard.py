@@ -27,6 +27,8 @@ SECURITY_HEADERS = [
 ]
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _WITH_PORT = re.compile(r"(\[[^\]]+\]|[^:\[\]]+):[0-9]{1,5}")
+_NAME = re.compile(r"(\[[^\]]+\]|[^:\[\]]+)(:[0-9]{1,5})?")
+DEFAULT_PORTS = (80, 443)  # the ports http and https leave out of the Host header
 
 
 def _plain(status: int, text: str) -> Response:
@@ -38,19 +40,28 @@ def served_hosts(host: str, port: int, extra: Iterable[str] = ()) -> frozenset[s
 
     A loopback address also answers to the other loopback names; ``extra``
     adds names a proxy or a LAN address reaches it by (``name`` for the served
-    port, or ``name:port`` for a proxy's).
+    port or a proxy's default one, ``name:port`` for a proxy's). A browser
+    leaves out the port its scheme defaults to (80, 443), so a name reached on
+    such a port is admitted without one too.
 
-    >>> sorted(served_hosts("127.0.0.1", 8765, ["viewer.lan", "proxy:80"]))
-    ['127.0.0.1:8765', '[::1]:8765', 'localhost:8765', 'proxy:80', 'viewer.lan:8765']
+    >>> print(*sorted(served_hosts("127.0.0.1", 8765, ["viewer.lan", "proxy:443"])))
+    127.0.0.1:8765 [::1]:8765 localhost:8765 proxy proxy:443 viewer.lan viewer.lan:8765
     """
     bracketed = f"[{host}]" if ":" in host and not host.startswith("[") else host
     names = {bracketed.lower()}
     if is_loopback(host):
         names.update(LOOPBACK_NAMES)
     hosts = {f"{name}:{port}" for name in names}
+    if port in DEFAULT_PORTS:
+        hosts.update(names)
     for name in extra:
-        has_port = _WITH_PORT.fullmatch(name) is not None
-        hosts.add(name.lower() if has_port else f"{name.lower()}:{port}")
+        named = _WITH_PORT.fullmatch(name)
+        if named is None:  # the served port, or a proxy's default port (no port in Host)
+            hosts.update({f"{name.lower()}:{port}", name.lower()})
+        else:
+            hosts.add(name.lower())
+            if int(name.rpartition(":")[2]) in DEFAULT_PORTS:
+                hosts.add(named.group(1).lower())
     return frozenset(hosts)
 
 
@@ -166,7 +177,7 @@ class Guard:
 
 
 def _refused_host(host: str) -> str:
-    if not _WITH_PORT.fullmatch(host) or len(host) > 260 or not host.isprintable():
+    if not _NAME.fullmatch(host) or len(host) > 260 or not host.isprintable():
         return "refused: the Host header does not name this server"
     return (
         f"refused: the Host header ({host}) does not name this server; if clients reach it by "

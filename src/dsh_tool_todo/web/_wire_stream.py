@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
 from sse_starlette import ServerSentEvent
@@ -103,31 +103,25 @@ class WireStream:
 
     def snapshot(self, snapshot: Snapshot) -> list[ServerSentEvent]:
         """The whole plan, replacing whatever the client holds."""
-        seq = snapshot.last_seq
-        with self._checked(seq):
-            plan = _plan(snapshot)
-            if self.format == "ag-ui":
-                payloads: list[Any] = [
-                    wire.ag_ui_activity_snapshot(self.name, plan),
-                    wire.ag_ui_state_snapshot(plan),
-                ]
-            else:
-                payloads = [wire.ai_sdk_data_part(self.name, plan)]
-        return [_frame(payload, seq) for payload in payloads]
+        return self._plan_frames(snapshot.last_seq, snapshot, wire.ag_ui_state_snapshot)
 
     def change(self, event: Event) -> list[ServerSentEvent]:
         """A ``todo/write`` or ``turn/start``: the new plan, and for AG-UI the state's delta."""
-        seq = event["seq"]
+        # The activity replaces the one in the client's messages; the delta sets
+        # only the state's `todos` key, leaving any other the client keeps.
+        return self._plan_frames(event["seq"], event, wire.ag_ui_state_delta)
+
+    def _plan_frames(
+        self, seq: int, source: Snapshot | Event, state: Callable[[wire.PlanSource], Any]
+    ) -> list[ServerSentEvent]:
+        """The plan ``source`` leaves, framed at ``seq``: for AG-UI its activity, then
+        ``state`` of it (the state's snapshot or delta); for the AI SDK its data part."""
         with self._checked(seq):
+            plan = _plan(source)
             if self.format == "ag-ui":
-                # The activity replaces the one in the client's messages; the delta sets
-                # only the state's `todos` key, leaving any other the client keeps.
-                payloads: list[Any] = [
-                    wire.ag_ui_activity_snapshot(self.name, event),
-                    wire.ag_ui_state_delta(event),
-                ]
+                payloads: list[Any] = [wire.ag_ui_activity_snapshot(self.name, plan), state(plan)]
             else:
-                payloads = [wire.ai_sdk_data_part(self.name, event)]
+                payloads = [wire.ai_sdk_data_part(self.name, plan)]
         return [_frame(payload, seq) for payload in payloads]
 
     def fatal(self, message: str, cause: str) -> Iterator[ServerSentEvent]:

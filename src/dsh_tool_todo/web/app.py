@@ -35,13 +35,11 @@ import contextlib
 from collections.abc import AsyncIterator, Collection
 from pathlib import Path
 
-from ..errors import missing_extra
+from ..errors import needs_extra
 
-try:
+with needs_extra("the web view", "web"):
     import sse_starlette  # noqa: F401  # the streams' framework: its absence named here
     from starlette.applications import Starlette
-except ImportError as error:
-    raise missing_extra("the web view", "web", error) from error
 
 from ..protocols import LogReader
 from ..stores import open_reader

@@ -16,8 +16,11 @@ from typing import Any
 import pytest
 
 from dsh_tool_todo import replay
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import TornTailWarning
 from dsh_tool_todo.stores.jsonl import JsonlSession, current_plan, read_events
+from tests._processes import stop_process
+from tests.stores.jsonl.half_writes import HALF_WRITES
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX")
 
@@ -26,24 +29,15 @@ ROUNDS, DEADLINE_S, MIN_ROUNDS = 20, 40.0, 8
 # Appends plans marked with the round and a counter, until it is killed. In a
 # "slow" round each write(2) hands the kernel half of what is left and pauses,
 # as a kernel may under pressure: a kill then mostly lands inside a line.
-WRITER = r"""
-import os, sys, time
+WRITER = (
+    HALF_WRITES
+    + r"""
+import sys
 import dsh_tool_todo.stores.jsonl.session as sessionlog
 
 path, round_, slow = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "slow"
-
-class HalfWrites:
-    def __getattr__(self, name):
-        return getattr(os, name)
-
-    @staticmethod
-    def write(fd, data):
-        written = os.write(fd, data[: max(1, len(data) // 2)])
-        time.sleep(0.002)
-        return written
-
 if slow:
-    sessionlog.os = HalfWrites()
+    sessionlog.os = HalfWrites(0.002)
 session = sessionlog.JsonlSession(path)
 print("ready", flush=True)
 count = 0
@@ -55,6 +49,7 @@ while True:
     session.append("todo/write", {"todos": todos})
     count += 1
 """
+)
 
 
 def run_and_kill(path: Path, round_: int, slow: bool, rng: random.Random) -> None:
@@ -71,12 +66,7 @@ def run_and_kill(path: Path, round_: int, slow: bool, rng: random.Random) -> Non
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=10)
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait(timeout=10)
-        for stream in (child.stdout, child.stderr):
-            if stream is not None:
-                stream.close()
+        stop_process(child)
     assert child.returncode == -signal.SIGKILL  # killed while writing, not failed
 
 
@@ -121,10 +111,10 @@ def check_after_kill(path: Path, round_: int, checked: int) -> tuple[int, bool]:
     with session:
         assert path.stat().st_size == whole  # the torn bytes are cut off, nothing more
         mark = [{"content": f"after r{round_}", "status": "in_progress"}]
-        assert session.append("todo/write", {"todos": mark})["seq"] == len(events)
+        assert session.append(EVENT_TYPE, {"todos": mark})["seq"] == len(events)
     after = path.read_bytes()
     assert after[:whole] == raw[:whole]  # every whole line kept, byte for byte
-    appended = {"seq": len(events), "type": "todo/write", "data": {"todos": mark}}
+    appended = {"seq": len(events), "type": EVENT_TYPE, "data": {"todos": mark}}
     assert [json.loads(line) for line in after[whole:].splitlines()] == [appended]
     return len(events), bool(torn)
 
@@ -132,7 +122,7 @@ def check_after_kill(path: Path, round_: int, checked: int) -> tuple[int, bool]:
 def test_a_writer_killed_at_random_moments_loses_only_its_torn_line(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     with JsonlSession(path) as session:  # the log starts with one event, never empty
-        session.append("todo/write", {"todos": [{"content": "after start", "status": "pending"}]})
+        session.append(EVENT_TYPE, {"todos": [{"content": "after start", "status": "pending"}]})
     rng = random.Random(20240601)
     deadline = time.monotonic() + DEADLINE_S
     rounds = torn_rounds = 0

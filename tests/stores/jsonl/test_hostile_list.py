@@ -4,7 +4,6 @@ every answer is compared with a fresh, unwatched reader of the same directory.""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import threading
 from pathlib import Path
@@ -16,24 +15,12 @@ from hypothesis import strategies as st
 
 from dsh_tool_todo.core._accept import accepts_logged
 from dsh_tool_todo.core._validation import validate_call
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.stores.jsonl import JsonlReader
+from tests.stores.jsonl.log_lines import WITHIN, append_lines, line, run_within
 
-WITHIN = 20.0
 A = {"todos": [{"content": "A", "status": "in_progress"}]}
 B = {"todos": [{"content": "B", "status": "in_progress"}]}
-
-
-def line(seq: int, kind: str, data: object) -> bytes:
-    return json.dumps({"seq": seq, "type": kind, "data": data}).encode() + b"\n"
-
-
-def write(path: Path, *lines: bytes) -> None:
-    with path.open("ab") as log:
-        log.write(b"".join(lines))
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, WITHIN))
 
 
 def shown(rows: list[Any]) -> dict[str, tuple[object, object, float]]:
@@ -55,7 +42,7 @@ async def fresh(directory: Path) -> dict[str, tuple[object, object, float]]:
 def test_a_held_list_shows_a_dangling_symlink_once_its_target_appears(tmp_path: Path) -> None:
     """A symlink to a log not yet written is no session; once its target is written (under
     another name: the watcher names only the target) the next list shows it."""
-    write(tmp_path / "a.jsonl", line(0, "todo/write", A))
+    append_lines(tmp_path / "a.jsonl", line(0, EVENT_TYPE, A))
     (tmp_path / "soon.jsonl").symlink_to(tmp_path / "target.jsonl")
     (tmp_path / "hidden.jsonl").symlink_to(tmp_path / ".target")
     reader = JsonlReader(tmp_path, list_resync=3600)
@@ -63,32 +50,32 @@ def test_a_held_list_shows_a_dangling_symlink_once_its_target_appears(tmp_path: 
 
     async def go() -> tuple[dict[str, Any], dict[str, Any]]:
         assert set(await listed(reader)) == {"a"}
-        write(tmp_path / "target.jsonl", line(0, "todo/write", B))
-        write(tmp_path / ".target", line(0, "todo/write", B))
+        append_lines(tmp_path / "target.jsonl", line(0, EVENT_TYPE, B))
+        append_lines(tmp_path / ".target", line(0, EVENT_TYPE, B))
         got = await listed(reader)
         await reader.aclose()
         return got, await fresh(tmp_path)
 
-    got, expected = run(go())
+    got, expected = run_within(go())
     assert set(expected) == {"a", "soon", "target", "hidden"}
     assert got == expected
 
 
 def test_a_held_list_shows_a_write_through_a_hard_link(tmp_path: Path) -> None:
     """Two names of one file are two sessions; a write under one changes both rows."""
-    write(tmp_path / "a.jsonl", line(0, "todo/write", A))
+    append_lines(tmp_path / "a.jsonl", line(0, EVENT_TYPE, A))
     os.link(tmp_path / "a.jsonl", tmp_path / "b.jsonl")
     reader = JsonlReader(tmp_path, list_resync=3600)
     reader.hold_list()
 
     async def go() -> tuple[dict[str, Any], dict[str, Any]]:
         await listed(reader)
-        write(tmp_path / "a.jsonl", line(1, "todo/write", B))
+        append_lines(tmp_path / "a.jsonl", line(1, EVENT_TYPE, B))
         got = await listed(reader)
         await reader.aclose()
         return got, await fresh(tmp_path)
 
-    got, expected = run(go())
+    got, expected = run_within(go())
     assert expected["b"][:2] == (1, "B")
     assert got == expected
 
@@ -96,7 +83,7 @@ def test_a_held_list_shows_a_write_through_a_hard_link(tmp_path: Path) -> None:
 def test_an_open_list_stream_rings_and_lists_a_write_through_a_symlink(tmp_path: Path) -> None:
     """Under an open list stream, a write to a log another name links to rings that name
     too, and the list shows it: the watcher names only the target."""
-    write(tmp_path / "a.jsonl", line(0, "todo/write", A))
+    append_lines(tmp_path / "a.jsonl", line(0, EVENT_TYPE, A))
     (tmp_path / "l.jsonl").symlink_to(tmp_path / "a.jsonl")
     (tmp_path / "h.jsonl").symlink_to(tmp_path / ".h")
     reader = JsonlReader(tmp_path, list_resync=3600)
@@ -106,9 +93,9 @@ def test_an_open_list_stream_rings_and_lists_a_write_through_a_symlink(tmp_path:
         first = asyncio.ensure_future(anext(changes))
         await asyncio.sleep(0.3)  # the stream's index read
         await listed(reader)
-        write(tmp_path / "a.jsonl", line(1, "todo/write", B))
+        append_lines(tmp_path / "a.jsonl", line(1, EVENT_TYPE, B))
         rung = set(await first)
-        write(tmp_path / ".h", line(0, "todo/write", B))
+        append_lines(tmp_path / ".h", line(0, EVENT_TYPE, B))
         while "h" not in rung:
             rung |= await anext(changes)
         got = await listed(reader)
@@ -116,7 +103,7 @@ def test_an_open_list_stream_rings_and_lists_a_write_through_a_symlink(tmp_path:
         await reader.aclose()
         return rung, got, await fresh(tmp_path)
 
-    rung, got, expected = run(go())
+    rung, got, expected = run_within(go())
     assert {"a", "l", "h"} <= rung
     assert got == expected
 
@@ -127,7 +114,7 @@ def test_a_list_under_an_open_stream_shows_a_change_made_just_before(
 ) -> None:
     """While the page's list stream is open, a list asked for right after a write (before
     the loop has read the watcher) shows the write, as a held list does without a stream."""
-    write(tmp_path / "a.jsonl", line(0, "todo/write", A))
+    append_lines(tmp_path / "a.jsonl", line(0, EVENT_TYPE, A))
     reader = JsonlReader(tmp_path, list_resync=3600)
     if held:
         reader.hold_list()
@@ -137,8 +124,8 @@ def test_a_list_under_an_open_stream_shows_a_change_made_just_before(
         first = asyncio.ensure_future(anext(changes))
         await asyncio.sleep(0.3)
         await listed(reader)
-        write(tmp_path / "a.jsonl", line(1, "todo/write", B))
-        write(tmp_path / "b.jsonl", line(0, "todo/write", B))
+        append_lines(tmp_path / "a.jsonl", line(1, EVENT_TYPE, B))
+        append_lines(tmp_path / "b.jsonl", line(0, EVENT_TYPE, B))
         got = await listed(reader)
         first.cancel()
         await asyncio.gather(first, return_exceptions=True)
@@ -146,7 +133,7 @@ def test_a_list_under_an_open_stream_shows_a_change_made_just_before(
         await reader.aclose()
         return got, await fresh(tmp_path)
 
-    got, expected = run(go())
+    got, expected = run_within(go())
     assert got == expected
 
 
@@ -156,7 +143,7 @@ def test_a_list_stream_closed_during_its_directory_read_leaves_no_frozen_index(
     """The page's stream closed while its first directory read ran in a thread: that read,
     finishing after, must not become an index no watcher keeps (every later list missed
     every new log)."""
-    write(tmp_path / "a.jsonl", line(0, "todo/write", A))
+    append_lines(tmp_path / "a.jsonl", line(0, EVENT_TYPE, A))
     reader = JsonlReader(tmp_path, list_resync=3600)
     scan = reader._scan
     started, resume = threading.Event(), threading.Event()
@@ -177,12 +164,12 @@ def test_a_list_stream_closed_during_its_directory_read_leaves_no_frozen_index(
         resume.set()
         await asyncio.sleep(0.3)  # the read in the thread ends
         reader._scan = scan  # type: ignore[method-assign]
-        write(tmp_path / "b.jsonl", line(0, "todo/write", B))
+        append_lines(tmp_path / "b.jsonl", line(0, EVENT_TYPE, B))
         got = await listed(reader)
         await reader.aclose()
         return got, await fresh(tmp_path)
 
-    got, expected = run(go())
+    got, expected = run_within(go())
     assert set(expected) == {"a", "b"}
     assert got == expected
 
@@ -193,7 +180,7 @@ def test_a_hard_link_made_after_a_list_shows_a_write_through_the_new_name(
 ) -> None:
     """``link(a, b)`` tells a directory watcher only that ``b`` appeared (``a``'s link
     count changes unseen): a write through ``b`` then changes ``a``'s row too."""
-    write(tmp_path / "a.jsonl", line(0, "todo/write", A))
+    append_lines(tmp_path / "a.jsonl", line(0, EVENT_TYPE, A))
     reader = JsonlReader(tmp_path, list_resync=3600)
     reader.hold_list()
 
@@ -205,7 +192,7 @@ def test_a_hard_link_made_after_a_list_shows_a_write_through_the_new_name(
         os.link(tmp_path / "a.jsonl", tmp_path / "b.jsonl")
         rung: set[str] = set(await first) if stream else set()
         await listed(reader)
-        write(tmp_path / "b.jsonl", line(1, "todo/write", B))
+        append_lines(tmp_path / "b.jsonl", line(1, EVENT_TYPE, B))
         while stream and "a" not in rung:
             rung |= await anext(changes)
         got = await listed(reader)
@@ -215,7 +202,7 @@ def test_a_hard_link_made_after_a_list_shows_a_write_through_the_new_name(
         await reader.aclose()
         return rung, got, await fresh(tmp_path)
 
-    rung, got, expected = run(go())
+    rung, got, expected = run_within(go())
     assert expected["a"][:2] == (1, "B")
     assert got == expected
     assert not stream or rung >= {"a", "b"}
@@ -226,7 +213,7 @@ def test_a_held_list_shows_a_write_through_a_hard_link_deleted_right_after(
 ) -> None:
     """A write through a second name, then that name deleted, before the list: the watcher
     names only the deleted name; the first name's row shows the write."""
-    write(tmp_path / "a.jsonl", line(0, "todo/write", A))
+    append_lines(tmp_path / "a.jsonl", line(0, EVENT_TYPE, A))
     reader = JsonlReader(tmp_path, list_resync=3600)
     reader.hold_list()
 
@@ -234,13 +221,13 @@ def test_a_held_list_shows_a_write_through_a_hard_link_deleted_right_after(
         await listed(reader)
         os.link(tmp_path / "a.jsonl", tmp_path / "b.jsonl")
         await listed(reader)
-        write(tmp_path / "b.jsonl", line(1, "todo/write", B))
+        append_lines(tmp_path / "b.jsonl", line(1, EVENT_TYPE, B))
         (tmp_path / "b.jsonl").unlink()
         got = await listed(reader)
         await reader.aclose()
         return got, await fresh(tmp_path)
 
-    got, expected = run(go())
+    got, expected = run_within(go())
     assert expected["a"][:2] == (1, "B")
     assert got == expected
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from pathlib import Path
@@ -11,25 +10,11 @@ from typing import Any
 
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
-
-WITHIN = 20.0
-
-
-def line(seq: int, kind: str, data: object) -> bytes:
-    return json.dumps({"seq": seq, "type": kind, "data": data}).encode() + b"\n"
-
-
-def write(path: Path, *lines: bytes) -> None:
-    with path.open("ab") as log:
-        log.write(b"".join(lines))
-
+from tests.stores.jsonl.log_lines import append_lines, line, run_within
 
 PLAN = {"todos": [{"content": "A", "status": "in_progress"}]}
-
-
-def run(coro: object) -> object:
-    return asyncio.run(asyncio.wait_for(coro, WITHIN))  # type: ignore[arg-type]
 
 
 async def until_listed(reader: JsonlReader, want: int) -> int:
@@ -45,7 +30,7 @@ async def until_listed(reader: JsonlReader, want: int) -> int:
 @pytest.mark.parametrize("watch", [True, False], ids=["watched", "polled"])
 def test_ten_thousand_logs_appearing_at_once_are_all_listed(tmp_path: Path, watch: bool) -> None:
     reader = JsonlReader(tmp_path, watch=watch, list_interval=0.05)
-    body = line(0, "todo/write", PLAN)
+    body = line(0, EVENT_TYPE, PLAN)
 
     async def go() -> int:
         changes = reader.changes()
@@ -61,11 +46,11 @@ def test_ten_thousand_logs_appearing_at_once_are_all_listed(tmp_path: Path, watc
         await changes.aclose()
         return 10_000
 
-    assert run(go()) == 10_000
+    assert run_within(go()) == 10_000
 
 
 def test_hostile_file_names_are_listed_as_written_or_left_out(tmp_path: Path) -> None:
-    body = line(0, "todo/write", PLAN)
+    body = line(0, EVENT_TYPE, PLAN)
     listed = [
         "new\nline",
         "<img src=x onerror=alert(1)>&amp;",
@@ -89,36 +74,36 @@ def test_hostile_file_names_are_listed_as_written_or_left_out(tmp_path: Path) ->
         changes = reader.changes()
         first = asyncio.ensure_future(anext(changes))
         await asyncio.sleep(0.3)
-        write(tmp_path / "new\nline.jsonl", line(1, "note", {}))
+        append_lines(tmp_path / "new\nline.jsonl", line(1, "note", {}))
         assert await first == frozenset({"new\nline"})
         watched = {row.name for row in (await reader.sessions("", 100))[0]}
         await changes.aclose()
         return plain, watched
 
-    plain, watched = run(both())  # type: ignore[misc]
+    plain, watched = run_within(both())  # type: ignore[misc]
     assert plain == watched == set(listed)
 
 
 def test_a_torn_tail_under_a_watched_list_keeps_the_last_whole_plan(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
-    write(path, line(0, "todo/write", PLAN))
+    append_lines(path, line(0, EVENT_TYPE, PLAN))
     reader = JsonlReader(tmp_path)
-    torn = line(1, "todo/write", {"todos": []})[:20]
+    torn = line(1, EVENT_TYPE, {"todos": []})[:20]
 
     async def go() -> tuple[object, object]:
         changes = reader.changes()
         first = asyncio.ensure_future(anext(changes))
         await asyncio.sleep(0.3)
-        write(path, torn)
+        append_lines(path, torn)
         await first
         (during,) = (await reader.sessions("", 5))[0]
-        write(path, line(1, "todo/write", {"todos": []})[20:])
+        append_lines(path, line(1, EVENT_TYPE, {"todos": []})[20:])
         await anext(changes)
         (after,) = (await reader.sessions("", 5))[0]
         await changes.aclose()
         return (during.last_seq, during.working_on), (after.last_seq, after.working_on)
 
-    assert run(go()) == ((0, "A"), (1, None))
+    assert run_within(go()) == ((0, "A"), (1, None))
 
 
 def test_a_follow_is_woken_by_the_watcher_not_by_polling(tmp_path: Path) -> None:
@@ -132,13 +117,13 @@ def test_a_follow_is_woken_by_the_watcher_not_by_polling(tmp_path: Path) -> None
         await asyncio.sleep(0.3)
         began = time.monotonic()
         with JsonlSession(tmp_path / "s.jsonl") as log:
-            log.append("todo/write", PLAN)
+            log.append(EVENT_TYPE, PLAN)
         event = await waiting
         assert event["seq"] == 1
         await events.aclose()
         return time.monotonic() - began
 
-    assert run(go()) < 5.0  # polling alone would take an hour
+    assert run_within(go()) < 5.0  # polling alone would take an hour
 
 
 def test_without_a_watcher_a_follow_still_polls(tmp_path: Path) -> None:
@@ -151,12 +136,12 @@ def test_without_a_watcher_a_follow_still_polls(tmp_path: Path) -> None:
         waiting = asyncio.ensure_future(anext(events))
         await asyncio.sleep(0.2)
         with JsonlSession(tmp_path / "s.jsonl") as log:
-            log.append("todo/write", PLAN)
+            log.append(EVENT_TYPE, PLAN)
         seq: int = (await waiting)["seq"]
         await events.aclose()
         return seq
 
-    assert run(go()) == 1
+    assert run_within(go()) == 1
 
 
 def test_a_use_of_a_watch_whose_directory_went_never_ends_a_later_use(tmp_path: Path) -> None:
@@ -183,7 +168,7 @@ def test_a_use_of_a_watch_whose_directory_went_never_ends_a_later_use(tmp_path: 
         new()
         return gone, still and not watch.active
 
-    assert run(go()) == (True, True)
+    assert run_within(go()) == (True, True)
 
 
 def test_a_held_list_shows_every_change_made_before_it_is_asked_for(tmp_path: Path) -> None:
@@ -192,11 +177,11 @@ def test_a_held_list_shows_every_change_made_before_it_is_asked_for(tmp_path: Pa
     turned into a symlink out of the directory, and a write to a log another name links to
     all show in the very next list."""
     for name in ("a", "b", "c", "d", "e", "f"):
-        write(tmp_path / f"{name}.jsonl", line(0, "todo/write", PLAN))
+        append_lines(tmp_path / f"{name}.jsonl", line(0, EVENT_TYPE, PLAN))
     os.utime(tmp_path / "f.jsonl", (2_000_000_000, 2_000_000_000))  # first: ordered by mtime
     (tmp_path / "g.jsonl").symlink_to(tmp_path / "f.jsonl")
     outside = tmp_path.parent / f"{tmp_path.name}-outside.jsonl"
-    outside.write_bytes(line(0, "todo/write", PLAN))
+    outside.write_bytes(line(0, EVENT_TYPE, PLAN))
     reader = JsonlReader(tmp_path, list_resync=3600)
     reader.hold_list()
     other = {"todos": [{"content": "B", "status": "in_progress"}]}
@@ -207,23 +192,23 @@ def test_a_held_list_shows_every_change_made_before_it_is_asked_for(tmp_path: Pa
     async def go() -> tuple[dict[str, tuple[object, object]], ...]:
         before = listed((await reader.sessions("", 100))[0])
         # no await between the changes and the list: the loop has read none of the watcher's news
-        write(tmp_path / "a.jsonl", line(1, "todo/write", other))
-        write(tmp_path / "new.jsonl", line(0, "todo/write", other))
+        append_lines(tmp_path / "a.jsonl", line(1, EVENT_TYPE, other))
+        append_lines(tmp_path / "new.jsonl", line(0, EVENT_TYPE, other))
         (tmp_path / "b.jsonl").unlink()
         (tmp_path / "c.jsonl").unlink()
-        write(tmp_path / "c.jsonl", line(0, "turn/start", {}))
-        write(tmp_path / "d.jsonl", line(1, "todo/write", other)[:15])
+        append_lines(tmp_path / "c.jsonl", line(0, "turn/start", {}))
+        append_lines(tmp_path / "d.jsonl", line(1, EVENT_TYPE, other)[:15])
         (tmp_path / "e.jsonl").unlink()
         (tmp_path / "e.jsonl").symlink_to(outside)
         after = listed((await reader.sessions("", 100))[0])
-        write(tmp_path / "d.jsonl", line(1, "todo/write", other)[15:])
-        write(tmp_path / "f.jsonl", line(1, "todo/write", other))
+        append_lines(tmp_path / "d.jsonl", line(1, EVENT_TYPE, other)[15:])
+        append_lines(tmp_path / "f.jsonl", line(1, EVENT_TYPE, other))
         os.utime(tmp_path / "f.jsonl", (1_000_000_000, 1_000_000_000))
         rows = (await reader.sessions("", 100))[0]
         await reader.aclose()
         return before, after, listed(rows), {"order": tuple(row.name for row in rows)}
 
-    before, after, last, order = run(go())  # type: ignore[misc]
+    before, after, last, order = run_within(go())  # type: ignore[misc]
     assert before == dict.fromkeys("abcdefg", (0, "A"))
     assert after == {
         "a": (1, "B"),
@@ -240,15 +225,15 @@ def test_a_held_list_shows_every_change_made_before_it_is_asked_for(tmp_path: Pa
 def test_a_held_list_lets_its_watch_go_when_closed_and_reads_anew_on_another_loop(
     tmp_path: Path,
 ) -> None:
-    write(tmp_path / "a.jsonl", line(0, "todo/write", PLAN))
+    append_lines(tmp_path / "a.jsonl", line(0, EVENT_TYPE, PLAN))
     reader = JsonlReader(tmp_path)
     reader.hold_list()
 
     async def first() -> int:
         return (await reader.sessions("", 10))[1]
 
-    assert run(first()) == 1
-    write(tmp_path / "b.jsonl", line(0, "todo/write", PLAN))  # no loop runs: no watcher reads
+    assert run_within(first()) == 1
+    append_lines(tmp_path / "b.jsonl", line(0, EVENT_TYPE, PLAN))  # no loop runs: no watcher reads
 
     async def second() -> tuple[int, bool]:
         count = (await reader.sessions("", 10))[1]
@@ -256,4 +241,4 @@ def test_a_held_list_lets_its_watch_go_when_closed_and_reads_anew_on_another_loo
         await reader.aclose()
         return count, watch is not None and not watch.active
 
-    assert run(second()) == (2, True)
+    assert run_within(second()) == (2, True)

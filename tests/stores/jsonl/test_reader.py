@@ -15,6 +15,7 @@ import pytest
 from dsh_tool_todo.errors import SessionNotFound, TornTailWarning
 from dsh_tool_todo.protocols import LogReader
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession, read_events
+from tests.stores.jsonl.half_writes import HALF_WRITES
 from tests.stores.reader_contract import (
     Deleter,
     Event,
@@ -73,21 +74,13 @@ def test_a4_a_file_name_that_is_not_utf8_is_skipped_not_listed(tmp_path: Path) -
         asyncio.run(reader.snapshot("bad\udcff"))
 
 
-KILLED_WRITER = r"""
-import os, sys, time
+KILLED_WRITER = (
+    HALF_WRITES
+    + r"""
+import sys
 import dsh_tool_todo.stores.jsonl.session as session_module
 
-class HalfWrites:  # each write(2) hands over half of what is left, then pauses
-    def __getattr__(self, name):
-        return getattr(os, name)
-
-    @staticmethod
-    def write(fd, data):
-        written = os.write(fd, data[: max(1, len(data) // 2)])
-        time.sleep(0.001)
-        return written
-
-session_module.os = HalfWrites()
+session_module.os = HalfWrites(0.001)
 session = session_module.JsonlSession(sys.argv[1])
 print("ready", flush=True)
 count = 0
@@ -96,6 +89,7 @@ while True:
     session.append("todo/write", {"todos": todos})
     count += 1
 """
+)
 
 
 @pytest.mark.parametrize("round_", range(3))

@@ -19,21 +19,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dsh_tool_todo
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.core.projection import replay
 from dsh_tool_todo.errors import InvalidLog, TornTailWarning, UsageError
 from dsh_tool_todo.host import Host
 from dsh_tool_todo.protocols import StoreSession
 from dsh_tool_todo.stores import jsonl as sessionlog
 from dsh_tool_todo.stores.jsonl import JsonlSession, _lines, current_plan, read_events
+from tests._builders import write_log
 from tests.conftest import options, todo
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "session-log.md"
 TORN = "torn last line at byte"
-
-
-def write_log(path: Path, events: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    with JsonlSession(path) as session:
-        return [session.append(kind, data) for kind, data in events]
 
 
 def line(seq: int, kind: str, data: dict[str, Any]) -> bytes:
@@ -57,13 +54,13 @@ def test_events_round_trip_one_line_each(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     written = write_log(
         path,
-        [("turn/start", {}), ("todo/write", {"todos": [todo("Plan")]}), ("turn/end", {})],
+        [("turn/start", {}), (EVENT_TYPE, {"todos": [todo("Plan")]}), ("turn/end", {})],
     )
-    assert written[1] == {"seq": 1, "type": "todo/write", "data": {"todos": [todo("Plan")]}}
+    assert written[1] == {"seq": 1, "type": EVENT_TYPE, "data": {"todos": [todo("Plan")]}}
     assert read_events(path) == written
     assert path.read_bytes().splitlines(keepends=True) == [
         line(0, "turn/start", {}),
-        line(1, "todo/write", {"todos": [todo("Plan")]}),
+        line(1, EVENT_TYPE, {"todos": [todo("Plan")]}),
         line(2, "turn/end", {}),
     ]
 
@@ -86,10 +83,10 @@ def test_seq_continues_after_reopening(tmp_path: Path) -> None:
 
 def test_a_torn_tail_is_ignored_and_nothing_whole_is_lost(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    written = write_log(path, [("todo/write", {"todos": [todo("Plan")]}), ("turn/end", {})])
+    written = write_log(path, [(EVENT_TYPE, {"todos": [todo("Plan")]}), ("turn/end", {})])
     whole = path.stat().st_size
     with path.open("ab") as file:
-        file.write(line(2, "todo/write", {"todos": [todo("Lost")]})[:25])
+        file.write(line(2, EVENT_TYPE, {"todos": [todo("Lost")]})[:25])
     with pytest.warns(TornTailWarning, match=f"log.jsonl: {TORN} {whole} ignored"):
         assert read_events(path) == written
     with pytest.warns(TornTailWarning, match=f"{TORN} {whole} ignored"):
@@ -113,8 +110,8 @@ def test_reopening_cuts_a_torn_tail_off_then_appends_cleanly(tmp_path: Path) -> 
         session = JsonlSession(path)
     assert path.read_bytes() == whole
     with session:
-        session.append("todo/write", {"todos": [todo("Plan")]})
-    assert path.read_bytes() == whole + line(1, "todo/write", {"todos": [todo("Plan")]})
+        session.append(EVENT_TYPE, {"todos": [todo("Plan")]})
+    assert path.read_bytes() == whole + line(1, EVENT_TYPE, {"todos": [todo("Plan")]})
     assert current_plan(path) == [todo("Plan")]
     assert [event["seq"] for event in read_events(path)] == [0, 1]
 
@@ -201,7 +198,7 @@ def test_a_failed_write_leaves_only_whole_lines(
         session.append("turn/start", {})
         monkeypatch.setattr(os, "write", half_then_full)
         with pytest.raises(OSError, match="No space left"):
-            session.append("todo/write", {"todos": [todo("Plan")]})
+            session.append(EVENT_TYPE, {"todos": [todo("Plan")]})
         monkeypatch.setattr(os, "write", real_write)
         assert session.append("turn/end", {})["seq"] == 1
     assert path.read_bytes() == line(0, "turn/start", {}) + line(1, "turn/end", {})
@@ -211,8 +208,8 @@ def test_short_writes_are_completed(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     path = tmp_path / "log.jsonl"
     real_write = os.write
     monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, data[:5]))
-    write_log(path, [("todo/write", {"todos": [todo("Plan")]})])
-    assert path.read_bytes() == line(0, "todo/write", {"todos": [todo("Plan")]})
+    write_log(path, [(EVENT_TYPE, {"todos": [todo("Plan")]})])
+    assert path.read_bytes() == line(0, EVENT_TYPE, {"todos": [todo("Plan")]})
 
 
 def test_a_closed_session_refuses_appends(tmp_path: Path) -> None:
@@ -258,7 +255,7 @@ def test_a_malformed_line_before_the_last_is_an_error(tmp_path: Path) -> None:
 
 def test_current_plan_checks_the_write_it_returns(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    write_log(path, [("turn/start", {}), ("todo/write", {"todos": [todo(" ")]})])
+    write_log(path, [("turn/start", {}), (EVENT_TYPE, {"todos": [todo(" ")]})])
     with pytest.raises(InvalidLog, match=r"log\.jsonl, line 2: event 1: Error: invalid todo"):
         current_plan(path)
     with pytest.raises(InvalidLog, match=r"event 1: Error: invalid todo"):
@@ -268,7 +265,7 @@ def test_current_plan_checks_the_write_it_returns(tmp_path: Path) -> None:
 def test_current_plan_reads_only_the_end_of_the_log(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     filler = [("message", {"text": "x" * 1000})] * 300  # several blocks
-    write_log(path, [*filler, ("todo/write", {"todos": [todo("Plan")]}), ("turn/end", {})])
+    write_log(path, [*filler, (EVENT_TYPE, {"todos": [todo("Plan")]}), ("turn/end", {})])
     path.write_bytes(b"not a log line\n" + path.read_bytes())
     assert current_plan(path) == [todo("Plan")]  # the broken first line is never read
     with pytest.raises(InvalidLog, match="line 1"):
@@ -278,7 +275,7 @@ def test_current_plan_reads_only_the_end_of_the_log(tmp_path: Path) -> None:
 def test_an_event_larger_than_a_block(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     big = [todo(f"{n}: " + "é" * 1000) for n in range(3 * _lines.BLOCK_SIZE // 6000)]
-    write_log(path, [("todo/write", {"todos": big}), ("message", {"text": "ü" * 70_000})])
+    write_log(path, [(EVENT_TYPE, {"todos": big}), ("message", {"text": "ü" * 70_000})])
     assert len(path.read_bytes()) > 2 * _lines.BLOCK_SIZE
     assert current_plan(path) == big == replay(read_events(path))
 
@@ -315,7 +312,7 @@ _TODOS = st.lists(st.tuples(_CONTENT, _STATUS), max_size=5, unique_by=lambda ite
     lambda items: {"todos": [todo(content, status) for content, status in items]}
 )
 _EVENT: st.SearchStrategy[tuple[str, dict[str, Any]]] = st.one_of(
-    st.tuples(st.just("todo/write"), _TODOS),
+    st.tuples(st.just(EVENT_TYPE), _TODOS),
     st.tuples(st.sampled_from(["turn/start", "turn/end"]), st.just({})),
     st.tuples(st.just("message"), st.fixed_dictionaries({"text": _TEXT})),
 )
@@ -365,18 +362,18 @@ def test_latest_is_the_newest_event_of_the_types(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     write_log(
         path,
-        [("todo/write", {"todos": [todo("Old")]}), ("turn/start", {}), ("turn/end", {})],
+        [(EVENT_TYPE, {"todos": [todo("Old")]}), ("turn/start", {}), ("turn/end", {})],
     )
     with JsonlSession(path) as session:
-        assert session.latest(("todo/write", "turn/start")) == {
+        assert session.latest((EVENT_TYPE, "turn/start")) == {
             "seq": 1,
             "type": "turn/start",
             "data": {},
         }
-        assert session.latest({"todo/write"}) == line_event(0, "todo/write", [todo("Old")])
+        assert session.latest({EVENT_TYPE}) == line_event(0, EVENT_TYPE, [todo("Old")])
         assert session.latest(("message",)) is None
-        written = session.append("todo/write", {"todos": [todo("New")]})
-        assert session.latest(["todo/write", "turn/start"]) == written
+        written = session.append(EVENT_TYPE, {"todos": [todo("New")]})
+        assert session.latest([EVENT_TYPE, "turn/start"]) == written
         assert isinstance(session, StoreSession)
 
 
@@ -386,31 +383,31 @@ def line_event(seq: int, kind: str, todos: list[dict[str, str]]) -> dict[str, An
 
 def test_latest_reads_only_back_to_its_answer(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    path.write_bytes(b"not an event\n" + line(1, "todo/write", {"todos": [todo("Plan")]}))
+    path.write_bytes(b"not an event\n" + line(1, EVENT_TYPE, {"todos": [todo("Plan")]}))
     with JsonlSession(path) as session:
-        assert session.latest(("todo/write",))["seq"] == 1  # type: ignore[index]
+        assert session.latest((EVENT_TYPE,))["seq"] == 1  # type: ignore[index]
         with pytest.raises(InvalidLog, match=r"log\.jsonl, line 1: not a session event"):
             session.latest(("turn/start",))
 
 
 def test_latest_of_an_empty_log_is_none(tmp_path: Path) -> None:
     with JsonlSession(tmp_path / "log.jsonl") as session:
-        assert session.latest(("todo/write", "turn/start")) is None
+        assert session.latest((EVENT_TYPE, "turn/start")) is None
 
 
 def test_latest_refuses_a_string_and_a_closed_session(tmp_path: Path) -> None:
     session = JsonlSession(tmp_path / "log.jsonl")
     with pytest.raises(UsageError, match="collection of event types, not the str 'todo/write'"):
-        session.latest("todo/write")
+        session.latest(EVENT_TYPE)
     session.close()
     with pytest.raises(UsageError, match=r"log\.jsonl: the session log is closed"):
-        session.latest(("todo/write",))
+        session.latest((EVENT_TYPE,))
 
 
 def test_a_host_resumes_the_plan_of_an_existing_log(tmp_path: Path) -> None:
     path = tmp_path / "agent.jsonl"
     plan = [todo("Read", "completed"), todo("Write", "in_progress")]
-    write_log(path, [("turn/start", {}), ("todo/write", {"todos": plan}), ("turn/end", {})])
+    write_log(path, [("turn/start", {}), (EVENT_TYPE, {"todos": plan}), ("turn/end", {})])
     host = Host([dsh_tool_todo], options(False))
     with JsonlSession(path) as session:
         agent = host.new_agent(session=session)

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import PostgresSession
 from tests.cli.test_cli import ENV, assert_usage_error, dsh_todo
@@ -28,7 +29,7 @@ def url(dsn: str) -> str:
 @pytest.fixture
 def db(pg_dsn: str) -> str:
     with PostgresSession(pg_dsn, SESSION) as session:
-        session.append("todo/write", {"todos": PLAN})
+        session.append(EVENT_TYPE, {"todos": PLAN})
     return url(pg_dsn)
 
 
@@ -93,7 +94,7 @@ def test_sessions_prints_the_tree_and_deletes(db: str, pg_dsn: str) -> None:
         other.append("turn/start", {})
         other.append("turn/start", {})
     with PostgresSession(pg_dsn, "helper", parent=SESSION, parent_call_id="call_1") as child:
-        child.append("todo/write", {"todos": PLAN})
+        child.append(EVENT_TYPE, {"todos": PLAN})
     lines = dsh_todo("sessions", db).stdout.splitlines()
     assert [line.split("\t")[:2] for line in lines] == [
         ["other", "no plan"],
@@ -139,7 +140,7 @@ def test_watch_redraws_when_a_writer_in_another_process_records_a_plan(
         with PostgresSession(pg_dsn, SESSION) as session:
             time.sleep(0.5)  # the watcher is listening by now; a late start would catch up anyway
             session.append("note", {})
-            session.append("todo/write", {"todos": [{"content": "Ship", "status": "pending"}]})
+            session.append(EVENT_TYPE, {"todos": [{"content": "Ship", "status": "pending"}]})
         deadline = time.monotonic() + 20
         while "Ship" not in seen and time.monotonic() < deadline:
             seen += watcher.stdout.readline()
@@ -153,7 +154,7 @@ def test_watch_redraws_when_a_writer_in_another_process_records_a_plan(
 def test_show_writes_a_lone_surrogate_from_the_database_as_its_json_escape(pg_dsn: str) -> None:
     hostile = [{"content": "half \ud800 of a pair", "status": "pending"}]
     with PostgresSession(pg_dsn, SESSION) as session:
-        session.append("todo/write", {"todos": hostile})
+        session.append(EVENT_TYPE, {"todos": hostile})
     run = dsh_todo("show", url(pg_dsn), "--session", SESSION, "--format", "json")
     assert "\\ud800" in run.stdout
     assert json.loads(run.stdout) == hostile

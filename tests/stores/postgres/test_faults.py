@@ -29,6 +29,7 @@ import pytest
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import ToolFailure
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import CommitUnknown, PostgresSession, _sql
@@ -39,7 +40,8 @@ SESSION = "agent-1"
 IDLE = TransactionStatus.IDLE
 
 
-def plan(n: int) -> list[dict[str, str]]:
+def step_plan(n: int) -> list[dict[str, str]]:
+    """The todos of step ``n``: one, in progress."""
     return [{"content": f"Step {n}", "status": "in_progress"}]
 
 
@@ -188,7 +190,7 @@ def test_a_server_restart_loses_nothing_acknowledged_and_everything_recovers(
         agent = host.new_agent(session=session)
 
         def call(n: int) -> str:
-            return host.call_tool("todo_write", {"todos": plan(n)}, agent=agent)
+            return host.call_tool("todo_write", {"todos": step_plan(n)}, agent=agent)
 
         acknowledged = [n for n in range(20) if call(n)]
         follower.wait_for(20)
@@ -196,7 +198,7 @@ def test_a_server_restart_loses_nothing_acknowledged_and_everything_recovers(
         for n in range(100, 103):
             with pytest.raises(ToolFailure, match="could not be appended"):
                 call(n)
-        assert host.projection(session, "todos") == plan(19)
+        assert host.projection(session, "todos") == step_plan(19)
         cluster.start()
         until_recorded(lambda: call(20))
         acknowledged.append(20)
@@ -207,7 +209,7 @@ def test_a_server_restart_loses_nothing_acknowledged_and_everything_recovers(
         contents = [event["data"]["todos"][0]["content"] for event in recorded]
         assert contents == [f"Step {n}" for n in acknowledged]  # none lost, none invented
         assert heard == list(range(len(recorded)))
-        assert host.projection(session, "todos") == plan(39)
+        assert host.projection(session, "todos") == step_plan(39)
         follower.wait_for(len(recorded))
         assert follower.errors == []
         assert follower.events == recorded
@@ -280,12 +282,12 @@ def test_a_statement_timeout_fails_the_append_and_records_nothing(pg_dsn: str) -
         with psycopg.Connection.connect(pg_dsn) as blocker:
             blocker.execute(f"LOCK TABLE {postgres.TABLE} IN EXCLUSIVE MODE")
             with pytest.raises(ToolFailure, match=r"statement cancelled.*not recorded"):
-                host.call_tool("todo_write", {"todos": plan(1)}, agent=agent)
+                host.call_tool("todo_write", {"todos": step_plan(1)}, agent=agent)
             blocker.rollback()
-        host.call_tool("todo_write", {"todos": plan(2)}, agent=agent)
+        host.call_tool("todo_write", {"todos": step_plan(2)}, agent=agent)
     recorded = rows(pg_dsn)
     assert [event["seq"] for event in recorded] == [0, 1]
-    assert recorded[1]["data"] == {"todos": plan(2)}
+    assert recorded[1]["data"] == {"todos": step_plan(2)}
 
 
 def test_an_exhausted_pool_fails_the_append_clearly_and_records_nothing(pg_dsn: str) -> None:
@@ -362,23 +364,34 @@ def flaky_pool(pg_dsn: str, request: pytest.FixtureRequest) -> Iterator[Connecti
         yield pool
 
 
+def seqs_heard(session: PostgresSession) -> list[int]:
+    """The seq of each event ``session`` tells its listeners, as they are told."""
+    heard: list[int] = []
+    session.subscribe(lambda event: heard.append(event["seq"]))
+    return heard
+
+
 def committing(pool: ConnectionPool[Any], insert: str = _sql.INSERT) -> str:
     """The statement whose answer is the commit's: the INSERT alone, or the COMMIT after it."""
     return insert if pool.kwargs.get("autocommit") else "COMMIT"  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("read_back", [[], ["miss"]], ids=["read-back", "still-in-flight"])
 def test_an_append_committed_before_the_connection_broke_is_acknowledged_once(
-    pg_dsn: str, flaky_pool: ConnectionPool[Any]
+    pg_dsn: str, flaky_pool: ConnectionPool[Any], read_back: list[str]
 ) -> None:
+    """``still-in-flight``: the commit is not yet visible when read back; the resend then
+    meets our own row, which is acknowledged, not a conflict."""
     session = PostgresSession(flaky_pool, SESSION)
-    heard: list[int] = []
-    session.subscribe(lambda event: heard.append(event["seq"]))
+    heard = seqs_heard(session)
     FlakyConnection.faults[committing(flaky_pool)] += ["after"]
+    FlakyConnection.faults[_sql.READ_ONE] += read_back
     assert session.append("note", {"n": 0})["seq"] == 0
     assert session.append("note", {"n": 1})["seq"] == 1
     assert [event["data"]["n"] for event in rows(pg_dsn)] == [0, 1]
     assert heard == [0, 1]
     assert FlakyConnection.faults[committing(flaky_pool)] == []  # the fault was met
+    assert FlakyConnection.faults[_sql.READ_ONE] == []
 
 
 @pytest.mark.parametrize(
@@ -419,12 +432,12 @@ def test_an_outcome_that_cannot_be_checked_is_settled_before_the_next_append(
     FlakyConnection.faults[committing(flaky_pool)] += [fault]
     FlakyConnection.faults[_sql.READ_ONE] += ["before", "before"]
     with pytest.raises(ToolFailure, match=r"seq 0: .*could not be asked.*next append checks"):
-        host.call_tool("todo_write", {"todos": plan(0)}, agent=agent)
-    host.call_tool("todo_write", {"todos": plan(1)}, agent=agent)
+        host.call_tool("todo_write", {"todos": step_plan(0)}, agent=agent)
+    host.call_tool("todo_write", {"todos": step_plan(1)}, agent=agent)
     log = rows(pg_dsn)
-    assert [event["data"]["todos"] for event in log] == [plan(n) for n in recorded]
+    assert [event["data"]["todos"] for event in log] == [step_plan(n) for n in recorded]
     assert heard == log  # the settled event reached the listeners, in order
-    assert host.projection(session, "todos") == plan(1)
+    assert host.projection(session, "todos") == step_plan(1)
 
 
 def test_a_row_found_in_the_place_of_an_unknown_commit_makes_the_writer_stale(
@@ -441,27 +454,11 @@ def test_a_row_found_in_the_place_of_an_unknown_commit_makes_the_writer_stale(
     assert [event["data"] for event in rows(pg_dsn)] == [{"by": "another writer"}]
 
 
-def test_a_commit_still_in_flight_when_read_back_is_acknowledged_not_a_conflict(
-    pg_dsn: str, flaky_pool: ConnectionPool[Any]
-) -> None:
-    session = PostgresSession(flaky_pool, SESSION)
-    heard: list[int] = []
-    session.subscribe(lambda event: heard.append(event["seq"]))
-    FlakyConnection.faults[committing(flaky_pool)] += ["after"]
-    FlakyConnection.faults[_sql.READ_ONE] += ["miss"]  # the resend then meets our own row
-    assert session.append("note", {"n": 0})["seq"] == 0
-    assert session.append("note", {"n": 1})["seq"] == 1
-    assert [event["data"]["n"] for event in rows(pg_dsn)] == [0, 1]
-    assert heard == [0, 1]
-    assert FlakyConnection.faults[_sql.READ_ONE] == []
-
-
 def test_a_resend_that_meets_a_row_it_cannot_read_back_is_unknown_then_settled(
     pg_dsn: str, flaky_pool: ConnectionPool[Any]
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
-    heard: list[int] = []
-    session.subscribe(lambda event: heard.append(event["seq"]))
+    heard = seqs_heard(session)
     FlakyConnection.faults[committing(flaky_pool)] += ["after"]
     FlakyConnection.faults[_sql.READ_ONE] += ["miss", "before", "before"]
     with pytest.raises(CommitUnknown, match=r"seq 0: .*next append checks"):
@@ -553,7 +550,7 @@ def test_a_session_on_an_unreachable_server_says_why_the_pool_got_no_connection(
 
 
 def keyed(n: int) -> dict[str, Any]:
-    return {"todos": plan(n), "callId": f"call_{n}"}
+    return {"todos": step_plan(n), "callId": f"call_{n}"}
 
 
 @pytest.mark.parametrize("read_back", ["finds it", "misses it"])
@@ -561,14 +558,13 @@ def test_a_keyed_append_whose_commit_answer_was_lost_is_recorded_and_heard_once(
     pg_dsn: str, flaky_pool: ConnectionPool[Any], read_back: str
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
-    heard: list[int] = []
-    session.subscribe(lambda event: heard.append(event["seq"]))
+    heard = seqs_heard(session)
     FlakyConnection.faults[committing(flaky_pool, _sql.INSERT_CALL)] += ["after"]
     if read_back == "misses it":  # the resend meets our own row through the call index
         FlakyConnection.faults[_sql.READ_ONE] += ["miss"]
-    first = session.append("todo/write", keyed(0))
+    first = session.append(EVENT_TYPE, keyed(0))
     assert first["seq"] == 0
-    assert session.append("todo/write", keyed(0)) == first  # the engine's retry
+    assert session.append(EVENT_TYPE, keyed(0)) == first  # the engine's retry
     assert session.append("note", {})["seq"] == 1
     assert [event["seq"] for event in rows(pg_dsn)] == [0, 1]
     assert heard == [0, 1]
@@ -583,13 +579,12 @@ def test_a_keyed_append_left_unknown_is_settled_then_its_retry_is_the_same_call(
     pg_dsn: str, flaky_pool: ConnectionPool[Any]
 ) -> None:
     session = PostgresSession(flaky_pool, SESSION)
-    heard: list[int] = []
-    session.subscribe(lambda event: heard.append(event["seq"]))
+    heard = seqs_heard(session)
     FlakyConnection.faults[committing(flaky_pool, _sql.INSERT_CALL)] += ["after"]
     FlakyConnection.faults[_sql.READ_ONE] += ["before", "before"]
     with pytest.raises(CommitUnknown, match="seq 0"):
-        session.append("todo/write", keyed(0))
-    answer = session.append("todo/write", keyed(0))  # settles seq 0 first: it was recorded
-    assert answer == {"seq": 0, "type": "todo/write", "data": keyed(0)}
+        session.append(EVENT_TYPE, keyed(0))
+    answer = session.append(EVENT_TYPE, keyed(0))  # settles seq 0 first: it was recorded
+    assert answer == {"seq": 0, "type": EVENT_TYPE, "data": keyed(0)}
     assert heard == [0]
     assert [event["data"] for event in rows(pg_dsn)] == [keyed(0)]

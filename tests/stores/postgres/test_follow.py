@@ -15,7 +15,12 @@ import pytest
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import PostgresFollower, follow
 from dsh_tool_todo.stores.postgres._pools import HUBS
-from tests.stores.conftest import admin_connection, database_dsn
+from tests.stores.conftest import (
+    admin_connection,
+    count_listening,
+    database_dsn,
+    select_only_role,
+)
 from tests.stores.postgres.test_hostile import before_query, insert_row, notify
 from tests.stores.postgres.test_notify import take
 
@@ -24,16 +29,6 @@ def others() -> list[str]:
     """The tasks of this loop other than the caller: what a closed follower must not leave."""
     here = asyncio.current_task()
     return sorted(t.get_coro().__qualname__ for t in asyncio.all_tasks() if t is not here)  # type: ignore[union-attr]
-
-
-def listening(dsn: str) -> int:
-    with psycopg.Connection.connect(dsn, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() AND query LIKE 'LISTEN%%'"
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 def test_a_follower_that_cannot_reach_the_server_leaves_no_task_running() -> None:
@@ -60,7 +55,7 @@ def test_a_follower_cancelled_while_it_joins_leaves_no_connection_or_task(pg_dsn
             await joining
         await follower.aclose()
         await asyncio.sleep(0.5)  # time for a leaked LISTEN to connect
-        return others(), await asyncio.to_thread(listening, pg_dsn)
+        return others(), await asyncio.to_thread(count_listening, pg_dsn)
 
     assert asyncio.run(main()) == ([], 0)
 
@@ -104,7 +99,7 @@ def test_a_follower_closed_while_its_first_iteration_joins_leaves_nothing(pg_dsn
             await asyncio.wait_for(reading, 5)
         await asyncio.sleep(0.5)
         assert HUBS.here() == {}
-        return others(), await asyncio.to_thread(listening, pg_dsn)
+        return others(), await asyncio.to_thread(count_listening, pg_dsn)
 
     assert asyncio.run(main()) == ([], 0)
 
@@ -139,28 +134,6 @@ def test_a_follower_closed_while_its_read_is_in_flight_ends_and_does_not_join_ag
     assert asyncio.run(main()) == []
 
 
-@contextmanager
-def timed_out_role(dsn: str, timeout: str) -> Iterator[str]:
-    """A conninfo for a role that may only SELECT, with a statement_timeout of its own."""
-    role = f"viewer_{uuid.uuid4().hex[:8]}"
-    with psycopg.Connection.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {role} LOGIN")
-        conn.execute(f"GRANT SELECT ON {postgres.TABLE} TO {role}")
-        conn.execute(f"ALTER ROLE {role} SET statement_timeout = '{timeout}'")
-    params = psycopg.conninfo.conninfo_to_dict(dsn)
-    params["user"] = role
-    try:
-        yield psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in params.items()})
-    finally:
-        with psycopg.Connection.connect(dsn, autocommit=True) as conn:
-            conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
-                (role,),
-            )
-            conn.execute(f"DROP OWNED BY {role}")
-            conn.execute(f"DROP ROLE {role}")
-
-
 def test_many_followers_with_a_backlog_catch_up_under_the_roles_statement_timeout(
     pg_dsn: str,
 ) -> None:
@@ -187,7 +160,7 @@ def test_many_followers_with_a_backlog_catch_up_under_the_roles_statement_timeou
             for follower in followers:
                 await follower.aclose()
 
-    with timed_out_role(pg_dsn, "100ms") as viewer:
+    with select_only_role(pg_dsn, statement_timeout="100ms") as viewer:
         assert asyncio.run(main(viewer)) == [list(range(backlog))] * sessions
 
 
@@ -206,7 +179,7 @@ def test_a_follower_whose_reads_of_big_events_time_out_reads_fewer_at_once(pg_ds
         async with PostgresFollower(viewer, "big", reconnect_delay=0.05) as follower:
             return await take(follower, 40, within=20)
 
-    with timed_out_role(pg_dsn, "80ms") as viewer:
+    with select_only_role(pg_dsn, statement_timeout="80ms") as viewer:
         assert asyncio.run(main(viewer)) == list(range(40))
 
 

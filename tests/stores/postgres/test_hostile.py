@@ -11,11 +11,13 @@ from typing import Any
 import psycopg
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.core.listeners import Event
 from dsh_tool_todo.errors import LogReplaced, UsageError
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import AsyncPostgresSession, PostgresFollower, PostgresSession
 from tests.cli.test_cli import dsh_todo
+from tests.stores.conftest import cut_every_other_connection
 from tests.stores.postgres.test_admin import url
 
 SESSION = "agent-7"
@@ -222,13 +224,8 @@ def test_a_follower_whose_connections_are_cut_catches_up_with_nothing_missed(
                 seen.append((await next_event(follower))["seq"])
                 waiting = asyncio.ensure_future(follower.__anext__())
                 await asyncio.sleep(0.2)
-                with psycopg.Connection.connect(pg_dsn, autocommit=True) as admin:
-                    cut = admin.execute(
-                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                    ).fetchone()
-                assert cut is not None
-                assert cut[0] >= 2  # at least the LISTEN and the read connection
+                # at least the LISTEN and the read connection
+                assert cut_every_other_connection(pg_dsn) >= 2
                 for _ in range(3):
                     session.append("note", {})  # the pool replaces its dead connections
                 seen.append((await asyncio.wait_for(waiting, 10))["seq"])
@@ -263,7 +260,7 @@ def test_watch_starts_over_when_its_session_is_deleted_and_written_again(pg_dsn:
     from dsh_tool_todo.stores.postgres import admin
 
     with PostgresSession(pg_dsn, SESSION) as session:
-        session.append("todo/write", {"todos": [{"content": "Old", "status": "pending"}]})
+        session.append(EVENT_TYPE, {"todos": [{"content": "Old", "status": "pending"}]})
         for _ in range(3):
             session.append("note", {})
     title, plans = admin.follow_plans(url(pg_dsn), SESSION)
@@ -274,7 +271,7 @@ def test_watch_starts_over_when_its_session_is_deleted_and_written_again(pg_dsn:
         conn.execute(f"DELETE FROM {postgres.TABLE} WHERE session_id = %s", (SESSION,))
         conn.execute(
             f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) VALUES (%s, 0, %s, %s)",
-            (SESSION, "todo/write", postgres.encode_data({"todos": new})),
+            (SESSION, EVENT_TYPE, postgres.encode_data({"todos": new})),
         )
         conn.execute("SELECT pg_notify(%s, %s)", (postgres.CHANNEL, f"0:{SESSION}"))
     assert next(plans) == new

@@ -7,7 +7,6 @@ import random
 import re
 import threading
 from collections import Counter
-from typing import Any
 
 import pytest
 
@@ -19,13 +18,10 @@ from dsh_tool_todo.protocols import StoreSession
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from dsh_tool_todo.stores.postgres import PostgresSession
+from tests._builders import plan
 
 TOOL = todo_write_tool(allow_parallel_in_progress=False)
 OPTIONS = {"dsh-tool-todo": {"allowParallelInProgress": False}}
-
-
-def plan(content: str, status: str = "pending") -> dict[str, Any]:
-    return {"todos": [{"content": content, "status": status}]}
 
 
 def contents(dsn: str, owner: str) -> list[str]:
@@ -36,7 +32,7 @@ def contents(dsn: str, owner: str) -> list[str]:
 
 def test_a_postgres_backed_registry_resumes_each_owners_plan_after_a_restart(pg_dsn: str) -> None:
     with OwnerRegistry(open_session=lambda key: PostgresSession(pg_dsn, key)) as owners:
-        assert owners.call("ada", TOOL, plan("Ship it", "in_progress")) == (
+        assert owners.call("ada", TOOL, plan("Ship it", status="in_progress")) == (
             "Updated todo list: 0 pending, 1 in progress, 0 completed."
         )
         owners.call("bob", TOOL, plan("Review"))
@@ -48,9 +44,9 @@ def test_a_postgres_backed_registry_resumes_each_owners_plan_after_a_restart(pg_
         on_open=lambda key, session: host.new_agent(session=session),
     ) as restarted:
         session = restarted.session("ada")
-        assert host.projection(session, "todos") == plan("Ship it", "in_progress")["todos"]
-        restarted.call("ada", TOOL, plan("Ship it", "completed"))
-        assert host.projection(session, "todos") == plan("Ship it", "completed")["todos"]
+        assert host.projection(session, "todos") == plan("Ship it", status="in_progress")["todos"]
+        restarted.call("ada", TOOL, plan("Ship it", status="completed"))
+        assert host.projection(session, "todos") == plan("Ship it", status="completed")["todos"]
     assert contents(pg_dsn, "ada") == ["Ship it", "Ship it"]
     assert postgres.current_plan(pg_dsn, "bob") == plan("Review")["todos"]
 

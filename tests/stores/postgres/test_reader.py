@@ -10,9 +10,11 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import InvalidLog, LogReplaced
 from dsh_tool_todo.protocols import LogReader
 from dsh_tool_todo.stores.postgres import TABLE, PostgresReader, PostgresSession, delete_session
+from tests.stores.conftest import cut_every_other_connection
 from tests.stores.reader_contract import (
     Deleter,
     Event,
@@ -72,16 +74,6 @@ def test_the_reader_names_its_database_without_the_password(url: str) -> None:
     reader = PostgresReader(url)  # nothing connects before a read
 
     assert reader.where == "PostgreSQL at db.example:6543/agents"
-
-
-def cut_every_other_connection(dsn: str) -> int:
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        cut = admin.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        ).fetchone()
-    assert cut is not None
-    return int(cut[0])
 
 
 def insert(dsn: str, name: str, seq: int, kind: str, text: str) -> None:
@@ -178,24 +170,24 @@ def test_a_notify_storm_neither_stops_nor_floods_a_follow(pg_dsn: str) -> None:
         ("note", "[1, 2]", "must be a JSON object"),
         ("note", "null", "must be a JSON object"),
         ("note", '"text"', "must be a JSON object"),
-        ("todo/write", '{"todos": [{"content": "", "status": "done"}]}', "use completed"),
+        (EVENT_TYPE, '{"todos": [{"content": "", "status": "done"}]}', "use completed"),
         # refused as not JSON where the parser's depth limit stops it, as a broken plan where
         # it does not (Python 3.13's parser goes deeper)
-        ("todo/write", '{"todos": ' + "[" * 3000 + "]" * 3000 + "}", "(?:not JSON|invalid todo)"),
+        (EVENT_TYPE, '{"todos": ' + "[" * 3000 + "]" * 3000 + "}", "(?:not JSON|invalid todo)"),
     ],
 )
 def test_foreign_rows_of_the_wrong_shape_are_refused_by_every_read(
     pg_dsn: str, kind: str, text: str, reason: str
 ) -> None:
     with PostgresSession(pg_dsn, "s") as session:
-        session.append("todo/write", {"todos": [{"content": "A", "status": "pending"}]})
+        session.append(EVENT_TYPE, {"todos": [{"content": "A", "status": "pending"}]})
     insert(pg_dsn, "s", 1, kind, text)
 
     async def main() -> None:
         reader = PostgresReader(pg_dsn)
         try:
             reads = [reader.tail("s", before=None, limit=5), anext(reader.follow("s", after=0))]
-            if kind == "todo/write":
+            if kind == EVENT_TYPE:
                 reads.append(reader.snapshot("s"))
             for read in reads:
                 with pytest.raises(InvalidLog, match=f"session 's', seq 1: .*{reason}"):
@@ -233,7 +225,7 @@ def test_a_session_written_again_between_the_snapshot_and_the_follow_is_replaced
     in between is not continued as if it were the same one."""
     plan = {"todos": [{"content": "A", "status": "pending"}]}
     with PostgresSession(pg_dsn, "s") as session:
-        session.append("todo/write", plan)
+        session.append(EVENT_TYPE, plan)
 
     async def main() -> None:
         reader = PostgresReader(pg_dsn)
@@ -241,7 +233,7 @@ def test_a_session_written_again_between_the_snapshot_and_the_follow_is_replaced
             snapshot = await reader.snapshot("s")
             await asyncio.to_thread(delete_session, pg_dsn, "s")
             with PostgresSession(pg_dsn, "s") as session:
-                session.append("todo/write", plan)  # the same row, in another transaction
+                session.append(EVENT_TYPE, plan)  # the same row, in another transaction
                 session.append("note", {})
             with pytest.raises(LogReplaced, match="session 's': seq 0"):
                 await anext(reader.follow("s", after=snapshot.last_seq, since=snapshot))

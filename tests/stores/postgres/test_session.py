@@ -9,14 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
-from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import InvalidLog, LinkConflict, UsageError
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import (
@@ -25,6 +24,7 @@ from dsh_tool_todo.stores.postgres import (
     WriterConflict,
     _sql,
 )
+from tests.stores.conftest import select_only_role
 from tests.stores.contract import PLAN, DurableContract, Event, Opener, new_host
 
 SESSION = "agent-1"
@@ -227,7 +227,7 @@ def test_read_tail_pages_backwards_in_log_order(pg_dsn: str) -> None:
 
 def test_list_latest_current_plan_and_delete(pg_dsn: str) -> None:
     with PostgresSession(pg_dsn, "a") as a, PostgresSession(pg_dsn, "b") as b:
-        a.append("todo/write", {"todos": PLAN})
+        a.append(EVENT_TYPE, {"todos": PLAN})
         a.append("note", {})
         b.append("turn/start", {})
     listed = postgres.list_sessions(pg_dsn)
@@ -242,7 +242,7 @@ def test_list_latest_current_plan_and_delete(pg_dsn: str) -> None:
 
 
 def test_the_readers_name_session_and_seq_of_a_hostile_row(pg_dsn: str) -> None:
-    insert_row(pg_dsn, "x", 0, "todo/write", '{"todos": [{"content": "", "status": "pending"}]}')
+    insert_row(pg_dsn, "x", 0, EVENT_TYPE, '{"todos": [{"content": "", "status": "pending"}]}')
     with pytest.raises(InvalidLog, match=r"session 'x', seq 0: .*content"):
         postgres.current_plan(pg_dsn, "x")
     with pytest.raises(InvalidLog, match=r"session 'x', seq 0"):
@@ -368,14 +368,9 @@ def test_followers_of_one_process_share_one_listen_connection(pg_dsn: str) -> No
 
 
 def test_a_follower_only_reads_it_works_for_a_role_that_cannot_write(pg_dsn: str) -> None:
-    role = f"viewer_{uuid.uuid4().hex[:12]}"
-    with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {role} LOGIN")
-        conn.execute(f"GRANT SELECT ON {postgres.TABLE} TO {role}")
-    viewer = make_conninfo(pg_dsn, user=role)
     writer = PostgresSession(pg_dsn, SESSION)
     writer.append("note", {})
-    try:
+    with select_only_role(pg_dsn) as viewer:
 
         async def main() -> None:
             async with postgres.PostgresFollower(viewer, SESSION) as follower:
@@ -384,16 +379,11 @@ def test_a_follower_only_reads_it_works_for_a_role_that_cannot_write(pg_dsn: str
                 assert [e["seq"] for e in await take(follower, 1)] == [1]
 
         asyncio.run(main())
-    finally:
-        postgres.close_shared_pools()
-        with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
-            conn.execute(f"DROP OWNED BY {role}")
-            conn.execute(f"DROP ROLE {role}")
 
 
 def test_a_follower_refuses_a_hostile_row_naming_session_and_seq(pg_dsn: str) -> None:
     insert_row(pg_dsn, SESSION, 0, "note", "{}")
-    insert_row(pg_dsn, SESSION, 1, "todo/write", '{"todos": "all of them"}')
+    insert_row(pg_dsn, SESSION, 1, EVENT_TYPE, '{"todos": "all of them"}')
 
     async def main() -> None:
         async with postgres.PostgresFollower(pg_dsn, SESSION) as follower:
@@ -441,15 +431,15 @@ def test_a_session_id_with_colons_and_any_script_is_followed_and_listed(pg_dsn: 
 
 
 def test_the_async_sessions_sync_latest_knows_each_resume_type(pg_dsn: str) -> None:
-    insert_row(pg_dsn, SESSION, 0, "todo/write", '{"todos": [{"content": "", "status": "x"}]}')
-    insert_row(pg_dsn, SESSION, 1, "todo/write", json.dumps({"todos": PLAN}))
+    insert_row(pg_dsn, SESSION, 0, EVENT_TYPE, '{"todos": [{"content": "", "status": "x"}]}')
+    insert_row(pg_dsn, SESSION, 1, EVENT_TYPE, json.dumps({"todos": PLAN}))
     insert_row(pg_dsn, SESSION, 2, "turn/start", "{}")
 
     async def main() -> None:
         async with AsyncPostgresSession(pg_dsn, SESSION) as session:
-            assert session.latest(["todo/write"]) == {
+            assert session.latest([EVENT_TYPE]) == {
                 "seq": 1,
-                "type": "todo/write",
+                "type": EVENT_TYPE,
                 "data": {"todos": PLAN},
             }
             assert session.latest(postgres.RESUME_TYPES) == {
@@ -460,17 +450,17 @@ def test_the_async_sessions_sync_latest_knows_each_resume_type(pg_dsn: str) -> N
             host = new_host()
             host.new_agent(session=session)
             assert host.projection(session, "todos") is None
-            await session.append("todo/write", {"todos": PLAN[:1]})
+            await session.append(EVENT_TYPE, {"todos": PLAN[:1]})
             await session.append("turn/start", {"n": 2})
-            assert session.latest(["todo/write"]) == {
+            assert session.latest([EVENT_TYPE]) == {
                 "seq": 3,
-                "type": "todo/write",
+                "type": EVENT_TYPE,
                 "data": {"todos": PLAN[:1]},
             }
-            newest = session.latest(["turn/start", "todo/write"])
+            newest = session.latest(["turn/start", EVENT_TYPE])
             assert newest is not None
             assert newest["seq"] == 4
-        insert_row(pg_dsn, SESSION, 5, "todo/write", '{"todos": "broken"}')
+        insert_row(pg_dsn, SESSION, 5, EVENT_TYPE, '{"todos": "broken"}')
         async with AsyncPostgresSession(pg_dsn, SESSION) as again:
             start = {"seq": 4, "type": "turn/start", "data": {"n": 2}}
             assert again.latest(["turn/start"]) == start
@@ -488,7 +478,7 @@ def test_an_async_session_records_its_link_when_it_opens_and_checks_it_on_reopen
         child = AsyncPostgresSession(pg_dsn, "child", parent="lead", parent_call_id="c1")
         assert child.key == "child"
         async with child:
-            await child.append("todo/write", {"todos": []})
+            await child.append(EVENT_TYPE, {"todos": []})
         async with AsyncPostgresSession(pg_dsn, "child", parent="lead") as again:
             assert await again.link("lead") is None
             assert again.next_seq == 2
@@ -504,7 +494,7 @@ def test_an_async_session_records_its_link_when_it_opens_and_checks_it_on_reopen
 
     asyncio.run(scenario())
     events = postgres.read_tail(pg_dsn, "child")
-    assert [event["type"] for event in events] == ["session/link", "todo/write"]
+    assert [event["type"] for event in events] == ["session/link", EVENT_TYPE]
     assert events[0]["data"] == {"parent": "lead", "parentCallId": "c1"}
 
 
@@ -535,11 +525,11 @@ def call_write(call: str) -> dict[str, object]:
 def test_the_database_itself_refuses_the_same_call_twice_in_a_turn(pg_dsn: str) -> None:
     with PostgresSession(pg_dsn, SESSION) as session:
         session.append("turn/start", {})
-        session.append("todo/write", call_write("call_1"))
+        session.append(EVENT_TYPE, call_write("call_1"))
     params = {
         "sid": SESSION,
         "seq": 2,
-        "type": "todo/write",
+        "type": EVENT_TYPE,
         "data": json.dumps(call_write("call_1")),
         "turn": 0,
         "call": postgres._core.call_key(call_write("call_1")),
@@ -568,21 +558,21 @@ def test_a_writer_waits_for_another_s_uncommitted_call_and_answers_with_it(
             {
                 "sid": SESSION,
                 "seq": 1,
-                "type": "todo/write",
+                "type": EVENT_TYPE,
                 "data": postgres._core.encode_data(call_write("call_1")),
                 "turn": 0,
                 "call": postgres._core.call_key(call_write("call_1")),
             },
         )
         worker = threading.Thread(
-            target=lambda: answers.append(late.append("todo/write", call_write("call_1")))
+            target=lambda: answers.append(late.append(EVENT_TYPE, call_write("call_1")))
         )
         worker.start()
         worker.join(0.5)
         assert worker.is_alive()  # held by the index entry, not answered from a read
         other.commit()
     worker.join(10)
-    assert answers == [{"seq": 1, "type": "todo/write", "data": call_write("call_1")}]
+    assert answers == [{"seq": 1, "type": EVENT_TYPE, "data": call_write("call_1")}]
     assert late.append("note", {})["seq"] == 2
     assert [event["seq"] for event in postgres.read_tail(pg_dsn, SESSION)] == [0, 1, 2]
 
@@ -602,7 +592,7 @@ def test_two_writers_racing_the_same_call_ids_record_each_once(pg_dsn: str) -> N
             try:
                 for n in range(rounds):
                     barrier.wait(10)
-                    answers[me].append(session.append("todo/write", call_write(f"c{n}"))["seq"])
+                    answers[me].append(session.append(EVENT_TYPE, call_write(f"c{n}"))["seq"])
             except BaseException as error:  # collected: a thread's failure must fail the test
                 errors.append(error)
                 barrier.abort()
@@ -631,7 +621,7 @@ def race_two_writers(pg_dsn: str, sid: str) -> tuple[dict[int, Event], dict[int,
             data = {"todos": [{"content": f"writer {me}", "status": "pending"}], "callId": "c0"}
             barrier.wait(10)
             try:
-                answers[me] = session.append("todo/write", data)
+                answers[me] = session.append(EVENT_TYPE, data)
             except BaseException as error:  # collected: judged by the caller
                 errors[me] = error
 
@@ -663,8 +653,8 @@ def test_two_writers_racing_one_call_id_with_different_lists_never_answer_the_ot
         assert event["data"]["todos"][0]["content"] == f"writer {winner}"
         with PostgresSession(pg_dsn, sid) as session:
             third = {"todos": [{"content": "writer 2", "status": "pending"}], "callId": "c0"}
-            assert session.append("todo/write", third)["seq"] == 2
-            assert session.append("todo/write", event["data"]) == event  # a retry: the first
+            assert session.append(EVENT_TYPE, third)["seq"] == 2
+            assert session.append(EVENT_TYPE, event["data"]) == event  # a retry: the first
         log = postgres.read_tail(pg_dsn, sid)
         assert [e["data"].get("todos", [{}])[0].get("content") for e in log] == [
             None,
@@ -682,49 +672,41 @@ def test_a_schema_1_database_is_upgraded_and_a_read_only_role_still_follows(
             conn.execute(statement.encode())
         conn.execute(_sql.RECORD_VERSION, (1,))
     insert_row(empty_pg_dsn, SESSION, 0, "turn/start", "{}")
-    insert_row(empty_pg_dsn, SESSION, 1, "todo/write", json.dumps({"todos": CALL_PLAN}))
-    role = f"viewer_{uuid.uuid4().hex[:12]}"
-    with psycopg.Connection.connect(empty_pg_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE ROLE {role} LOGIN")
-        conn.execute(f"GRANT SELECT ON {postgres.TABLE} TO {role}")
-    viewer = make_conninfo(empty_pg_dsn, user=role)
-    with pytest.raises(postgres.PostgresStoreError, match=r"version 1 is older than 3.*db init"):
-        PostgresSession(empty_pg_dsn, SESSION)
-    try:
+    insert_row(empty_pg_dsn, SESSION, 1, EVENT_TYPE, json.dumps({"todos": CALL_PLAN}))
+    with select_only_role(empty_pg_dsn) as viewer:
+        with pytest.raises(
+            postgres.PostgresStoreError, match=r"version 1 is older than 3.*db init"
+        ):
+            PostgresSession(empty_pg_dsn, SESSION)
 
         async def main() -> None:
             async with postgres.PostgresFollower(viewer, SESSION) as follower:
                 assert [e["seq"] for e in await take(follower, 2)] == [0, 1]
                 assert await asyncio.to_thread(postgres.setup, empty_pg_dsn) == 3
                 writer = PostgresSession(empty_pg_dsn, SESSION)
-                first = await asyncio.to_thread(writer.append, "todo/write", call_write("c1"))
-                again = await asyncio.to_thread(writer.append, "todo/write", call_write("c1"))
+                first = await asyncio.to_thread(writer.append, EVENT_TYPE, call_write("c1"))
+                again = await asyncio.to_thread(writer.append, EVENT_TYPE, call_write("c1"))
                 assert first == again
                 await asyncio.to_thread(writer.append, "note", {})
                 assert [e["seq"] for e in await take(follower, 2)] == [2, 3]
             assert postgres.current_plan(viewer, SESSION) == CALL_PLAN
 
         asyncio.run(main())
-    finally:
-        postgres.close_shared_pools()
-        with psycopg.Connection.connect(empty_pg_dsn, autocommit=True) as conn:
-            conn.execute(f"DROP OWNED BY {role}")
-            conn.execute(f"DROP ROLE {role}")
 
 
 def test_the_async_session_records_a_repeated_call_id_once_after_reopening(pg_dsn: str) -> None:
     async def main() -> None:
         async with AsyncPostgresSession(pg_dsn, SESSION) as session:
             await session.append("turn/start", {})
-            first = await session.append("todo/write", call_write("call_1"))
-            assert await session.append("todo/write", call_write("call_1")) == first
+            first = await session.append(EVENT_TYPE, call_write("call_1"))
+            assert await session.append(EVENT_TYPE, call_write("call_1")) == first
         async with AsyncPostgresSession(pg_dsn, SESSION) as session:
             heard: list[int] = []
             session.subscribe(lambda event: heard.append(event["seq"]))
-            assert await session.append("todo/write", call_write("call_1")) == first
-            assert session.latest(["todo/write"]) == first
+            assert await session.append(EVENT_TYPE, call_write("call_1")) == first
+            assert session.latest([EVENT_TYPE]) == first
             await session.append("turn/start", {})
-            assert (await session.append("todo/write", call_write("call_1")))["seq"] == 3
+            assert (await session.append(EVENT_TYPE, call_write("call_1")))["seq"] == 3
             assert heard == [2, 3]
         await postgres.close_async_shared_pools()
 
@@ -740,7 +722,7 @@ def test_a_schema_2_database_is_upgraded_to_call_ids_by_setup(empty_pg_dsn: str)
                 conn.execute(statement.encode())
             conn.execute(_sql.RECORD_VERSION, (version,))
     insert_row(empty_pg_dsn, SESSION, 0, "turn/start", "{}")
-    insert_row(empty_pg_dsn, SESSION, 1, "todo/write", json.dumps({"todos": CALL_PLAN}))
+    insert_row(empty_pg_dsn, SESSION, 1, EVENT_TYPE, json.dumps({"todos": CALL_PLAN}))
     with pytest.raises(postgres.PostgresStoreError, match=r"version 2 is older than 3.*db init"):
         PostgresSession(empty_pg_dsn, SESSION)
     assert schema_versions(empty_pg_dsn) == [1, 2]
@@ -748,13 +730,13 @@ def test_a_schema_2_database_is_upgraded_to_call_ids_by_setup(empty_pg_dsn: str)
     assert schema_versions(empty_pg_dsn) == [1, 2, 3]
     try:
         with PostgresSession(empty_pg_dsn, SESSION) as writer:
-            first = writer.append("todo/write", call_write("c1"))
+            first = writer.append(EVENT_TYPE, call_write("c1"))
             assert (
-                writer.append("todo/write", call_write("c1"))
+                writer.append(EVENT_TYPE, call_write("c1"))
                 == first
                 == {
                     "seq": 2,
-                    "type": "todo/write",
+                    "type": EVENT_TYPE,
                     "data": call_write("c1"),
                 }
             )

@@ -9,6 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import StoreNotReady
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.postgres import PostgresReader, PostgresSession, _sql
@@ -37,9 +38,9 @@ def test_an_upgrade_from_version_1_fills_the_summary_and_keeps_it(empty_pg_dsn: 
         conn.execute(_sql.RECORD_VERSION, (1,))
         insert(conn, "child", 0, "session/link", {"parent": "boss"})
         insert(conn, "child", 1, "session/link", {"parent": "later"})
-        insert(conn, "child", 2, "todo/write", PLAN)
+        insert(conn, "child", 2, EVENT_TYPE, PLAN)
         insert(conn, "odd", 0, "session/link", {"parent": 7})  # not a key: no parent
-        insert(conn, "boss", 0, "todo/write", PLAN)
+        insert(conn, "boss", 0, EVENT_TYPE, PLAN)
 
     async def listed() -> None:
         reader = PostgresReader(empty_pg_dsn)
@@ -65,8 +66,8 @@ def test_an_upgrade_from_version_1_fills_the_summary_and_keeps_it(empty_pg_dsn: 
 def test_deletes_updates_and_truncates_are_summed_up_again(pg_dsn: str) -> None:
     with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
         insert(conn, "a", 0, "session/link", {"parent": "p"})
-        insert(conn, "a", 1, "todo/write", PLAN)
-        insert(conn, "b", 0, "todo/write", PLAN)
+        insert(conn, "a", 1, EVENT_TYPE, PLAN)
+        insert(conn, "b", 0, EVENT_TYPE, PLAN)
         assert summary(pg_dsn) == {"a": (1, "p"), "b": (0, None)}
 
         postgres.delete_session(pg_dsn, "b")
@@ -85,7 +86,7 @@ def test_deletes_updates_and_truncates_are_summed_up_again(pg_dsn: str) -> None:
 def test_the_list_does_not_read_the_events_table(pg_dsn: str) -> None:
     with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
         for number in range(50):
-            insert(conn, f"s{number}", 0, "todo/write", PLAN)
+            insert(conn, f"s{number}", 0, EVENT_TYPE, PLAN)
         plan = conn.execute(f"EXPLAIN {_sql.LIST_SUMMARY}").fetchall()
         ready = conn.execute(f"EXPLAIN {_sql.LIST_READY}").fetchall()
     assert postgres.TABLE + " " not in " ".join(row[0] for row in plan) + " "

@@ -40,9 +40,11 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict
 
 from .._binding import Binding, Outcome, OwnerRegistry
-from .._extras import missing_extra
+from .._extras import needs_extra
 
-try:
+with needs_extra(
+    "dsh_tool_todo.integrations.agent_framework", "agent-framework", module="agent_framework"
+):
     from agent_framework import (
         AgentSession,
         ChatMiddleware,
@@ -52,13 +54,6 @@ try:
         FunctionTool,
         SessionContext,
     )
-except ImportError as _error:
-    raise missing_extra(
-        "dsh_tool_todo.integrations.agent_framework",
-        "agent-framework",
-        _error,
-        module="agent_framework",
-    ) from _error
 
 from ._middleware import _ERROR, MarkRefusals, RemindAfterCompaction
 

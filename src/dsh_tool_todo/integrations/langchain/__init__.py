@@ -35,9 +35,9 @@ from typing import Annotated, Any
 from ...core.contract import EVENT_TYPE, TOOL_NAME, TURN_START
 from ...errors import UsageError
 from .._binding import Binding, TodoItem
-from .._extras import missing_extra
+from .._extras import needs_extra
 
-try:
+with needs_extra("dsh_tool_todo.integrations.langchain", "langchain", module="langchain"):
     from langchain.agents.middleware.types import (
         AgentMiddleware,
         AgentState,
@@ -51,10 +51,6 @@ try:
     from langgraph.runtime import Runtime
     from langgraph.types import Command
     from typing_extensions import NotRequired  # on 3.12+ it comes with langchain-core
-except ImportError as _error:  # pragma: no cover - exercised with the extra missing
-    raise missing_extra(
-        "dsh_tool_todo.integrations.langchain", "langchain", _error, module="langchain"
-    ) from _error
 
 from ._parts import (
     _Capture,

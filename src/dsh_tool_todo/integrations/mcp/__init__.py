@@ -43,17 +43,15 @@ from typing import Any, cast
 from ...core.contract import TOOL_NAME
 from ...errors import LogBusy
 from .._binding import Binding, OwnerRegistry
-from .._extras import missing_extra
+from .._extras import needs_extra
 from ._plan import PLAN_URI, PlanResource
 
-try:
+with needs_extra("dsh_tool_todo.integrations.mcp", "mcp", module="mcp"):
     # Submodules by name (never a bare `import mcp`): a user's own `mcp.py` on
     # sys.path then fails here, with the extra named, not deep inside a call.
     import mcp.types as types
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
-except ImportError as _error:
-    raise missing_extra("dsh_tool_todo.integrations.mcp", "mcp", _error, module="mcp") from _error
 
 from ._handlers import _DECORATORS, _plan_handlers_2x, _serve_plan_1x, _Server1x, _unknown_tool
 

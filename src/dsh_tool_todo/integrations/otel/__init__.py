@@ -41,15 +41,11 @@ from typing import Any
 
 from ...errors import UsageError
 from .._binding import Binding, TodoWriteTool, refusals
-from .._extras import missing_extra
+from .._extras import needs_extra
 
-try:
+with needs_extra("dsh_tool_todo.integrations.otel", "otel", module="opentelemetry"):
     from opentelemetry import trace
     from opentelemetry.trace import TracerProvider
-except ImportError as _error:
-    raise missing_extra(
-        "dsh_tool_todo.integrations.otel", "otel", _error, module="opentelemetry"
-    ) from _error
 
 from ._spans import _METHODS, SPAN_NAME, _Spans
 

@@ -64,6 +64,7 @@ class _Spans:
 
         if self.silent:
             return _marked(_through(name, original), name, original)
+        # The async and sync wrappers are twins, written out: a call's path stays one frame.
         if name in _ASYNC:
 
             async def wrapper(tool: TodoWriteTool, args: Any, call: Any) -> Any:

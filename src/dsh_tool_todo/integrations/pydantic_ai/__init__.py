@@ -29,17 +29,13 @@ from ...core.contract import TOOL_NAME
 from ...errors import UsageError
 from ...plans.checklist import Todos
 from .._binding import Binding, OwnerRegistry, Session
-from .._extras import missing_extra
+from .._extras import needs_extra
 from .._links import delegating
 
-try:
+with needs_extra("dsh_tool_todo.integrations.pydantic_ai", "pydantic-ai", module="pydantic_ai"):
     from pydantic_ai import RunContext
     from pydantic_ai.tools import Tool
     from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, WrapperToolset
-except ImportError as _error:  # pragma: no cover - exercised with the extra missing
-    raise missing_extra(
-        "dsh_tool_todo.integrations.pydantic_ai", "pydantic-ai", _error, module="pydantic_ai"
-    ) from _error
 
 from ._call import _ag_ui_events, _agent_name, _Call, _from_deps, _RegistryCall, _SessionCall
 from ._call import _key_from_deps as _key_from_deps

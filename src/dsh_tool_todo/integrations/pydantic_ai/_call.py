@@ -11,7 +11,7 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed
 
 from ...plans import wire
 from .._binding import Binding, Outcome, Session, TodoItem
-from .._extras import missing_extra
+from .._extras import needs_extra
 
 if TYPE_CHECKING:
     from . import AgUiEvents, ErrorChannel, SessionOf
@@ -84,12 +84,8 @@ def _ag_ui_events(which: AgUiEvents) -> _UiEvents:
     The AG-UI adapter passes on only ``BaseEvent`` instances from a tool's
     metadata, so the dicts of :mod:`dsh_tool_todo.plans.wire` are validated into them.
     """
-    try:
+    with needs_extra("todo_write_toolset(ag_ui=...)", "pydantic-ai-ag-ui", module="ag_ui"):
         from ag_ui.core import ActivitySnapshotEvent, StateDeltaEvent
-    except ImportError as error:
-        raise missing_extra(
-            "todo_write_toolset(ag_ui=...)", "pydantic-ai-ag-ui", error, module="ag_ui"
-        ) from error
     activity = which in ("activity", "both")
     state = which in ("state", "both")
 

@@ -13,7 +13,7 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +39,27 @@ _CONNINFO_PAIR = re.compile(r"\s*[A-Za-z_]+\s*=")  # a libpq conninfo starts `ke
 
 def _replaced(path: str) -> LogReplaced:
     return LogReplaced(f"{path}: no longer the log read so far (replaced, cut short or deleted)")
+
+
+async def _woken(
+    watch: DirectoryWatch | None,
+    wake: asyncio.Event,
+    safety: float,
+    unseen: Callable[[], object],
+    interval: float,
+) -> bool:
+    """Wait for ``wake`` when ``watch`` is active, calling ``unseen()`` after ``safety``
+    seconds in case a change went unseen; without a watch, sleep ``interval`` seconds.
+    Whether it waited on the watch."""
+    if watch is not None and watch.active:
+        timer = asyncio.get_running_loop().call_later(safety, unseen)
+        try:
+            await wake.wait()
+        finally:
+            timer.cancel()
+        return True
+    await asyncio.sleep(interval)
+    return False
 
 
 @dataclass
@@ -196,7 +217,7 @@ class JsonlReader:
         everything = False
         wake = asyncio.Event()
 
-        def told(names: frozenset[str] | None) -> None:
+        def told(names: frozenset[str] | None = None) -> None:  # None: every session
             nonlocal everything
             if names is None:
                 everything = True
@@ -212,15 +233,8 @@ class JsonlReader:
         try:
             await asyncio.to_thread(self._reindex, index, linked, None)
             while True:
-                if watch is not None and watch.active:
-                    timer = asyncio.get_running_loop().call_later(self.list_resync, told, None)
-                    try:
-                        await wake.wait()
-                    finally:
-                        timer.cancel()
-                else:
-                    await asyncio.sleep(self.list_interval)
-                    everything = True
+                if not await _woken(watch, wake, self.list_resync, told, self.list_interval):
+                    everything = True  # polled: nothing names what changed
                 wake.clear()
                 names: set[str] | None = None if everything else pending.copy()
                 pending.clear()
@@ -255,12 +269,7 @@ class JsonlReader:
         return changed
 
     async def tail(
-        self,
-        name: str,
-        *,
-        before: int | None,
-        limit: int,
-        types: Collection[str] | None = None,
+        self, name: str, *, before: int | None, limit: int, types: Collection[str] | None = None
     ) -> TailPage:
         path, size = self._located(name)
         if size <= IN_LOOP_READ:  # a short log: cheaper read here than a thread hop
@@ -312,21 +321,13 @@ class JsonlReader:
     async def _follow(
         self, tail: _Tail, path: str, watch: DirectoryWatch | None, changed: asyncio.Event
     ) -> AsyncIterator[Event]:
-        loop = asyncio.get_running_loop()
         while True:
             changed.clear()  # before the look: a change after it sets the event again
             new = tail.look()
             if new is None:
                 raise _replaced(path)
             if new == 0:
-                if watch is not None and watch.active:
-                    timer = loop.call_later(self.watch_safety, changed.set)
-                    try:
-                        await changed.wait()
-                    finally:
-                        timer.cancel()
-                else:
-                    await asyncio.sleep(self.poll_interval)
+                await _woken(watch, changed, self.watch_safety, changed.set, self.poll_interval)
                 continue
             # a few appends: cheaper than a thread hop
             events = tail.read() if new <= IN_LOOP_READ else await asyncio.to_thread(tail.read)

@@ -48,15 +48,11 @@ notifier), ``aio`` (the I/O, async: the source), ``session`` (generated from
 
 from __future__ import annotations
 
-from ...errors import missing_extra
+from ...errors import needs_extra
 
-try:
+with needs_extra("dsh_tool_todo.stores.postgres", "postgres", module="psycopg"):
     import psycopg  # noqa: F401
     import psycopg_pool  # noqa: F401
-except ImportError as _import_error:
-    raise missing_extra(
-        "dsh_tool_todo.stores.postgres", "postgres", _import_error, module="psycopg"
-    ) from _import_error
 
 from ._core import SessionInfo as SessionInfo
 from ._core import check_session_id as check_session_id

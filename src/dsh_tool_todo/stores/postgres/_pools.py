@@ -17,7 +17,8 @@ import atexit
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
@@ -39,6 +40,13 @@ ASource: TypeAlias = "str | AsyncConnectionPool[Any] | psycopg.AsyncConnection[A
 _Value = TypeVar("_Value")
 
 
+class _Closing(Protocol):
+    def close(self) -> None: ...
+
+
+_Closable = TypeVar("_Closable", bound=_Closing)
+
+
 # What the shared sync and async pools have in common; each also checks a connection before
 # lending it, so one the server ended is replaced rather than handed out.
 # (``kwargs`` is given per pool: a pool keeps the dict it is handed.)
@@ -49,83 +57,47 @@ _POOL_OPTIONS: dict[str, Any] = {
 }
 
 
-class _SharedPools:
-    """The per-process pools that sessions given a conninfo string share, one per conninfo."""
+class _PerProcess(Generic[_Closable]):
+    """Values keyed by conninfo, one set per process (re-created in a forked child, which must
+    not share its parent's sockets), closed at exit."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pid = os.getpid()
-        self._pools: dict[str, Pool] = {}
+        self._values: dict[str, _Closable] = {}
         self._registered = False
 
-    def get(self, conninfo: str) -> Pool:
-        with self._lock:
-            if self._pid != os.getpid():  # a forked child must not share its parent's sockets
-                self._pid, self._pools = os.getpid(), {}
-            pool = self._pools.get(conninfo)
-            if pool is None:
-                if not self._registered:
-                    atexit.register(self.close)
-                    self._registered = True
-                pool = ConnectionPool(
-                    conninfo,
-                    name="dsh-todo",
-                    kwargs={"autocommit": True},
-                    check=ConnectionPool.check_connection,
-                    open=True,
-                    **_POOL_OPTIONS,
-                )
-                self._pools[conninfo] = pool
-            return pool
-
-    def close(self) -> None:
-        with self._lock:
-            pools, self._pools = list(self._pools.values()), {}
-        for pool in pools:
-            pool.close()
-
-
-_SHARED = _SharedPools()
-
-
-class _Notifiers:
-    """This process's notifiers, one per conninfo (re-created in a forked child)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
-        self._notifiers: dict[str, Notifier] = {}
-        self._registered = False
-
-    def get(self, pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> Notifier:
-        conninfo = str(pool.conninfo)
+    def get(self, conninfo: str, make: Callable[[], _Closable]) -> _Closable:
+        """The value for ``conninfo``, made by ``make()`` if this process has none yet."""
         with self._lock:
             if self._pid != os.getpid():
-                self._pid, self._notifiers = os.getpid(), {}
-            notifier = self._notifiers.get(conninfo)
-            if notifier is None:
+                self._pid, self._values = os.getpid(), {}
+            value = self._values.get(conninfo)
+            if value is None:
                 if not self._registered:
                     # Runs before the interpreter stops its daemon threads: what the last
                     # appends posted is sent rather than left to the followers' poll.
                     atexit.register(self.close)
                     self._registered = True
-                kwargs = pool.kwargs if isinstance(pool.kwargs, dict) else {}
-                notifier = self._notifiers[conninfo] = Notifier(conninfo, kwargs)
-            return notifier
+                value = self._values[conninfo] = make()
+            return value
 
     def close(self) -> None:
         with self._lock:
-            notifiers, self._notifiers = list(self._notifiers.values()), {}
-        for notifier in notifiers:
-            notifier.close()
+            values, self._values = list(self._values.values()), {}
+        for value in values:
+            value.close()
 
 
-_NOTIFIERS = _Notifiers()
+_SHARED: _PerProcess[Pool] = _PerProcess()  # the pools sessions given a conninfo string share
+_NOTIFIERS: _PerProcess[Notifier] = _PerProcess()
 
 
 def notifier_for(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> Notifier:
     """The notifier of this process for the pool's server (its conninfo and connection kwargs)."""
-    return _NOTIFIERS.get(pool)
+    conninfo = str(pool.conninfo)
+    kwargs = pool.kwargs if isinstance(pool.kwargs, dict) else {}
+    return _NOTIFIERS.get(conninfo, lambda: Notifier(conninfo, kwargs))
 
 
 class PerLoop(Generic[_Value]):
@@ -149,7 +121,18 @@ HUBS: PerLoop[Hub] = PerLoop()
 
 def shared_pool(conninfo: str) -> Pool:
     """The pool this process's sync sessions share for ``conninfo``."""
-    return _SHARED.get(conninfo)
+    return _SHARED.get(conninfo, lambda: _new_pool(conninfo))
+
+
+def _new_pool(conninfo: str) -> Pool:
+    return ConnectionPool(
+        conninfo,
+        name="dsh-todo",
+        kwargs={"autocommit": True},
+        check=ConnectionPool.check_connection,
+        open=True,
+        **_POOL_OPTIONS,
+    )
 
 
 async def async_shared_pool(conninfo: str) -> APool:

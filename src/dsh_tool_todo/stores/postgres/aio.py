@@ -65,8 +65,6 @@ from ._pools import APool, ASource, async_shared_pool, notifier_for
 from .errors import CommitUnknown, PostgresUnavailable
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from ...core.model import TodoItem
 
 __all__ = [
@@ -314,13 +312,8 @@ class AsyncPostgresSession(ResumeCache, SessionCore, ClosedOnExit):
     async def __aenter__(self) -> AsyncPostgresSession:
         return await self.open()
 
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
+    async def __aexit__(self, *exc_info: object) -> None:  # async only
+        self.close()  # async only
 
     async def _pool(self) -> APool:
         if self._pool_now is None:

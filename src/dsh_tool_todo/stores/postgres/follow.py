@@ -7,13 +7,14 @@ import logging
 from collections import deque
 from collections.abc import Mapping
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from ...core.listeners import Event
 from ...errors import InvalidLog, LogReplaced, UsageError
+from .._closing import ClosedOnAsyncExit
 from . import _sql
 from ._core import (
     check_session_id,
@@ -24,9 +25,6 @@ from ._core import (
     store_error,
 )
 from ._pools import HUBS
-
-if TYPE_CHECKING:
-    from types import TracebackType
 
 __all__ = ["PostgresFollower"]
 
@@ -305,7 +303,7 @@ class Hub:
                 waker.set()
 
 
-class PostgresFollower:
+class PostgresFollower(ClosedOnAsyncExit):
     """The events of one session as they are recorded, for viewers in other processes.
 
     An async iterator: ``async for event in PostgresFollower(dsn, "agent-7")``
@@ -421,14 +419,6 @@ class PostgresFollower:
     async def __aenter__(self) -> PostgresFollower:
         await self._join()
         return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def _join(self) -> Hub:
         hub = self._hub

@@ -260,12 +260,7 @@ class PostgresReader:
         return moment
 
     async def tail(
-        self,
-        name: str,
-        *,
-        before: int | None,
-        limit: int,
-        types: Collection[str] | None = None,
+        self, name: str, *, before: int | None, limit: int, types: Collection[str] | None = None
     ) -> TailPage:
         name = self._name(name)
         end = through_seq(before)

@@ -64,8 +64,6 @@ from ._pools import Pool, Source, notifier_for, shared_pool
 from .errors import CommitUnknown, PostgresUnavailable
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from ...core.model import TodoItem
 
 __all__ = [
@@ -307,14 +305,6 @@ class PostgresSession(SessionCore, ClosedOnExit):
 
     def __enter__(self) -> PostgresSession:
         return self.open()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _pool(self) -> Pool:
         if self._pool_now is None:
