@@ -1,5 +1,6 @@
-"""Doctest collection: the adapter modules whose frameworks `dev` installs on Python 3.11+ only,
-and CrewAI's, which dev does not install (.ci/run tests it in an environment of its own)."""
+"""The suite's own setup. Doctest collection: the adapter modules (and their tests' scripted
+models) whose frameworks `dev` installs on Python 3.11+ only, and CrewAI's, which dev does not
+install (.ci/run tests it in an environment of its own)."""
 
 import inspect
 import os
@@ -17,6 +18,9 @@ if sys.version_info < (3, 11):  # google-adk 2.x needs 3.11; pyproject's dev say
         f"src/dsh_tool_todo/integrations/{name}.py"
         for name in ("claude_agent_sdk", "google_adk", "llama_index", "strands")
     ]
+    # their scripted models import them too (the tests themselves skip where they are missing)
+    scripted = ("google_adk", "llama_index", "strands")
+    collect_ignore += [f"tests/integrations/scripted_{name}.py" for name in scripted]
 if find_spec("crewai") is None:  # a path given on the command line is still collected
     collect_ignore += [
         "src/dsh_tool_todo/integrations/crewai.py",

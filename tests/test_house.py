@@ -234,3 +234,24 @@ def test_house_each_public_module_has_a_home_test_named_after_it(name: str) -> N
     assert any(home.is_file() for home in _homes(name)), (
         f"{name} has no home test: write {_homes(name)[0].relative_to(TESTS.parent)}"
     )
+
+
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+
+def test_house_no_module_is_over_500_lines_and_no_function_over_80() -> None:
+    """A module that outgrows 500 lines splits by concern; a function over 80 lines, too."""
+    long_modules, long_functions = [], []
+    for path in sorted(SOURCE.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        where = str(path.relative_to(SOURCE))
+        if len(source.splitlines()) > MAX_MODULE_LINES:
+            long_modules.append(where)
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{where}: {node.name} ({length} lines)")
+    assert long_modules == []
+    assert long_functions == []

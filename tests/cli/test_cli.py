@@ -413,6 +413,33 @@ def test_watch_wait_waits_for_a_postgresql_session_that_has_no_rows_yet() -> Non
                 watcher.kill()
 
 
+def test_watch_wait_stopped_with_ctrl_c_while_waiting_ends_without_a_traceback() -> None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    from dsh_tool_todo.stores import postgres
+    from tests.stores.conftest import count_listening, fresh_database
+
+    with fresh_database() as conninfo:
+        postgres.setup(conninfo)
+        params = conninfo_to_dict(conninfo)
+        url = f"postgresql://{params['user']}@{params['host']}:{params['port']}/{params['dbname']}"
+        with start_watch(url, "--session", "never", "--wait") as watcher:
+            assert watcher.stderr is not None
+            try:
+                waiting = watcher.stderr.readline()
+                deadline = time.monotonic() + 30  # until its follower listens for the rows
+                while count_listening(conninfo) == 0 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert count_listening(conninfo) == 1
+                watcher.send_signal(signal.SIGINT)
+                assert watcher.wait(timeout=30) == 0
+                # the follower's read, left waiting by the Ctrl-C, was logged as lost
+                assert watcher.stderr.read() == ""
+                assert waiting.startswith("dsh-todo: waiting for session 'never'")
+            finally:
+                watcher.kill()
+
+
 @pytest.mark.parametrize("command", ["sessions", "show", "watch", "serve"])
 def test_an_empty_source_is_refused_not_read_as_the_current_directory(command: str) -> None:
     run = dsh_todo(command, "", check=False)

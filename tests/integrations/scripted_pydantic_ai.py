@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 from pydantic_ai.messages import (
@@ -26,8 +26,10 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import Model, override_allow_model_requests
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
-from pydantic_ai.models.openai import OpenAIChatModel
-from pydantic_ai.providers.openai import OpenAIProvider
+
+# pydantic-ai's openai extra is not in every environment (.ci/run's AG-UI leg): import it late
+if TYPE_CHECKING:
+    from pydantic_ai.models.openai import OpenAIChatModel
 
 Api = Callable[[httpx2.Request], httpx2.Response]
 
@@ -149,6 +151,9 @@ async def _model_on(api: Api, build: Callable[[httpx2.AsyncClient], Model]) -> A
 
 def openai_chat_model(api: Api) -> AbstractAsyncContextManager[OpenAIChatModel]:
     """pydantic-ai's OpenAI chat model talking to ``api``, model requests allowed meanwhile."""
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
     return _model_on(
         api,
         lambda client: OpenAIChatModel(

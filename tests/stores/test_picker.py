@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import ast
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from dsh_tool_todo import stores
 from dsh_tool_todo.core.contract import EVENT_TYPE
-from dsh_tool_todo.errors import UsageError
+from dsh_tool_todo.errors import TodoError, UsageError
 from dsh_tool_todo.stores.jsonl import JsonlSession
 from tests.conftest import todo
 
@@ -217,3 +218,50 @@ def test_open_database_for_deleting_refuses_a_directory_and_an_empty_source(
         stores.open_database("", deleting=True)
     database = stores.open_database("postgresql://someone:s3cr3t@127.0.0.1:1/none")
     assert database.name == "PostgreSQL at 127.0.0.1:1/none"
+
+
+PASSWORD = "SeCrEtPw"
+CONNINFO = f"host=127.0.0.1 password={PASSWORD} dbname=test"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: stores.open_session(CONNINFO),
+        lambda: stores.open_log(CONNINFO),
+        lambda: stores.current_plan(CONNINFO),
+        lambda: stores.current_plan(CONNINFO, "s1"),
+        lambda: stores.follow_plans(CONNINFO),
+    ],
+)
+def test_a_conninfo_is_never_taken_for_a_log_file_nor_repeated(
+    call: Callable[[], object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match=r"^SOURCE looks like a key=value conninfo") as refused:
+        call()
+    assert PASSWORD not in str(refused.value)
+    assert list(tmp_path.iterdir()) == []  # no file named after it (with its password)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://u:{PASSWORD}@[::1/test",  # libpq quotes the whole URL
+        f"postgresql://u:%ZZ{PASSWORD}@127.0.0.1/test",  # ... or the token it stopped at
+    ],
+)
+@pytest.mark.parametrize(
+    "call",
+    [
+        stores.open_reader,
+        lambda url: stores.open_database(url).setup(),  # it connects when used
+        lambda url: stores.current_plan(url, "s1"),
+    ],
+)
+def test_a_url_libpq_cannot_read_is_refused_without_its_password(
+    url: str, call: Callable[[str], object]
+) -> None:
+    with pytest.raises(TodoError, match="does not parse") as refused:
+        call(url)
+    assert PASSWORD not in str(refused.value)

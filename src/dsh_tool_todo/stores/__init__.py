@@ -74,5 +74,6 @@ def _backend(text: str, session: str | None = None, *, on_database: bool = False
     if not text:  # would be read as the current directory
         raise UsageError(_log_file.EMPTY)
     if session is not None:
+        _log_file.log_path(text)  # a conninfo is said to be one
         raise UsageError("--session goes with a postgresql:// URL, not a file")
     return cast("Backend", _log_file)

@@ -5,6 +5,7 @@ database's side of the same :class:`Backend` is ``postgres/admin.py``."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -27,6 +28,19 @@ EMPTY = (
     "or a postgresql:// URL"
 )
 """An empty path would be read as the current directory: the picker refuses it."""
+
+CONNINFO_PAIR = re.compile(r"\s*[A-Za-z_]+\s*=")  # a libpq conninfo starts `key=`
+
+
+def log_path(path: str) -> Path:
+    """The path of one log; a libpq conninfo is refused, not taken for a file name, and not
+    repeated (it may hold a password)."""
+    if CONNINFO_PAIR.match(path) and not os.path.exists(path):
+        raise UsageError(
+            "SOURCE looks like a key=value conninfo, not a log's path: "
+            "give it as a postgresql:// URL, with --session"
+        )
+    return Path(path)
 
 
 class Backend(Protocol):
@@ -99,21 +113,21 @@ def open_database(directory: str, /) -> Database:
 
 def open_log(path: str, session: str | None, /) -> tuple[LogTail, str]:
     """The tail of the log at ``path``, and its name."""
-    return FileTail(path), path
+    return FileTail(str(log_path(path))), path
 
 
 def open_session(path: str, session: str | None, /) -> StoreSession:
     """The writer of the log at ``path`` (a new one is created)."""
     from .jsonl import JsonlSession
 
-    return JsonlSession(path)
+    return JsonlSession(log_path(path))
 
 
 def show_plan(path: str, session: str | None, /) -> Plan:
     """The plan now in the log at ``path``; ``None`` if none was written since the last turn."""
     from .jsonl import current_plan
 
-    return current_plan(_existing(Path(path)))
+    return current_plan(_existing(log_path(path)))
 
 
 def follow_plans(path: str, session: str | None, wait: Wait, interval: float, /) -> Plans:
@@ -123,7 +137,7 @@ def follow_plans(path: str, session: str | None, wait: Wait, interval: float, /)
 
     from .jsonl import follow_plan
 
-    log = Path(path)
+    log = log_path(path)
     if wait is not None and not log.exists():
         wait(str(log))
         while not log.exists():

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import time
 from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from ...errors import LogReplaced, OwnerNameError, SessionNotFound, UsageError
 from ...protocols import SessionSummary, Snapshot, TailPage
+from .._log_file import CONNINFO_PAIR
 from ..owners import owner_key
 from . import _index
 from ._index import SUFFIX as SUFFIX
@@ -34,7 +34,6 @@ IN_LOOP_READ = 64 << 10  # new bytes read on the event loop; more are read in a 
 WATCH_SAFETY = 5.0  # seconds a watched log waits, at most, before it is looked at anyway
 LIST_RESYNC = 60.0  # seconds between whole reads of a watched directory while a list is open
 LIST_INTERVAL = 0.5  # seconds between reads of an unwatchable directory while a list is open
-_CONNINFO_PAIR = re.compile(r"\s*[A-Za-z_]+\s*=")  # a libpq conninfo starts `key=`
 
 
 def _replaced(path: str) -> LogReplaced:
@@ -96,7 +95,7 @@ class JsonlReader:
     def __post_init__(self) -> None:
         self.directory = Path(self.directory)
         if not self.directory.is_dir():
-            if _CONNINFO_PAIR.match(str(self.directory)):
+            if CONNINFO_PAIR.match(str(self.directory)):
                 # Said without the text: a conninfo may hold a password.
                 raise UsageError(
                     "SOURCE looks like a key=value conninfo, which serve does not take: "

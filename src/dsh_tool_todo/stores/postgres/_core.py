@@ -141,8 +141,16 @@ def server_name(conninfo: str) -> str:
 
 
 def reason(error: BaseException) -> str:
+    if _unparsable(error) and not str(error).startswith("invalid connection option"):
+        # libpq quotes the URL, or the part it stopped at, which may hold the password
+        return "the URL or conninfo does not parse (libpq's words are left out: they quote it)"
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
+
+
+def _unparsable(error: BaseException) -> bool:
+    """A conninfo libpq could not read: refused before any server answered (no SQLSTATE)."""
+    return type(error) is psycopg.ProgrammingError and error.sqlstate is None
 
 
 def unavailable(where: str, error: BaseException) -> PostgresUnavailable:

@@ -35,6 +35,7 @@ from .reader import PostgresReader
 from .session import PostgresSession, connect, current_plan, list_sessions, read_tail
 
 if TYPE_CHECKING:
+    from ...core.listeners import Event
     from ...core.model import TodoItem
 
 __all__ = ["delete_session", "setup"]
@@ -148,9 +149,11 @@ def _plans(url: str, session_id: str, *, absent: bool = False) -> Iterator[list[
                 last = _last_seq(url, session_id)
                 yield current_plan(url, session_id)
             follower = PostgresFollower(url, session_id, after_seq=last)
+            step: asyncio.Task[Event] | None = None
             try:
                 while True:
-                    event = loop.run_until_complete(follower.__anext__())
+                    step = loop.create_task(follower.__anext__())
+                    event = loop.run_until_complete(step)
                     if event["type"] == EVENT_TYPE:
                         yield event["data"]["todos"]
                     elif event["type"] == TURN_START:
@@ -159,6 +162,8 @@ def _plans(url: str, session_id: str, *, absent: bool = False) -> Iterator[list[
                 continue
             finally:
                 loop.run_until_complete(follower.aclose())
+                if step is not None:  # a Ctrl-C left it waiting: its end is taken, not logged
+                    loop.run_until_complete(asyncio.gather(step, return_exceptions=True))
     finally:
         loop.close()
 

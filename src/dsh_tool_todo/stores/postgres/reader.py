@@ -23,6 +23,7 @@ from ._core import (
     check_session_id,
     check_version,
     decode_row,
+    reason,
     server_name,
     through_seq,
     wrap,
@@ -89,7 +90,7 @@ def read_only_options(conninfo: str) -> str:
     try:
         own = conninfo_to_dict(conninfo).get("options")
     except psycopg.Error as error:
-        raise UsageError(f"{server_name(conninfo)}: {error}") from None
+        raise UsageError(f"{server_name(conninfo)}: {reason(error)}") from None
     return f"{own} {READ_ONLY}" if own else READ_ONLY
 
 
