@@ -500,3 +500,24 @@ def test_the_demo_plays_every_scripted_call_and_records_the_session(
     events = read_events(log)
     assert [event["type"] for event in events].count("turn/start") == len(SCRIPT)
     assert events[-1]["type"] == "turn/end"
+
+
+def test_the_health_under_a_log_files_plan_is_read_without_an_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``watch`` redraws read the turn back for its health lines: a Ctrl-C inside an event
+    loop made per redraw could leave it half closed, and Python 3.10 printed a traceback."""
+    import asyncio
+
+    from dsh_tool_todo.cli._plans import turn_signals
+
+    log = tmp_path / "live.jsonl"
+    with JsonlSession(log) as session:
+        for _ in range(3):
+            session.append(EVENT_TYPE, {"todos": [{"content": "Index", "status": "in_progress"}]})
+
+    def no_loop() -> asyncio.AbstractEventLoop:
+        raise AssertionError("an event loop was made")
+
+    monkeypatch.setattr(asyncio.events, "new_event_loop", no_loop)
+    assert [signal.kind for signal in turn_signals(str(log))] == ["unchanged", "unchanged"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.schema import canonical_json
@@ -76,7 +76,21 @@ def turn_signals(target: str, session: str | None = None) -> list[Signal]:
         finally:
             await reader.aclose()
 
+    if session is None:  # a log file (a database needs --session): its reads never wait
+        return turn_health(_run_without_a_loop(read()))
     return turn_health(asyncio.run(read()))
+
+
+def _run_without_a_loop(reading: Coroutine[Any, Any, list[Any]]) -> list[Any]:
+    """A coroutine that never waits, run to its end in place: no event loop is made per
+    redraw, so a Ctrl-C can never leave one half closed for the collector to report."""
+    try:
+        reading.send(None)
+    except StopIteration as done:
+        events: list[Any] = done.value
+        return events
+    reading.close()
+    raise RuntimeError("a log file's read waited: it needs an event loop")
 
 
 def _print_signals(text: TextIO, signals: Sequence[Signal]) -> None:
