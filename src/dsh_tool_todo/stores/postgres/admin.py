@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg_pool import PoolTimeout
@@ -35,7 +35,6 @@ from .reader import PostgresReader
 from .session import PostgresSession, connect, current_plan, list_sessions, read_tail
 
 if TYPE_CHECKING:
-    from ...core.listeners import Event
     from ...core.model import TodoItem
 
 __all__ = ["delete_session", "setup"]
@@ -141,6 +140,7 @@ def follow_plans(
 
 def _plans(url: str, session_id: str, *, absent: bool = False) -> Iterator[list[TodoItem] | None]:
     loop = asyncio.new_event_loop()
+    loop.set_exception_handler(_quiet_about_a_ctrl_c)
     try:
         while True:  # once, and again each time the session is deleted and written anew
             if absent:  # awaited: nothing to draw before its first row
@@ -149,11 +149,9 @@ def _plans(url: str, session_id: str, *, absent: bool = False) -> Iterator[list[
                 last = _last_seq(url, session_id)
                 yield current_plan(url, session_id)
             follower = PostgresFollower(url, session_id, after_seq=last)
-            step: asyncio.Task[Event] | None = None
             try:
                 while True:
-                    step = loop.create_task(follower.__anext__())
-                    event = loop.run_until_complete(step)
+                    event = loop.run_until_complete(follower.__anext__())
                     if event["type"] == EVENT_TYPE:
                         yield event["data"]["todos"]
                     elif event["type"] == TURN_START:
@@ -162,10 +160,15 @@ def _plans(url: str, session_id: str, *, absent: bool = False) -> Iterator[list[
                 continue
             finally:
                 loop.run_until_complete(follower.aclose())
-                if step is not None:  # a Ctrl-C left it waiting: its end is taken, not logged
-                    loop.run_until_complete(asyncio.gather(step, return_exceptions=True))
     finally:
         loop.close()
+
+
+def _quiet_about_a_ctrl_c(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """A Ctrl-C ends ``watch`` wherever it lands: the tasks it cut short (the read the
+    follower waited on, the hub's) are not reported at exit as exceptions never retrieved."""
+    if not isinstance(context.get("exception"), KeyboardInterrupt | StopAsyncIteration):
+        loop.default_exception_handler(context)
 
 
 def session_ids(url: str) -> list[str]:
