@@ -11,6 +11,8 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -380,7 +382,9 @@ def test_watch_without_wait_says_how_to_wait(tmp_path: Path) -> None:
     )
 
 
-def test_watch_wait_waits_for_a_postgresql_session_that_has_no_rows_yet() -> None:
+@contextmanager
+def database_to_watch() -> Iterator[tuple[str, str]]:
+    """A set-up database of the test's own: its conninfo, and the URL ``dsh-todo`` is given."""
     from psycopg.conninfo import conninfo_to_dict
 
     from dsh_tool_todo.stores import postgres
@@ -389,55 +393,56 @@ def test_watch_wait_waits_for_a_postgresql_session_that_has_no_rows_yet() -> Non
     with fresh_database() as conninfo:
         postgres.setup(conninfo)
         params = conninfo_to_dict(conninfo)
-        url = f"postgresql://{params['user']}@{params['host']}:{params['port']}/{params['dbname']}"
-        with start_watch(url, "--session", "later", "--wait") as watcher:
-            assert watcher.stdout is not None
-            assert watcher.stderr is not None
-            try:
-                waiting = watcher.stderr.readline()
-                assert waiting.startswith("dsh-todo: waiting for session 'later' in PostgreSQL at")
-                time.sleep(0.3)
-                assert watcher.poll() is None
-                with postgres.PostgresSession(conninfo, "later") as session:
-                    session.append(
-                        EVENT_TYPE, {"todos": [{"content": "Index", "status": "completed"}]}
-                    )
-                seen: list[str] = []
-                deadline = time.monotonic() + 30
-                while time.monotonic() < deadline and "[x] Index" not in seen:
-                    seen.append(watcher.stdout.readline().strip())
-                assert "[x] Index" in seen
-                watcher.send_signal(signal.SIGINT)
-                assert watcher.wait(timeout=30) == 0
-            finally:
-                watcher.kill()
+        yield (
+            conninfo,
+            f"postgresql://{params['user']}@{params['host']}:{params['port']}/{params['dbname']}",
+        )
+
+
+def test_watch_wait_waits_for_a_postgresql_session_that_has_no_rows_yet() -> None:
+    from dsh_tool_todo.stores import postgres
+
+    with (
+        database_to_watch() as (conninfo, url),
+        start_watch(url, "--session", "later", "--wait") as watcher,
+    ):
+        assert watcher.stdout is not None
+        assert watcher.stderr is not None
+        try:
+            waiting = watcher.stderr.readline()
+            assert waiting.startswith("dsh-todo: waiting for session 'later' in PostgreSQL at")
+            time.sleep(0.3)
+            assert watcher.poll() is None
+            with postgres.PostgresSession(conninfo, "later") as session:
+                session.append(EVENT_TYPE, {"todos": [{"content": "Index", "status": "completed"}]})
+            assert "[x] Index" in lines_until(watcher, "[x] Index")
+            watcher.send_signal(signal.SIGINT)
+            assert watcher.wait(timeout=30) == 0
+        finally:
+            watcher.kill()
 
 
 def test_watch_wait_stopped_with_ctrl_c_while_waiting_ends_without_a_traceback() -> None:
-    from psycopg.conninfo import conninfo_to_dict
+    from tests.stores.conftest import count_listening
 
-    from dsh_tool_todo.stores import postgres
-    from tests.stores.conftest import count_listening, fresh_database
-
-    with fresh_database() as conninfo:
-        postgres.setup(conninfo)
-        params = conninfo_to_dict(conninfo)
-        url = f"postgresql://{params['user']}@{params['host']}:{params['port']}/{params['dbname']}"
-        with start_watch(url, "--session", "never", "--wait") as watcher:
-            assert watcher.stderr is not None
-            try:
-                waiting = watcher.stderr.readline()
-                deadline = time.monotonic() + 30  # until its follower listens for the rows
-                while count_listening(conninfo) == 0 and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                assert count_listening(conninfo) == 1
-                watcher.send_signal(signal.SIGINT)
-                assert watcher.wait(timeout=30) == 0
-                # the follower's read, left waiting by the Ctrl-C, was logged as lost
-                assert watcher.stderr.read() == ""
-                assert waiting.startswith("dsh-todo: waiting for session 'never'")
-            finally:
-                watcher.kill()
+    with (
+        database_to_watch() as (conninfo, url),
+        start_watch(url, "--session", "never", "--wait") as watcher,
+    ):
+        assert watcher.stderr is not None
+        try:
+            waiting = watcher.stderr.readline()
+            deadline = time.monotonic() + 30  # until its follower listens for the rows
+            while count_listening(conninfo) == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert count_listening(conninfo) == 1
+            watcher.send_signal(signal.SIGINT)
+            assert watcher.wait(timeout=30) == 0
+            # the follower's read, left waiting by the Ctrl-C, was logged as lost
+            assert watcher.stderr.read() == ""
+            assert waiting.startswith("dsh-todo: waiting for session 'never'")
+        finally:
+            watcher.kill()
 
 
 @pytest.mark.parametrize("command", ["sessions", "show", "watch", "serve"])
