@@ -2,8 +2,6 @@
 models) whose frameworks `dev` installs on Python 3.11+ only, and CrewAI's, which dev does not
 install (.ci/run tests it in an environment of its own)."""
 
-import inspect
-import os
 import shutil
 import subprocess
 import sys
@@ -53,8 +51,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 # PostgreSQL server that does not answer ends the run at once, in one line, instead of
 # failing each of the store tests on its own.
 NODE_DIR = Path(__file__).parent / "tests" / "node"
-NEEDS_NODE = ("tests/plans/test_wire.py", "tests/web/test_wire_stream.py")
-DEFAULT_TEST_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 def _needs_postgresql(item: pytest.Item) -> bool:
@@ -82,7 +78,8 @@ def _check_postgresql() -> None:
         import psycopg
     except ImportError:
         return  # the dev extra brings it; the store tests say so themselves
-    dsn = os.environ.get("DSH_TODO_TEST_DSN", DEFAULT_TEST_DSN)
+    from tests.stores.conftest import ADMIN_DSN as dsn
+
     try:
         psycopg.Connection.connect(dsn, connect_timeout=5).close()
     except psycopg.OperationalError as error:
@@ -109,19 +106,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{marker}: needs {needs}")
 
 
-def _needs_node(item: pytest.Item) -> bool:
-    if Path(str(item.path)).relative_to(Path(__file__).parent).as_posix() not in NEEDS_NODE:
-        return False
-    if "node" in getattr(item, "fixturenames", ()):
-        return True
-    function = getattr(item, "function", None)
-    try:
-        source = inspect.getsource(function) if function is not None else ""
-    except (OSError, TypeError):
-        return True
-    return "NODE_DIR" in source or "node_script" in source or "node" in item.name
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     root = Path(__file__).parent
     for item in items:
@@ -133,21 +117,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker("browser")
         if _needs_postgresql(item):
             item.add_marker("postgres")
-        if _needs_node(item):
+        if "node" in getattr(item, "fixturenames", ()):  # the web stream's readers under node
             item.add_marker("node")
         if where.startswith("tests/integrations/") or where == "tests/test_docs.py":
             item.add_marker("frameworks")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    root = Path(__file__).parent
-    paths = {
-        Path(str(item.path)).relative_to(root).as_posix()
-        for item in session.items
-        if Path(str(item.path)).is_relative_to(root)
-    }
-    if not session.config.option.collectonly:
-        if paths & set(NEEDS_NODE):
-            _install_node_packages()
-        if any(_needs_postgresql(item) for item in session.items):
-            _check_postgresql()
+    if session.config.option.collectonly:
+        return
+    if any(item.get_closest_marker("node") for item in session.items):
+        _install_node_packages()
+    if any(item.get_closest_marker("postgres") for item in session.items):
+        _check_postgresql()

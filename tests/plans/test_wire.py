@@ -271,6 +271,7 @@ def read_with_ai_sdk(chunks: list[Any]) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.node
 def test_the_ai_sdk_reads_data_plan_chunks_and_keeps_one_part_per_session() -> None:
     second = [{"content": HOSTILE, "status": "in_progress"}]
     chunks = [
