@@ -2,6 +2,7 @@
 models) whose frameworks `dev` installs on Python 3.11+ only, and CrewAI's, which dev does not
 install (.ci/run tests it in an environment of its own)."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -102,6 +103,9 @@ NEEDS = {
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # the developer's own default place is never where a test records (nor what its
+    # subprocesses read): a test that wants one names a temporary directory
+    os.environ.pop("DSH_TODO_HOME", None)
     for marker, needs in NEEDS.items():
         config.addinivalue_line("markers", f"{marker}: needs {needs}")
 

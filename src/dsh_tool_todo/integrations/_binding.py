@@ -33,6 +33,7 @@ errors and the plan converters (``plans``), and everything else from here. See
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
@@ -47,6 +48,8 @@ from ..core.schema import parameters
 from ..core.tool import OwnedCall, TodoWriteTool, todo_write_tool
 from ..errors import ToolCallRejected, ToolFailure, UsageError
 from ..protocols import Session, StoreSession
+from ..stores import open_owners
+from ..stores._home import home_from_environment
 from ..stores.owners import OwnerRegistry
 from ._links import nested_owner
 
@@ -101,8 +104,8 @@ class Binding:
     ``owner``: a fixed owner key (a non-empty ``str``, unless not ``key_ok``) or,
     when ``function_of`` names what the framework hands a call, a function of
     that returning the key (left out: the adapter takes no ``owner=``).
-    ``owners``: where the plans live (default: an in-memory registry of the
-    binding's own). ``remedy``: what the no-owner WARNING tells the developer.
+    ``owners``: where the plans live (see :meth:`registry`; default: the place the
+    environment names, else an in-memory registry of the binding's own). ``remedy``: what the no-owner WARNING tells the developer.
     ``flags``: the adapter's on/off options, each checked to be a ``bool``.
     """
 
@@ -139,17 +142,29 @@ class Binding:
 
     @staticmethod
     def registry(adapter: str, owners: object, **default: Any) -> OwnerRegistry:
-        """``owners=`` checked: an :class:`OwnerRegistry`, or a new one (``default``'s
-        arguments) for ``None``; anything else is a clear ``UsageError`` here, not an
-        ``AttributeError`` deep in the first call."""
-        if owners is None:
-            return OwnerRegistry(**default)
+        """``owners=`` checked: an :class:`OwnerRegistry`, or a directory or
+        ``postgresql://`` URL to open one in; for ``None``, the place
+        :data:`~dsh_tool_todo.stores._home.HOME_VARIABLE` names, else a new registry in
+        memory (``default``'s arguments). Anything else is a clear ``UsageError`` here,
+        not an ``AttributeError`` deep in the first call."""
         if isinstance(owners, OwnerRegistry):
             return owners
+        if owners is None:
+            owners = home_from_environment()
+            if owners is None:
+                return OwnerRegistry(**default)
+        if isinstance(owners, (str, os.PathLike)):
+            if not os.fspath(owners):
+                raise UsageError(
+                    f"{adapter}: owners= is empty: name a directory (`.` for the current "
+                    "one) or a postgresql:// URL"
+                )
+            return open_owners(owners, **default)
         raise UsageError(
-            f"{adapter}: owners= takes a dsh_tool_todo.stores.owners.OwnerRegistry "
-            "(OwnerRegistry() keeps plans in memory, OwnerRegistry(directory) on disk, "
-            f"OwnerRegistry(open_session=...) in a store of yours), not {_described(owners)}"
+            f"{adapter}: owners= takes where the plans are kept: a directory, a postgresql:// "
+            "URL, or a dsh_tool_todo.stores.owners.OwnerRegistry (OwnerRegistry() keeps plans "
+            f"in memory, OwnerRegistry(open_session=...) in a store of yours), not "
+            f"{_described(owners)}"
         )
 
     @staticmethod

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
 
 if TYPE_CHECKING:
     from ..core.projection import Plan
     from ..protocols import LogReader, StoreSession
+    from .owners import OwnerRegistry
     from ._log_file import Backend, LogTail, Plans, Target, Wait
     from .postgres.admin import Database
 
@@ -19,6 +20,7 @@ __all__ = [
     "open_database",
     "open_fleet",
     "open_log",
+    "open_owners",
     "open_reader",
     "open_session",
 ]
@@ -44,6 +46,13 @@ def follow_plans(
 def open_session(target: Target, session: str | None = None) -> StoreSession:
     """The writer of a JSONL log, or of ``session`` in a database."""
     return _backend(text := os.fspath(target), session).open_session(text, session)
+
+
+def open_owners(target: Target, **options: Any) -> OwnerRegistry:
+    """An owner registry whose sessions live in a directory (``~`` expanded) or a database;
+    ``options`` are :class:`~dsh_tool_todo.stores.owners.OwnerRegistry`'s."""
+    text = os.path.expanduser(os.fspath(target)) if os.fspath(target) else ""
+    return _backend(text).open_owners(text, **options)
 
 
 def open_log(target: Target, session: str | None = None) -> tuple[LogTail, str]:

@@ -8,13 +8,14 @@ import os
 import re
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import UsageError
 
 if TYPE_CHECKING:
     from ..core.projection import Plan
     from ..protocols import LogReader, StoreSession, TailPage
+    from .owners import OwnerRegistry
     from .postgres.admin import Database
 
     Target = str | os.PathLike[str]
@@ -56,6 +57,8 @@ class Backend(Protocol):
     ) -> Plans: ...
 
     def open_session(self, target: str, session: str | None, /) -> StoreSession: ...
+
+    def open_owners(self, target: str, /, **options: Any) -> OwnerRegistry: ...
 
     def open_log(self, target: str, session: str | None, /) -> tuple[LogTail, str]: ...
 
@@ -121,6 +124,15 @@ def open_session(path: str, session: str | None, /) -> StoreSession:
     from .jsonl import JsonlSession
 
     return JsonlSession(log_path(path))
+
+
+def open_owners(directory: str, /, **options: Any) -> OwnerRegistry:
+    """The owners of a directory: each owner's log a file in it, created on first use."""
+    from .owners import OwnerRegistry
+
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise UsageError(f"{directory}: not a directory: plans are kept in a directory of logs")
+    return OwnerRegistry(directory, **options)
 
 
 def show_plan(path: str, session: str | None, /) -> Plan:

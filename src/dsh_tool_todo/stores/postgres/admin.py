@@ -9,6 +9,7 @@ CLI prints as one line and exit 2.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ from .reader import PostgresReader
 from .session import PostgresSession, connect, current_plan, list_sessions, read_tail
 
 if TYPE_CHECKING:
+    from ..owners import OwnerRegistry
     from ...core.model import TodoItem
 
 __all__ = ["delete_session", "setup"]
@@ -209,6 +211,13 @@ def open_database(url: str) -> Database:
 def open_session(url: str, session_id: str | None) -> PostgresSession:
     """The writer of ``session_id`` in the database."""
     return PostgresSession(url, _session(session_id))
+
+
+def open_owners(url: str, /, **options: Any) -> OwnerRegistry:
+    """The owners of the database: an owner's key is its session id."""
+    from ..owners import OwnerRegistry
+
+    return OwnerRegistry(open_session=partial(PostgresSession, url), **options)
 
 
 def open_log(url: str, session_id: str | None) -> tuple[PostgresReader, str]:
