@@ -122,7 +122,10 @@ def mcp_rows(seconds: float, batch: int) -> list[Row]:
 
     async def measure() -> dict[str, Any]:
         async with AsyncExitStack() as stack:
-            ours = await _mcp_client(stack, [sys.executable, "-m", "dsh_tool_todo", "mcp"])
+            # in memory, as it measured before `dsh-todo mcp` recorded to the default place
+            ours = await _mcp_client(
+                stack, [sys.executable, "-m", "dsh_tool_todo", "mcp", "--in-memory"]
+            )
             noop = await _mcp_client(stack, [sys.executable, str(HERE / "mcp_noop_server.py")])
             answer = await ours.call_tool("todo_write", ARGS)
             assert answer.content[0].text.startswith("Updated todo list"), answer

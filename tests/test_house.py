@@ -153,7 +153,10 @@ def _help_or_docstring(tree: ast.AST) -> set[int]:
             allowed |= {id(part) for text in texts for part in ast.walk(text)}
         elif isinstance(node, ast.AnnAssign | ast.Assign) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(target, ast.Name) and target.id == "_ABOUT" for target in targets):
+            if any(
+                isinstance(target, ast.Name) and target.id in ("_ABOUT", "_EXAMPLES")
+                for target in targets
+            ):
                 allowed |= {id(part) for part in ast.walk(node.value)}
     return allowed
 

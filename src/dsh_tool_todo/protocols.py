@@ -204,6 +204,10 @@ class SessionSummary:
     parent: str | None = None
     last_seq: int | None = None  # the newest event's seq; None when the log could not be read
     working_on: str | None = None  # the content of the first in_progress item, if any
+    # The seq of the newest todo/write or turn/start (-1: the log has neither); None when the
+    # log could not be read or the reader does not say. Only such an event changes the plan
+    # and its health, so a viewer keeps what it derived from them while this stays the same.
+    plan_seq: int | None = None
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,28 @@ def test_the_same_item_in_progress_for_five_writes_is_stuck_once() -> None:
     ]
 
 
+def test_a_run_under_way_where_a_partial_fold_begins_is_stuck_at_least() -> None:
+    """A long turn's latest writes (what a viewer reads): a run in progress at the first of
+    them may have begun earlier, so its count and seq are bounds, and say so."""
+    steps = [[("A", I), (f"note {n}", C)] for n in range(7)]
+    (signal,) = turn_health(history(*steps), partial=True)
+    assert signal == Signal("stuck", 4, ("A",), 5, at_least=True)
+    assert describe(signal) == 'stuck at seq 4 - in progress for at least 5 writes: "A"'
+    assert signal.as_json() == {
+        "kind": "stuck",
+        "seq": 4,
+        "items": ["A"],
+        "count": 5,
+        "atLeast": True,
+    }
+    assert turn_health(history(*steps)) == [Signal("stuck", 4, ("A",), 5)]  # a whole turn
+    # a run that begins after the first write read, or after a turn/start, is counted whole
+    assert turn_health(history([("A", P)], *steps), partial=True) == [Signal("stuck", 5, ("A",), 5)]
+    assert turn_health(history(*steps[:2], None, *steps), partial=True) == [
+        Signal("stuck", 7, ("A",), 5)
+    ]
+
+
 def test_a_new_item_in_progress_restarts_the_run() -> None:
     steps = [[("A", I), ("B", P)]] * 3 + [[("A", C), ("B", I)]] * 3
     log = history(*[[*step, (f"n{k}", C)] for k, step in enumerate(steps)])

@@ -245,6 +245,42 @@ def test_a_lone_surrogate_the_tool_recorded_still_goes_out_as_u_fffd() -> None:
     assert sent == [[{"content": "a \ufffd b 計画", "status": "pending"}]]
 
 
+# Line breaks the SDK's server writes raw into a `data:` line and its client splits at.
+BREAKING = [
+    {"content": "Read\u2028the spec", "status": "completed"},
+    {"content": "Write\u2029the code", "status": "in_progress"},
+    {"content": "Test\x85it 計画", "status": "pending"},
+]
+
+
+class BreakingExecutor(PlanningExecutor):
+    """Writes a plan whose text holds each line break, then the plans of PLANS."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        agent, forwarder = await self.start_task(context, event_queue)
+        for plan in [BREAKING, *PLANS]:
+            text = await self.host.acall_tool("todo_write", {"todos": plan}, agent=agent)
+            assert text.startswith("Updated todo list"), text
+        await forwarder.drain()
+        forwarder()
+        await TaskUpdater(event_queue, context.task_id, context.context_id).complete()
+
+
+def test_line_separators_in_a_plan_reach_the_sdks_streaming_client_as_line_feeds() -> None:
+    events, task = asyncio.run(converse(BreakingExecutor(), "plan it"))
+    updates = [event.artifact_update for event in events if event.HasField("artifact_update")]
+    sent = [
+        {"content": "Read\nthe spec", "status": "completed"},
+        {"content": "Write\nthe code", "status": "in_progress"},
+        {"content": "Test\nit 計画", "status": "pending"},
+    ]
+    assert [plan_of(update) for update in updates] == [sent, *PLANS]
+    assert plan_of(plan_artifact_update(BREAKING, task_id="t", context_id="c")) == sent
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    (artifact,) = task.artifacts
+    assert MessageToDict(artifact.parts[0].data) == {"todos": PLANS[-1]}
+
+
 class LockstepExecutor(PlanningExecutor):
     """Writes the next plan only once the client has seen the previous one."""
 

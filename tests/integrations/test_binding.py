@@ -10,12 +10,18 @@ uses a private attribute of the tool.
 from __future__ import annotations
 
 import ast
+import asyncio
+import gc
+import inspect
 from pathlib import Path
 
 import pytest
 
 import dsh_tool_todo
-from dsh_tool_todo.core.tool import TodoWriteTool
+from dsh_tool_todo.core.tool import TodoWriteTool, todo_write_tool
+from dsh_tool_todo.errors import UsageError
+from dsh_tool_todo.integrations._binding import Binding, OwnerRegistry
+from tests._builders import plan
 
 PACKAGE = Path(dsh_tool_todo.__file__).parent
 INTEGRATIONS = PACKAGE / "integrations"
@@ -94,3 +100,73 @@ def test_no_integrations_module_uses_a_private_attribute_of_the_tool() -> None:
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 used = node.value  # a method named in a string: patched by name (otel)
             assert used not in private, f"{path.name}:{node.lineno} uses the tool's {used}"
+
+
+@pytest.mark.parametrize("returned", [5, "", b"ada", ["ada"]])
+def test_an_owner_function_returning_no_key_is_a_clear_error_naming_the_adapter(
+    returned: object,
+) -> None:
+    binding = Binding(
+        "my_adapter", allow_parallel_in_progress=False, owner=lambda ctx: returned, function_of="X"
+    )
+    with pytest.raises(UsageError, match=r"^my_adapter: owner= returned .*: return the call's"):
+        binding.key(object())
+
+
+def test_owners_takes_a_directory_and_records_there(tmp_path: Path) -> None:
+    binding = Binding("a", allow_parallel_in_progress=False, owner="ada", owners=tmp_path / "p")
+    outcome = binding.call({"todos": [{"content": "x", "status": "pending"}]}, "ada")
+    assert outcome.kind == "recorded"
+    assert [p.name for p in (tmp_path / "p").iterdir()] == ["ada.jsonl"]
+
+
+def test_with_no_owners_the_variable_names_the_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    in_memory = Binding("a", allow_parallel_in_progress=False, owner="ada")
+    assert in_memory.owners.directory is None
+    monkeypatch.setenv("DSH_TODO_HOME", str(tmp_path))
+    recording = Binding("a", allow_parallel_in_progress=False, owner="ada")
+    recording.call({"todos": [{"content": "x", "status": "pending"}]}, "ada")
+    assert (tmp_path / "ada.jsonl").is_file()
+
+
+@pytest.mark.parametrize(
+    ("owners", "said"),
+    [
+        ("", r"^a: owners= is empty: name a directory"),
+        (5, r"^a: owners= takes where the plans are kept: .* not int 5"),
+        (OwnerRegistry, r"the class OwnerRegistry itself"),
+    ],
+)
+def test_a_bad_owners_is_refused_when_built(owners: object, said: str) -> None:
+    with pytest.raises(UsageError, match=said):
+        Binding("a", allow_parallel_in_progress=False, owner="ada", owners=owners)
+
+
+def test_owners_naming_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("")
+    with pytest.raises(UsageError, match=r"f: not a directory: plans are kept in a directory"):
+        Binding("a", allow_parallel_in_progress=False, owner="ada", owners=tmp_path / "f")
+
+
+def test_a_registry_the_binding_opened_outlives_the_binding_and_closes_its_logs_when_dropped(
+    tmp_path: Path,
+) -> None:
+    owners = Binding("a", allow_parallel_in_progress=False, owner="ada", owners=tmp_path).owners
+    gc.collect()  # the binding is gone: the registry an adapter kept still records
+    owners.call("ada", todo_write_tool(allow_parallel_in_progress=False), plan("x"))
+    log = owners.path("ada")
+    del owners
+    gc.collect()  # no ResourceWarning (filterwarnings = error): its log was closed
+    assert log.is_file()
+
+
+def test_an_owner_function_may_return_an_awaitable_for_the_adapter_to_await() -> None:
+    async def key_of(context: object) -> str:
+        return "ada"
+
+    binding = Binding("a", allow_parallel_in_progress=False, owner=key_of, function_of="Context")
+    pending = binding.key(object())
+    assert inspect.isawaitable(pending)
+    assert asyncio.run(pending) == "ada"

@@ -52,6 +52,8 @@ from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
+from tests.integrations.readme_rows import PLAN as README_PLAN
+from tests.integrations.readme_rows import READMES, assert_shown, recording_home, row
 
 # CrewAI reads its own deprecated fields while building agents and crews
 pytestmark = [
@@ -288,22 +290,19 @@ def test_the_owner_must_be_a_key() -> None:
         TodoWriteCrewTool(allow_parallel_in_progress=False, owner="me").run(PLAN)
 
 
-def _cell(readme: str) -> str:
-    text = (ROOT / readme).read_text(encoding="utf-8")
-    (row,) = [line for line in text.splitlines() if line.startswith("| CrewAI ")]
-    return "\n".join(re.findall(r"`([^`]+)`", row.split(" | ")[2].replace("<br>", "\n")))
-
-
-@pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
-def test_the_readme_lines(readme: str) -> None:
-    owners = OwnerRegistry()
-    llm = ScriptedLLM(model="scripted", script=[[call("c1", PLAN)], "On it."])
-    namespace: dict[str, Any] = {"owners": owners, "user_id": "ada", "model": llm}
-    exec("from crewai import Agent\n" + _cell(readme), namespace)
-    task = Task(description="Fix it", expected_output="a fix", agent=namespace["agent"])
-    namespace["todo"].start_turn()  # as the line's comment says
-    Crew(agents=[namespace["agent"]], tasks=[task]).kickoff()
-    assert [event["type"] for event in owners.session("ada").events] == ["turn/start", EVENT_TYPE]
+@pytest.mark.parametrize("readme", READMES)
+def test_the_readme_row(readme: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's CrewAI row as printed, DSH_TODO_HOME naming the place: its plan is found
+    with no source given (test_readme_rows.py follows the other rows)."""
+    lines = row(readme, "crewai")
+    llm = ScriptedLLM(model="scripted", script=[[call("c1", {"todos": README_PLAN})], "On it."])
+    namespace: dict[str, Any] = {"user_id": "ada", "model": llm}
+    with recording_home(monkeypatch, tmp_path):
+        exec("from crewai import Agent\n" + lines.code, namespace)
+        task = Task(description="Fix it", expected_output="a fix", agent=namespace["agent"])
+        namespace["todo"].start_turn()  # as the line's comment says
+        Crew(agents=[namespace["agent"]], tasks=[task]).kickoff()
+    assert_shown(tmp_path, lines.watch, "ada")
 
 
 def test_the_docs_page_runs_as_printed(tmp_path: Path) -> None:

@@ -161,29 +161,6 @@ def test_without_adk_the_import_names_the_extra() -> None:
     )
 
 
-@pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
-def test_the_readme_lines(readme: str) -> None:
-    from tests.integrations.test_readme_lines import lines
-
-    owners = OwnerRegistry()
-    script = [calls_of([("c1", PLAN)]), [types.Part(text="done")]]
-    model = ScriptedLlm(model="scripted", script=script)
-    namespace: dict[str, Any] = {"model": model, "owners": owners}
-    exec("from google.adk.agents import LlmAgent\n" + lines(readme, "Google ADK"), namespace)
-    runner = InMemoryRunner(agent=namespace["agent"], app_name="a")
-
-    async def go() -> str:
-        session = await runner.session_service.create_session(app_name="a", user_id="ada")
-        message = types.Content(role="user", parts=[types.Part(text="Fix it")])
-        async for _ in runner.run_async(user_id="ada", session_id=session.id, new_message=message):
-            pass
-        return session.id
-
-    written = owners.session(asyncio.run(go())).latest([EVENT_TYPE])
-    assert written is not None
-    assert written["data"] == {**PLAN, contract.CALL_ID_KEY: "c1"}
-
-
 def test_the_extra_is_marked_for_python_3_11_and_the_installed_adk_is_2x() -> None:
     import re
     from importlib.metadata import version

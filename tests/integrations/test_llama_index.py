@@ -229,32 +229,6 @@ def test_the_tool_is_a_function_tool_the_agent_hands_the_context() -> None:
     assert (tool.requires_context, tool.ctx_param_name) == (True, "dsh_todo_ctx")
 
 
-@pytest.mark.parametrize("readme", ["README.md", "README.zh.md"])
-def test_the_readme_lines(readme: str) -> None:
-    from tests.integrations.test_readme_lines import lines
-
-    owners = OwnerRegistry()
-    namespace: dict[str, Any] = {
-        "model": MockFunctionCallingLLM(response_generator=Script([("c1", PLAN)])),
-        "owners": owners,
-    }
-    source = lines(readme, "LlamaIndex")
-    exec("from llama_index.core.agent.workflow import FunctionAgent\n" + source, namespace)
-    agent = namespace["agent"]
-    comment = source.split("# ", 1)[1].split("; the plan")[0].split("；")[0]
-
-    async def run() -> None:  # the comment's steps, as printed, with user_id = "ada"
-        scope = {"Context": Context, "agent": agent, "user_id": "ada", "prompt": "Fix it"}
-        body = "".join(f"    {step.strip()}\n" for step in comment.split(";"))
-        exec(f"async def steps():\n{body}    return ctx\n", scope)
-        await scope["steps"]()
-
-    asyncio.run(run())
-    written = owners.session("ada").latest([EVENT_TYPE])
-    assert written is not None
-    assert written["data"] == PLAN
-
-
 def test_a_model_argument_named_ctx_is_refused_not_swallowed() -> None:
     session = RecordingSession()
     (reply,) = DRIVER.turn([("c1", {**PLAN, "ctx": 1})], session)

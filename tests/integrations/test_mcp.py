@@ -51,6 +51,20 @@ SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 CLIENT_MODES = ["auto", "legacy"] if hasattr(mcp, "Client") else ["legacy"]
 
 
+@pytest.fixture(autouse=True)
+def default_place(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Where a server given no --log-dir records: under a home of the test's own, never the
+    developer's (the official client passes its server HOME, and no DSH_TODO_HOME)."""
+    from dsh_tool_todo.stores._home import default_home
+
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.delenv("DSH_TODO_HOME", raising=False)
+    return Path(default_home())
+
+
 @asynccontextmanager
 async def connected(
     server: Any, *, message_handler: Any = None, mode: str = "auto"
@@ -320,14 +334,20 @@ def run_mcp(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_owner_and_log_dir_go_together(tmp_path: Path) -> None:
-    run = run_mcp("--owner", "alice")
-    assert run.returncode == 2
-    assert run.stderr == (
-        "dsh-todo: error: --log-dir and --owner go together: pass both for a durable plan (the "
-        "log is DIR/<owner's file>), or neither for a plan in memory\n"
-    )
-    assert run.stdout == ""
+def test_an_owner_alone_records_in_the_default_place_and_a_log_dir_alone_in_a_fresh_log(
+    tmp_path: Path, default_place: Path
+) -> None:
+    async def recorded(*args: str) -> Any:
+        async with spawned(*args, errlog=tmp_path / "server.err") as client:
+            return await client.call_tool("todo_write", PLAN)
+
+    assert wire(asyncio.run(recorded("--owner", "alice")))["isError"] is False
+    assert current_plan(default_place / owner_file_name("alice")) == PLAN["todos"]
+    assert wire(asyncio.run(recorded("--log-dir", str(tmp_path / "plans"))))["isError"] is False
+    (log,) = (tmp_path / "plans").iterdir()  # a log of this server's own: mcp-<time>-<pid>
+    assert log.name.startswith(f"{DEFAULT_OWNER}-")
+    assert current_plan(log) == PLAN["todos"]
+    assert (tmp_path / "server.err").read_text(encoding="utf-8") == ""
 
 
 def test_an_unknown_tool_is_an_invalid_params_error_and_the_server_stays_quiet(
@@ -490,7 +510,7 @@ def test_print_config_runs_from_a_client_whose_path_lacks_the_venv(tmp_path: Pat
     assert (tmp_path / "server.err").read_text(encoding="utf-8") == ""
 
 
-def test_print_config_resolves_a_relative_log_dir_and_keeps_the_pairing_rule(
+def test_print_config_resolves_a_relative_log_dir_and_names_the_default_owner(
     tmp_path: Path,
 ) -> None:
     printed = subprocess.run(
@@ -508,10 +528,12 @@ def test_print_config_resolves_a_relative_log_dir_and_keeps_the_pairing_rule(
         [DSH_TODO, "mcp", "--print-config", "--log-dir", "plans"],
         capture_output=True,
         text=True,
+        cwd=tmp_path,
         timeout=60,
+        check=True,
     )
-    assert (lone.returncode, lone.stdout) == (2, "")
-    assert "--log-dir and --owner go together" in lone.stderr
+    (entry,) = json.loads(lone.stdout)["mcpServers"].values()
+    assert entry["args"] == ["mcp", "--log-dir", str(tmp_path / "plans")]
 
 
 def test_a_second_server_on_a_busy_owner_waits_for_it(tmp_path: Path) -> None:

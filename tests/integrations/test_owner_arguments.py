@@ -13,6 +13,7 @@ import inspect
 import pkgutil
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -95,7 +96,7 @@ WRONG_OWNERS = [
     pytest.param({"ada": MemorySession()}, r"not dict", id="a-dict"),
     pytest.param(MemorySession(), r"not MemorySession", id="a-session"),
     pytest.param(OwnerRegistry, r"the class OwnerRegistry itself \(pass an instance\)", id="class"),
-    pytest.param("ada", r"not str 'ada'", id="a-key"),
+    pytest.param(b"plans", r"not bytes b'plans'", id="bytes"),
 ]
 
 
@@ -148,6 +149,25 @@ def test_the_right_arguments_are_taken(
     build(allow_parallel_in_progress=False, owner=good_owner(function_of, key_ok), owners=owners)
     if function_of is not None:
         build(allow_parallel_in_progress=False, owner=lambda ctx: "ada", owners=owners)
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "build", "function_of", "key_ok"),
+    [case for case in CASES if case.id != "serve_stdio"],
+)
+def test_every_adapter_takes_a_directory_for_owners_and_refuses_an_empty_one(
+    module: str,
+    name: str,
+    build: Callable[..., Any],
+    function_of: str | None,
+    key_ok: bool,
+    tmp_path: Path,
+) -> None:
+    owner = good_owner(function_of, key_ok)
+    build(allow_parallel_in_progress=False, owner=owner, owners=tmp_path)
+    build(allow_parallel_in_progress=False, owner=owner, owners=str(tmp_path))
+    with pytest.raises(UsageError, match=rf"^{NAMED.get(name, name)}: owners= is empty"):
+        build(allow_parallel_in_progress=False, owner=owner, owners="")
 
 
 def test_every_builder_that_takes_an_owner_is_checked_here() -> None:

@@ -8,6 +8,7 @@ own, linked to the parent's with the parent's tool-call id, and a reader shows t
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ from agents import Agent as OpenAIAgent
 from agents import RunConfig, Runner
 from agents.testing import ScriptedModel, assistant_message, function_call
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
 
 from dsh_tool_todo.errors import UsageError
@@ -26,7 +28,7 @@ from dsh_tool_todo.integrations.pydantic_ai import linked_toolset, todo_write_to
 from dsh_tool_todo.plans.fleet import FleetNode, read_fleet
 from dsh_tool_todo.stores import open_reader
 from dsh_tool_todo.stores.jsonl import read_events
-from dsh_tool_todo.stores.owners import OwnerRegistry
+from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name
 from tests._builders import plan
 from tests.integrations.scripted_pydantic_ai import replying
 
@@ -114,15 +116,15 @@ def test_openai_agents_as_tools_give_each_sub_agent_a_linked_plan(tmp_path: Path
     assert result.final_output == "done"
     assert tree(tmp_path) == [
         (0, "ada", None, ("Delegate",)),  # the parent's plan is its own, not clobbered
-        (1, "ada%2fresearcher", "ada", ("Search",)),
-        (2, "ada%2fresearcher%2fchecker", "ada%2fresearcher", ("Check a source",)),
+        (1, "ada%2fresearcher%40l2", "ada", ("Search",)),
+        (2, "ada%2fresearcher%40l2%2fchecker%40r2", "ada%2fresearcher%40l2", ("Check a source",)),
     ]
-    assert head(tmp_path / "ada%2fresearcher.jsonl")["data"] == {
+    assert head(tmp_path / "ada%2fresearcher%40l2.jsonl")["data"] == {
         "parent": "ada",
         "parentCallId": "l2",
     }
-    assert head(tmp_path / "ada%2fresearcher%2fchecker.jsonl")["data"] == {
-        "parent": "ada%2fresearcher",
+    assert head(tmp_path / "ada%2fresearcher%40l2%2fchecker%40r2.jsonl")["data"] == {
+        "parent": "ada%2fresearcher%40l2",
         "parentCallId": "r2",
     }
     # the wrapped tool is offered exactly as the SDK made it
@@ -193,9 +195,9 @@ def test_pydantic_ai_delegation_gives_the_sub_agent_a_linked_plan(tmp_path: Path
     assert result.output == "done"
     assert tree(tmp_path) == [
         (0, "bob%0a", None, ("Delegate",)),
-        (1, "bob%0a%2fresearcher", "bob%0a", ("Search",)),
+        (1, "bob%0a%2fresearcher%40l2", "bob%0a", ("Search",)),
     ]
-    assert head(tmp_path / "bob%0a%2fresearcher.jsonl")["data"] == {
+    assert head(tmp_path / "bob%0a%2fresearcher%40l2.jsonl")["data"] == {
         "parent": "bob%0a",
         "parentCallId": "l2",
     }
@@ -215,11 +217,64 @@ def test_a_delegating_call_id_no_link_can_hold_links_the_sub_agent_without_it(
         result = asyncio.run(lead.run("go", deps="bob"))
     owners.close()
     assert result.output == "done"
-    assert head(tmp_path / "bob%2fresearcher.jsonl")["data"] == {"parent": "bob"}
-    written = read_events(tmp_path / "bob%2fresearcher.jsonl")[1]["data"]
+    # the key holds a digest of the id instead of the id itself
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    log = tmp_path / owner_file_name(f"bob/researcher@{digest}")
+    assert head(log)["data"] == {"parent": "bob"}
+    written = read_events(log)[1]["data"]
     assert written["todos"] == started("Search")["todos"]
     (record,) = [r for r in caplog.records if r.name == "dsh_tool_todo"]
     assert "linked without its parent's call id: parent_call_id must" in record.getMessage()
+
+
+def researcher_planning_its_question(todo: Any) -> Any:
+    """A sub-agent whose model plans the question it was asked, then answers, however many of
+    its runs are interleaved."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        question = str(messages[0].parts[-1].content)  # type: ignore[union-attr]
+        if len(messages) == 1:
+            return call("todo_write", started(f"Research {question}"), f"r-{question}")
+        return said(f"found {question}")
+
+    return Agent(FunctionModel(respond), name="researcher", deps_type=str, toolsets=[todo])
+
+
+def test_each_run_of_a_sub_agent_has_its_own_session_at_once_or_one_after_the_other(
+    tmp_path: Path,
+) -> None:
+    owners = OwnerRegistry(tmp_path)
+    todo = todo_write_toolset(allow_parallel_in_progress=False, owners=owners)
+    researcher = researcher_planning_its_question(todo)
+
+    async def research(ctx: RunContext[str], question: str) -> str:
+        return (await researcher.run(question, deps=ctx.deps, usage=ctx.usage)).output
+
+    both_at_once = ModelResponse(
+        parts=[
+            ToolCallPart("research", {"question": "A"}, tool_call_id="l2"),
+            ToolCallPart("research", {"question": "B"}, tool_call_id="l3"),
+        ]
+    )
+    lead = Agent(
+        replying(both_at_once, call("research", {"question": "C"}, "l4"), said("done")),
+        name="lead",
+        deps_type=str,
+        toolsets=[todo, linked_toolset(FunctionToolset([research]))],
+    )
+    asyncio.run(lead.run("go", deps="ada"))
+    owners.close()
+    assert tree(tmp_path) == [
+        (0, "ada", None, ()),
+        (1, "ada%2fresearcher%40l2", "ada", ("Research A",)),
+        (1, "ada%2fresearcher%40l3", "ada", ("Research B",)),
+        (1, "ada%2fresearcher%40l4", "ada", ("Research C",)),
+    ]
+    for call_id, question in (("l2", "A"), ("l3", "B"), ("l4", "C")):
+        log = tmp_path / f"ada%2fresearcher%40{call_id}.jsonl"
+        events = read_events(log)
+        assert events[0]["data"] == {"parent": "ada", "parentCallId": call_id}
+        assert [e["data"]["todos"][0]["content"] for e in events[1:]] == [f"Research {question}"]
 
 
 def test_without_the_wrapper_a_sub_agent_shares_its_parents_plan(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.plans.fleet import (
     MAX_DEPTH,
+    MAX_TURN_WRITES,
     FleetNode,
     build_tree,
     fleet_json,
@@ -289,3 +290,20 @@ def test_a_log_whose_name_no_url_can_carry_is_still_listed_after_the_tree(tmp_pa
     ]
     tree = json.loads(dsh_todo("sessions", str(tmp_path), "--json").stdout)
     assert tree["unlisted"] == ["\udcff\x1b"]
+
+
+def test_a_turn_longer_than_the_writes_read_says_at_least_in_show_and_sessions(
+    tmp_path: Path,
+) -> None:
+    """``show`` and ``sessions`` read a turn's latest MAX_TURN_WRITES writes: a run under
+    way before them was once reported stuck at a seq it was not, for 5 writes exactly."""
+    with JsonlSession(tmp_path / "long.jsonl") as session:
+        session.append("turn/start", {})
+        for n in range(MAX_TURN_WRITES + 10):  # seqs 1 to 1010: the writes read are 11 on
+            session.append(EVENT_TYPE, todos(todo("A", "in_progress"), todo(f"n{n}", "completed")))
+    shown = dsh_todo("show", str(tmp_path / "long.jsonl")).stdout
+    assert shown.splitlines()[-1] == '! stuck at seq 15 - in progress for at least 5 writes: "A"'
+    (node,) = json.loads(dsh_todo("sessions", str(tmp_path), "--json").stdout)["sessions"]
+    assert node["signals"] == [
+        {"kind": "stuck", "seq": 15, "items": ["A"], "count": 5, "atLeast": True}
+    ]

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from ag_ui.core import ActivitySnapshotEvent, StateDeltaEvent, StateSnapshotEven
 from google.protobuf.json_format import MessageToDict, ParseDict
 from pydantic import BaseModel
 
-from dsh_tool_todo.core.contract import EVENT_TYPE
+from dsh_tool_todo.core.contract import CALL_ID_KEY, EVENT_TYPE
 from dsh_tool_todo.core.contract import TURN_START as TURN_START_TYPE
 from dsh_tool_todo.core.projection import PLAN_EVENTS
 from dsh_tool_todo.errors import UsageError
@@ -214,7 +215,7 @@ def test_an_event_that_leaves_the_plan_as_it_is_is_refused_by_name() -> None:
 
 
 def test_a_list_the_tool_could_not_have_recorded_is_refused() -> None:
-    with pytest.raises(UsageError, match=r"todo at index 0: status must be one of"):
+    with pytest.raises(UsageError, match=r"todo at index 0: `status` must be one of"):
         wire.ai_sdk_data_part("s", todo_write(todo("x", "done"), seq=1))
     with pytest.raises(UsageError, match=r"needs data \{'todos': \[\.\.\.\]\}"):
         wire.ai_sdk_data_part("s", make_event(EVENT_TYPE))
@@ -226,12 +227,51 @@ def test_a_list_the_tool_could_not_have_recorded_is_refused() -> None:
         wire.ag_ui_state_snapshot("write the parser")  # type: ignore[arg-type]
 
 
+# What every reader refuses in a logged write, each with the words the refusal names.
+UNRECORDABLE = {
+    "an item key the tool refuses": (
+        todos({"content": "Ship", "status": "pending", "activeForm": "Shipping"}),
+        r"unknown key `activeForm`",
+    ),
+    "a data key beside todos": (
+        {**todos(todo("Ship")), "x": 1},
+        r"data must be \{todos: \[\.\.\.\]\}",
+    ),
+    "a callId that is not a string": (
+        {**todos(todo("Ship")), CALL_ID_KEY: 5},
+        r"optionally with a non-empty string callId",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONVERTERS))
+@pytest.mark.parametrize("case", sorted(UNRECORDABLE))
+def test_a_write_every_reader_refuses_is_refused_not_stripped(name: str, case: str) -> None:
+    data, words = UNRECORDABLE[case]
+    with pytest.raises(UsageError, match=rf"event at seq 4: the tool could not .*{words}"):
+        CONVERTERS[name](make_event(EVENT_TYPE, data, seq=4))
+
+
+@pytest.mark.parametrize("name", sorted(CONVERTERS))
+def test_a_plan_with_an_item_key_the_tool_refuses_is_refused_not_stripped(name: str) -> None:
+    extra = [{"content": "Ship", "status": "pending", "activeForm": "Shipping"}]
+    with pytest.raises(UsageError, match=r"the plan: .*unknown key `activeForm`"):
+        CONVERTERS[name](extra)
+
+
+def test_a_write_with_a_call_id_and_a_plan_of_any_sequence_of_mappings_convert() -> None:
+    with_id = make_event(EVENT_TYPE, {**todos(*PLAN), CALL_ID_KEY: "call-1"}, seq=2)
+    assert wire.ai_sdk_data_part("s", with_id)["data"] == {"todos": PLAN}
+    as_tuple = tuple(MappingProxyType(item) for item in PLAN)
+    assert wire.ag_ui_state_snapshot(as_tuple)["snapshot"] == {"todos": PLAN}
+
+
 @pytest.mark.parametrize("name", sorted(CONVERTERS))
 def test_duplicate_or_empty_content_the_tool_refuses_is_refused_here_too(name: str) -> None:
     twice = [{"content": "Ship", "status": "pending"}, {"content": "Ship", "status": "pending"}]
-    with pytest.raises(UsageError, match=r"todo at index 1: duplicate content 'Ship'"):
+    with pytest.raises(UsageError, match=r"at seq 1: .*duplicate content \"Ship\""):
         CONVERTERS[name](todo_write(*twice, seq=1))
-    with pytest.raises(UsageError, match=r"todo at index 0: content must be non-empty"):
+    with pytest.raises(UsageError, match=r"the plan: .*`content` must be a non-empty string"):
         CONVERTERS[name]([{"content": "", "status": "pending"}])
 
 
@@ -312,3 +352,11 @@ def test_the_converters_import_no_framework() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+def test_an_event_built_in_python_with_a_tuple_of_mappings_converts() -> None:
+    built = make_event(EVENT_TYPE, {"todos": tuple(MappingProxyType(item) for item in PLAN)})
+    assert wire.ai_sdk_data_part("s", built)["data"] == {"todos": PLAN}
+    extra = make_event(EVENT_TYPE, {"todos": ({"content": "a", "status": "pending", "x": 1},)})
+    with pytest.raises(UsageError, match=r"unknown key `x`"):
+        wire.acp_plan(extra)

@@ -394,8 +394,12 @@ def test_6_watch_on_an_empty_write_is_one_line(tmp_path: Path) -> None:
 
 
 def test_6_a_directory_is_reported_as_a_directory(tmp_path: Path) -> None:
+    # a directory is a source of logs: the owner's "log" in it is the directory here
+    (tmp_path / "agent.jsonl").mkdir()
     for command in ("show", "watch"):
-        one_error_line(cli(command, str(tmp_path)), f"{tmp_path}: is a directory")
+        run = cli(command, str(tmp_path), "--session", "agent")
+        one_error_line(run, f"{tmp_path / 'agent.jsonl'}: is a directory")
+        one_error_line(cli(command, str(tmp_path)), f"{tmp_path}: no session log in it yet")
 
 
 def test_6_a_fifo_is_refused_at_once(tmp_path: Path) -> None:

@@ -114,13 +114,16 @@ def test_a_missing_log_is_named(tmp_path: Path) -> None:
         stores.follow_plans(tmp_path / "nope.jsonl")
 
 
-def test_a_session_id_goes_with_a_database_only(tmp_path: Path) -> None:
+def test_a_session_id_goes_with_a_directory_or_a_database_not_a_file(tmp_path: Path) -> None:
     log = tmp_path / "agent.jsonl"
     _write_plan(log, "a")
-    with pytest.raises(UsageError, match=r"--session goes with a postgresql:// URL, not a file"):
+    refused = r"agent\.jsonl is one log: --session goes with a directory of logs or a postgresql://"
+    with pytest.raises(UsageError, match=refused):
         stores.current_plan(log, "s1")
-    with pytest.raises(UsageError, match=r"--session goes with a postgresql:// URL, not a file"):
+    with pytest.raises(UsageError, match=refused):
         stores.follow_plans(log, "s1")
+    with pytest.raises(UsageError, match=refused):
+        stores.pick_log(log, "s1")
 
 
 def test_follow_plans_waits_for_a_log_to_appear_then_follows_it(tmp_path: Path) -> None:
@@ -171,7 +174,7 @@ def test_open_session_writes_a_jsonl_log_the_readers_read(tmp_path: Path) -> Non
     finally:
         session.close()
     assert [item["content"] for item in stores.current_plan(log) or []] == ["a"]
-    with pytest.raises(UsageError, match=r"--session goes with a postgresql:// URL"):
+    with pytest.raises(UsageError, match=r"--session goes with a directory of logs or a post"):
         stores.open_session(log, "s1")
 
 
@@ -235,10 +238,7 @@ CONNINFO = f"host=127.0.0.1 password={PASSWORD} dbname=test"
     "call",
     [
         lambda: stores.open_session(CONNINFO),
-        lambda: stores.open_log(CONNINFO),
-        lambda: stores.current_plan(CONNINFO),
-        lambda: stores.current_plan(CONNINFO, "s1"),
-        lambda: stores.follow_plans(CONNINFO),
+        lambda: stores.open_session(CONNINFO, "s1"),
     ],
 )
 def test_a_conninfo_is_never_taken_for_a_log_file_nor_repeated(

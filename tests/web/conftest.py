@@ -27,6 +27,10 @@ from tests._builders import todos
 from tests._builders import write_log as write_log
 from tests._processes import stop_process
 
+# The checks both stores' tests share live in a helper module: report their asserts as a
+# test module's are.
+pytest.register_assert_rewrite("tests.web._readers")
+
 HOST = "127.0.0.1"
 ASGI_PORT = 8765
 Todos = list[dict[str, str]]

@@ -16,7 +16,17 @@ from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
 from dsh_tool_todo.web._fleet import SignalCache
 from dsh_tool_todo.web.app import create_app
 
-from .conftest import TURN, plan_write, run_requests, todo
+from ._readers import (
+    DROPPED,
+    Append,
+    Events,
+    check_a_stuck_run_older_than_the_window_says_at_least,
+    check_signals_are_read_again_only_after_a_plan_event,
+    check_signals_not_read_yet_are_pending,
+    rows_of,
+    settled,
+)
+from .conftest import NOTE, TURN, plan_write, run_requests, todo, write_log
 
 
 def linked(path: Path, parent: str | None, *events: tuple[str, dict[str, Any]]) -> None:
@@ -44,20 +54,6 @@ class CountingReader(JsonlReader):
     ) -> TailPage:
         self.tails.append(name)
         return await super().tail(name, before=before, limit=limit, types=types)
-
-
-def rows_of(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {row["name"]: row for row in body["sessions"]}
-
-
-async def settled(client: httpx.AsyncClient, **params: str) -> dict[str, Any]:
-    """The list once every row's signals are known (a loaded machine may need a second ask)."""
-    for _ in range(100):
-        body: dict[str, Any] = (await client.get("/api/sessions", params=params)).json()
-        if all(row["signals"] is not None for row in body["sessions"]):
-            return body
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"signals never came: {body}")
 
 
 class SlowReader(CountingReader):
@@ -270,3 +266,50 @@ def test_a_served_list_held_from_start_shows_what_changed_before_each_ask(tmp_pa
         "again": (None, "kept"),
         "new": ("C", "kept"),
     }
+
+
+@pytest.fixture
+def append_jsonl(tmp_path: Path) -> Append:
+    def append(name: str, events: Events) -> None:
+        with JsonlSession(tmp_path / f"{name}.jsonl") as session:
+            for kind, data in events:
+                session.append(kind, data)
+
+    return append
+
+
+def test_a_row_whose_signals_are_not_read_yet_gives_an_empty_list_marked_pending(
+    tmp_path: Path, append_jsonl: Append
+) -> None:
+    check_signals_not_read_yet_are_pending(tmp_path, append_jsonl)
+
+
+def test_signals_are_read_again_only_after_a_plan_event(
+    tmp_path: Path, append_jsonl: Append
+) -> None:
+    check_signals_are_read_again_only_after_a_plan_event(tmp_path, append_jsonl)
+
+
+def test_a_stuck_run_older_than_the_writes_read_says_at_least(
+    tmp_path: Path, append_jsonl: Append, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    check_a_stuck_run_older_than_the_window_says_at_least(tmp_path, append_jsonl, monkeypatch)
+
+
+def test_a_log_replaced_by_a_shorter_one_with_the_same_plan_seq_is_read_again(
+    tmp_path: Path, append_jsonl: Append
+) -> None:
+    """The signals are kept by the newest plan event's seq: a log that went back (replaced,
+    cut short) is read again even when its plan event sits at the same seq."""
+    append_jsonl("worker", [*dropping(), NOTE, NOTE])
+    shorter = [TURN, plan_write(todo("A"), todo("D")), plan_write(todo("A", "in_progress"))]
+
+    async def calls(client: httpx.AsyncClient) -> tuple[dict[str, Any], dict[str, Any]]:
+        before = await settled(client)
+        write_log(tmp_path / "new.jsonl", shorter)
+        os.replace(tmp_path / "new.jsonl", tmp_path / "worker.jsonl")
+        return before, await settled(client)
+
+    before, after = run_requests(create_app(tmp_path), calls)
+    assert rows_of(before)["worker"]["signals"] == [DROPPED]
+    assert rows_of(after)["worker"]["signals"] == [{**DROPPED, "items": ["D"]}]

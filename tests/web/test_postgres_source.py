@@ -13,10 +13,19 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict
 
 from dsh_tool_todo.core.contract import EVENT_TYPE
-from dsh_tool_todo.stores import postgres
+from dsh_tool_todo.stores import open_reader, postgres
 from dsh_tool_todo.web.app import create_app
 
 from ..stores.conftest import fresh_database
+from ._readers import (
+    Append,
+    Events,
+    Spied,
+    check_a_stuck_run_older_than_the_window_says_at_least,
+    check_signals_are_read_again_only_after_a_plan_event,
+    check_signals_not_read_yet_are_pending,
+    leave_after_first_frame,
+)
 from .conftest import LiveServer, SseStream, run_requests, todo
 
 PLAN = [todo("Read", "completed"), todo("Write", "in_progress"), todo("Test")]
@@ -321,7 +330,7 @@ def test_the_tree_api_over_postgresql_parents_signals_and_family(dsn: str) -> No
     async def calls(client: httpx.AsyncClient) -> list[Any]:
         for _ in range(100):  # a loaded machine may answer the first list before its signals
             listing = (await client.get("/api/sessions")).json()
-            if all(row["signals"] is not None for row in listing["sessions"]):
+            if not any(row["signalsPending"] for row in listing["sessions"]):
                 break
             await asyncio.sleep(0.05)
         family = [(await client.get(f"/api/sessions/{n}/family")).json() for n in ("lead", "stray")]
@@ -339,3 +348,46 @@ def test_the_tree_api_over_postgresql_parents_signals_and_family(dsn: str) -> No
     assert lead["parent"] is None
     assert stray["parent"] == "gone"
     assert stray["parentVisible"] is False
+
+
+@pytest.fixture
+def append_rows(dsn: str) -> Append:
+    def append(name: str, events: Events) -> None:
+        record(dsn, name, *events)
+
+    return append
+
+
+def test_a_row_whose_signals_are_not_read_yet_gives_an_empty_list_marked_pending(
+    dsn: str, append_rows: Append
+) -> None:
+    check_signals_not_read_yet_are_pending(dsn, append_rows)
+
+
+def test_signals_are_read_again_only_after_a_plan_event(dsn: str, append_rows: Append) -> None:
+    check_signals_are_read_again_only_after_a_plan_event(dsn, append_rows)
+
+
+def test_a_stuck_run_older_than_the_writes_read_says_at_least(
+    dsn: str, append_rows: Append, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    check_a_stuck_run_older_than_the_window_says_at_least(dsn, append_rows, monkeypatch)
+
+
+def test_a_stream_whose_client_left_mid_backlog_stops_at_its_next_frame(dsn: str) -> None:
+    """The follower reads a backlog in batches of rows; a gone client's stream once sent
+    the rest of its batch after the client left."""
+    with psycopg.Connection.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            f"INSERT INTO {postgres.TABLE} (session_id, seq, type, data) "
+            "SELECT 's', n, 'todo/write', "
+            """('{"todos": [{"content": "step ' || n || '", "status": "pending"}]}')::json """
+            "FROM generate_series(0, 1999) AS n"
+        )
+    reader = Spied(open_reader(dsn))
+    app = create_app(reader)
+    path = "/api/sessions/s/stream"
+    left = asyncio.run(leave_after_first_frame(app, reader, path, {"last-event-id": "0"}))
+    assert left.frames_after <= 1, f"{left.frames_after} frames sent after the client left"
+    assert reader.followed - left.followed_at_leaving <= 2, reader.followed
+    assert reader.closed == 1

@@ -74,6 +74,20 @@ def test_an_exposed_server_warns_and_requires_the_token_it_prints(
     assert "warning: serving on 0.0.0.0, beyond this machine" in warning
 
 
+def test_expose_on_a_loopback_host_warns_that_it_changes_nothing(
+    tmp_path: Path, serve_process: Starter
+) -> None:
+    write_log(tmp_path / "s.jsonl", [plan_write(todo("A"))])
+    child = serve_process(tmp_path, "--expose")
+    assert httpx.get(f"{child.url}/api/sessions", timeout=5).status_code == 200  # no token
+    child.interrupt()
+    assert child.process.stderr is not None
+    assert (
+        "dsh-todo: warning: --expose has no effect with --host 127.0.0.1, which only this "
+        "machine reaches" in child.process.stderr.read()
+    )
+
+
 def test_a_taken_port_gets_one_line_and_exit_2(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -84,7 +98,8 @@ def test_a_taken_port_gets_one_line_and_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == (
-        f"dsh-todo: error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+        f"dsh-todo: error: cannot listen on 127.0.0.1:{port}: Address already in use: pass "
+        "another --port\n"
     )
 
 

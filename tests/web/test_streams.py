@@ -19,7 +19,9 @@ from dsh_tool_todo.errors import LogReplaced
 from dsh_tool_todo.protocols import Snapshot
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
 from dsh_tool_todo.web import _streams
+from dsh_tool_todo.web.app import create_app
 
+from ._readers import Left, Spied, leave_after_first_frame
 from .conftest import NOTE, TURN, LiveServer, SseStream, plan_write, todo, write_log
 
 Server = Callable[..., LiveServer]
@@ -340,3 +342,26 @@ def test_a_log_deleted_under_a_stream_ends_it_with_a_message_that_says_so(
     frame = stream.named_event()
     assert frame.event == "fatal"
     assert frame.json()["error"] == "session 's': its log was deleted"
+
+
+BACKLOG = 2000  # writes a resume replays: a JSONL follower reads them in one batch
+
+
+def test_a_stream_whose_client_left_mid_backlog_stops_at_its_next_frame(tmp_path: Path) -> None:
+    """A gone client's stream once sent the rest of the batch it had read into a closed
+    socket (asyncio logging each send), and read on until its next read waited."""
+    write_log(tmp_path / "s.jsonl", [plan_write(todo(f"step {n}")) for n in range(BACKLOG)])
+    reader = Spied(JsonlReader(tmp_path))
+    app = create_app(reader)
+    path = "/api/sessions/s/stream"
+    left = asyncio.run(leave_after_first_frame(app, reader, path, {"last-event-id": "0"}))
+    assert_stopped_at_once(left, reader)
+
+
+def assert_stopped_at_once(left: Left, reader: Spied) -> None:
+    """The stream sent at most one more frame after its client left, its follower yielded
+    about as little, and it closed its follower."""
+    assert left.frames_after <= 1, f"{left.frames_after} frames sent after the client left"
+    assert reader.followed - left.followed_at_leaving <= 2, reader.followed
+    assert reader.closed == 1
+    assert left.seconds < 5

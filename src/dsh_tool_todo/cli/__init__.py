@@ -24,7 +24,11 @@ Command = Callable[[argparse.Namespace, TextIO], int]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
     command: Command = _COMMANDS[args.command]
     out = sys.stdout
     if out is None:  # started with its standard output closed (`>&-`)

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shlex
 import sys
-from pathlib import Path
 from typing import TextIO
 
 from ..errors import UsageError
@@ -20,29 +17,25 @@ __all__: list[str] = []
 
 
 def demo(args: argparse.Namespace, out: TextIO) -> int:
-    import tempfile  # here, not at import: it brings shutil and the compression modules
+    from ._demo import demo_home, fresh_log, next_hint, paced, run_demo
 
-    from ._demo import run_demo
-
-    log = args.log or Path(tempfile.mkdtemp(prefix="dsh-todo-")) / "session.jsonl"
-    if log.exists():
-        raise FileExistsError(f"{log} already exists: the demo writes a new log, pick another")
+    if not args.serve:
+        for flag in ("open", "host", "port"):
+            if getattr(args, flag) not in (None, False):
+                raise UsageError(f"--{flag} goes with --serve (the demo's own web view)")
+    if args.log is not None and args.log.exists():
+        raise FileExistsError(f"{args.log} already exists: the demo writes a new log, pick another")
     text = text_out(out, args.ascii)
-    run_demo(log, text, parallel=args.parallel, draw=drawer(text, args.ascii))
-    # as this shell can run it: `dsh-todo` only when PATH finds this one, and `serve` only
-    # when the web extra is installed
-    import importlib.util
-    import shutil
+    draw = drawer(text, args.ascii)
+    if args.serve:
+        from ._demo_serve import serve_demo
 
-    command = mcp_command.own_command()
-    found = shutil.which("dsh-todo")
-    if found is not None and [os.path.realpath(found)] == [*map(os.path.realpath, command)]:
-        command = ["dsh-todo"]
-    me = shlex.join(command)
-    hint = f"next: {me} show {shlex.quote(str(log))}"
-    if all(importlib.util.find_spec(name) for name in ("starlette", "uvicorn", "sse_starlette")):
-        hint += f"    (or: {me} serve {shlex.quote(str(log.parent))})"
-    print(hint, file=text)
+        serve_demo(args, text, draw)
+        return 0
+    log = args.log or fresh_log(demo_home())
+    go_on = (lambda: True) if not args.pace else paced(args.pace)
+    run_demo(log, text, parallel=args.parallel, draw=draw, go_on=go_on)
+    print(next_hint(log), file=text)
     return 0
 
 
@@ -59,25 +52,19 @@ def schema(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def mcp(args: argparse.Namespace, out: TextIO) -> int:
-    if (args.log_dir is None) != (args.owner is None):
-        raise UsageError(
-            "--log-dir and --owner go together: pass both for a durable plan (the log is "
-            "DIR/<owner's file>), or neither for a plan in memory"
-        )
     # first, so a config is never printed for a server that cannot start (no extra, bad owner)
     from ..integrations.mcp import DEFAULT_OWNER, serve_stdio
 
-    mcp_command.check_mcp_server(args, "--log-dir")
+    server = mcp_command.resolve_mcp_server(args, DEFAULT_OWNER)
     if args.print_config:
-        if args.log_dir is not None and not args.log_dir.exists():  # a typo, perhaps: say so
+        if server.log_dir is not None and not server.log_dir.exists():  # a typo, perhaps
             print(
-                f"dsh-todo mcp: note: --log-dir {os.path.abspath(args.log_dir)} does not exist "
-                "yet; the server creates it when it starts",
+                f"dsh-todo mcp: note: {server.named} does not exist yet; the server creates it "
+                "when it starts",
                 file=sys.stderr,
             )
-        print_utf8(
-            out, json.dumps(mcp_command.mcp_client_config(args), indent=2, ensure_ascii=False)
-        )
+        config = mcp_command.mcp_client_config(server, args.client or "claude")
+        print_utf8(out, json.dumps(config, indent=2, ensure_ascii=False))
         return 0
     import asyncio
     import logging
@@ -95,24 +82,33 @@ def mcp(args: argparse.Namespace, out: TextIO) -> int:
     logging.getLogger(LOGGER_NAME).setLevel(logging.WARNING)
     if sys.stdin is not None and sys.stdin.isatty():
         mcp_command.serving_a_terminal()
-    wait = DEFAULT_WAIT_OWNER if args.wait_owner is None else args.wait_owner
-    with OwnerRegistry(args.log_dir, max_owners=None) as owners:
-        owner = DEFAULT_OWNER if args.owner is None else args.owner
+    wait = DEFAULT_WAIT_OWNER if server.wait_owner is None else server.wait_owner
+    if server.owner is None:
+        server.owner = mcp_command.fresh_owner(DEFAULT_OWNER)
+    # explicit even in memory: serve_stdio given no registry would follow DSH_TODO_HOME
+    with OwnerRegistry(server.log_dir, max_owners=None) as owners:
         serve = serve_stdio(
-            allow_parallel_in_progress=args.parallel, owners=owners, owner=owner, wait_owner=wait
+            allow_parallel_in_progress=server.parallel,
+            owners=owners,
+            owner=server.owner,
+            wait_owner=wait,
         )
         try:
             asyncio.run(serve)
         except LogBusy as busy:
-            raise LogBusy(f"{busy}; waited {wait:g} s for it (--wait-owner)") from None
+            raise LogBusy(
+                f"{busy}; waited {wait:g} s for it (--wait-owner); a client that runs at the "
+                "same time as another needs an --owner of its own"
+            ) from None
     return 0
 
 
 def serve(args: argparse.Namespace, out: TextIO) -> int:
     from ..web.server import serve
+    from ._sources import source_or_home
 
     serve(
-        args.source,
+        source_or_home(args.source),
         host=args.host,
         port=args.port,
         expose=args.expose,

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import textwrap
+import threading
+import time
 from collections.abc import Callable, Mapping
 from contextlib import closing
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..core.contract import EVENT_TYPE
+from ..core.contract import EVENT_TYPE, TURN_START
 from ..core.options import PLUGIN_NAME
+from ..errors import UsageError
 from ..host import Host
 from ..host.loader import discover_plugins
 from ..plans.checklist import render_checklist
@@ -30,9 +33,15 @@ READ, FLAG, TESTS, DOCS = (
     "Write tests for --json",
     "Document --json in the README",
 )
-FIND, PASS = "Find where CI runs report", "Pass --json there"
+FIND, PASS, CHECK, NOTE = (
+    "Find where CI runs report",
+    "Pass --json there",
+    "Run CI and check its output",
+    "Note --json in the CHANGELOG",
+)
 
-# Each turn: what the user asked, then the model's todo_write calls in order.
+# Each turn: what the user asked, then the model's todo_write calls in order. The last turn is
+# still at work when the script ends: what a viewer shows after the demo is a plan in progress.
 SCRIPT: list[tuple[str, list[Any]]] = [
     (
         "Add a --json flag to the report command.",
@@ -67,9 +76,13 @@ SCRIPT: list[tuple[str, list[Any]]] = [
     (
         "Make CI call report with --json too.",
         [
-            _todos((FIND, "in_progress"), (PASS, "pending")),
-            _todos((FIND, "completed"), (PASS, "in_progress")),
-            _todos((FIND, "completed"), (PASS, "completed")),
+            _todos((FIND, "in_progress"), (PASS, "pending"), (CHECK, "pending"), (NOTE, "pending")),
+            _todos(
+                (FIND, "completed"), (PASS, "in_progress"), (CHECK, "pending"), (NOTE, "pending")
+            ),
+            _todos(
+                (FIND, "completed"), (PASS, "completed"), (CHECK, "in_progress"), (NOTE, "pending")
+            ),
         ],
     ),
 ]
@@ -81,20 +94,48 @@ def run_demo(
     *,
     parallel: bool = False,
     draw: Callable[[list[Todo]], str] = render_checklist,
-) -> None:
-    """Play :data:`SCRIPT` for one agent whose session is the JSONL log at ``log``."""
+    go_on: Callable[[], bool] = lambda: True,
+) -> bool:
+    """Play :data:`SCRIPT` for one agent whose session is the JSONL log at ``log``.
+
+    ``go_on`` is called before each step (a turn's start, a call): it sets the pace, and
+    returning ``False`` stops the session there. Whether the whole script was played."""
     host = Host(discover_plugins(), {PLUGIN_NAME: {"allowParallelInProgress": parallel}})
     with closing(open_session(log)) as session:
         agent = host.new_agent(session)
         session.subscribe(lambda event: _redraw(event, out, draw))
         for number, (prompt, calls) in enumerate(SCRIPT, start=1):
-            print(f"\n=== turn {number} — user: {prompt}", file=out)
-            session.append("turn/start", {"prompt": prompt})
+            if not go_on():
+                return False
+            print(f"\n=== turn {number} — user: {prompt}", file=out, flush=True)
+            session.append(TURN_START, {"prompt": prompt})
             for args in calls:
+                if not go_on():
+                    return False
                 print(f"\nmodel → todo_write {_summary(args)}", file=out)
                 print(f"tool  → {host.call_tool('todo_write', args, agent=agent)}", file=out)
-            session.append("turn/end", {})
-    print(f"\nsession log: {log}", file=out)
+                out.flush()
+            if number < len(SCRIPT):
+                session.append("turn/end", {})
+    print(
+        f"\n(the agent is still at work on turn {len(SCRIPT)}: its plan stays in progress)",
+        file=out,
+    )
+    print(f"session log: {log}", file=out, flush=True)
+    return True
+
+
+def paced(seconds: float, stop: threading.Event | None = None) -> Callable[[], bool]:
+    """A ``go_on`` for :func:`run_demo` that waits ``seconds`` before each step, and stops the
+    session once ``stop`` is set."""
+    if stop is not None:
+        return lambda: not stop.wait(seconds)
+
+    def sleep() -> bool:
+        time.sleep(seconds)
+        return True
+
+    return sleep
 
 
 def _redraw(event: Mapping[str, Any], out: TextIO, draw: Callable[[list[Todo]], str]) -> None:
@@ -109,3 +150,59 @@ def _summary(args: Any) -> str:
     statuses = [item["status"] for item in args["todos"]]
     counted = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
     return f"with {len(statuses)} todos ({counted})"
+
+
+def demo_home() -> Path:
+    """The default place (:func:`~dsh_tool_todo.stores._home.default_home`) as the directory a
+    demo writes its log in; a database there is refused, since the demo writes a file."""
+    from ..stores import open_owners
+    from ..stores._home import HOME_VARIABLE, default_home
+
+    with open_owners(default_home(), max_owners=1) as owners:  # the picker tells a database
+        directory = owners.directory
+    if directory is None:
+        raise UsageError(
+            f"{HOME_VARIABLE} names a database, and the demo writes a JSONL log file: "
+            "pass --log PATH (a new file)"
+        )
+    return directory
+
+
+def fresh_log(directory: Path) -> Path:
+    """A new, empty log in ``directory`` (made if missing) that no earlier demo wrote:
+    ``demo.jsonl``, else ``demo-2.jsonl``, ``demo-3.jsonl``..."""
+    directory.mkdir(parents=True, exist_ok=True)
+    number = 1
+    while True:
+        log = directory / ("demo.jsonl" if number == 1 else f"demo-{number}.jsonl")
+        try:
+            log.open("x").close()  # made here, so two demos started at once never share one
+        except FileExistsError:
+            number += 1
+        else:
+            return log
+
+
+def next_hint(log: Path) -> str:
+    """The commands that show ``log``, as this shell runs them: this ``dsh-todo`` by absolute
+    path unless PATH finds it, and ``serve`` only when the web extra is installed (with no
+    SOURCE when the log is in the default place, which ``serve`` then reads)."""
+    import importlib.util
+    import os
+    import shlex
+    import shutil
+
+    from ..stores._home import default_home
+    from ._mcp import own_command
+
+    command = own_command()
+    found = shutil.which("dsh-todo")
+    if found is not None and [os.path.realpath(found)] == [*map(os.path.realpath, command)]:
+        command = ["dsh-todo"]
+    me = shlex.join(command)
+    hint = f"next: {me} show {shlex.quote(str(log))}"
+    if all(importlib.util.find_spec(name) for name in ("starlette", "uvicorn", "sse_starlette")):
+        home = os.path.realpath(default_home())
+        source = "" if os.path.realpath(log.parent) == home else f" {shlex.quote(str(log.parent))}"
+        hint += f"    (or: {me} serve{source})"
+    return hint

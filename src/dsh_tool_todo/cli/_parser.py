@@ -33,28 +33,104 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dsh-todo",
         description="The todo_write tool's companion: a demo session, plans of session logs, "
         "and the tool definition the model sees.",
+        epilog=START_HERE,
         formatter_class=formatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # not required: a bare `dsh-todo` prints this help, exit 0
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     for name, summary, description, add in _ABOUT:
         add(
             commands.add_parser(
-                name, help=summary, description=description, formatter_class=formatter
+                name,
+                help=summary,
+                description=description,
+                epilog="examples:\n" + "\n".join(f"  {line}" for line in _EXAMPLES[name]),
+                formatter_class=formatter,
             )
         )
     return parser
+
+
+START_HERE = """\
+Start with `dsh-todo demo`: it plays a scripted agent session and leaves its plan in the
+default place, where `dsh-todo serve` shows it in the browser. `dsh-todo COMMAND --help`
+shows a command's options and examples; the docs are docs/index.md in the repository
+(docs/cli.md for this command)."""
+
+# What each command's --help ends with: lines a user can run as printed.
+_EXAMPLES: dict[str, tuple[str, ...]] = {
+    "demo": (
+        "dsh-todo demo                      # play it; the log goes to the default place",
+        "dsh-todo demo --serve              # play it live in the browser (extra: web)",
+        "dsh-todo demo --log /tmp/demo.jsonl --ascii",
+    ),
+    "show": (
+        "dsh-todo show                      # the newest log of the default place",
+        "dsh-todo show --session ada        # owner ada's plan in the default place",
+        "dsh-todo show logs/ada.jsonl --format json",
+        "dsh-todo show postgresql://localhost/plans --session ada",
+    ),
+    "watch": (
+        "dsh-todo watch                     # the newest log of the default place, live",
+        "dsh-todo watch --session ada --wait",
+        "dsh-todo watch logs/ada.jsonl --interval 1",
+    ),
+    "schema": (
+        "dsh-todo schema",
+        "dsh-todo schema --format openai --parallel",
+    ),
+    "sessions": (
+        "dsh-todo sessions                  # every session of the default place, as a tree",
+        "dsh-todo sessions logs --json",
+        "dsh-todo sessions --prune --older-than 30 --dry-run",
+        "dsh-todo sessions postgresql://localhost/plans --delete ada",
+    ),
+    "db": ("dsh-todo db init postgresql://localhost/plans",),
+    "mcp": (
+        "dsh-todo mcp --print-config                  # paste into your MCP client's config",
+        "dsh-todo mcp --print-config --client vscode  # VS Code's .vscode/mcp.json shape",
+        "dsh-todo mcp --print-config --owner work     # one named log, resumed on restart",
+    ),
+    "serve": (
+        "dsh-todo serve                     # the default place, at http://127.0.0.1:8765/",
+        "dsh-todo serve logs --port 9000",
+        "dsh-todo serve postgresql://localhost/plans",
+        "dsh-todo serve logs --host 0.0.0.0 --expose --allow-host viewer.lan",
+    ),
+}
 
 
 def _demo(demo: argparse.ArgumentParser) -> None:
     demo.add_argument(
         "--log",
         type=Path,
-        help="where to write the session log (a new file; default: a fresh temporary directory)",
+        help="where to write the session log (a new file; default: demo.jsonl, demo-2.jsonl, "
+        "... in the default place, DSH_TODO_HOME or the per-user state directory, which "
+        "`dsh-todo serve` reads with no SOURCE)",
     )
     _parallel_flag(demo, "allow several todos in_progress at once (allowParallelInProgress)")
     _ascii_flag(demo)
+    demo.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the live web view of the log's directory (extra: web) and play the session "
+        "into it at a human pace, then keep serving until Ctrl-C",
+    )
+    demo.add_argument(
+        "--pace",
+        type=_wait_seconds,
+        metavar="SECONDS",
+        help="seconds between two steps of the session (default: 1.5 with --serve, else 0)",
+    )
+    demo.add_argument(
+        "--open", action="store_true", help="with --serve: open the view in the web browser"
+    )
+    demo.add_argument(
+        "--host", help="with --serve: a loopback address to bind (default: 127.0.0.1)"
+    )
+    demo.add_argument("--port", type=int, help="with --serve: port to bind (default: 8765)")
 
 
 def _show(show: argparse.ArgumentParser) -> None:
@@ -98,11 +174,30 @@ def _schema(schema: argparse.ArgumentParser) -> None:
 
 def _sessions(sessions: argparse.ArgumentParser) -> None:
     sessions.add_argument(
-        "dsn", metavar="SOURCE", help="a directory of JSONL logs, or a postgresql:// URL"
+        "dsn",
+        metavar="SOURCE",
+        nargs="?",
+        help="a directory of JSONL logs, or a postgresql:// URL or libpq conninfo (default: "
+        "the default place, DSH_TODO_HOME or the per-user state directory)",
     )
     sessions.add_argument("--json", action="store_true", help="the tree as one JSON document")
     sessions.add_argument(
         "--delete", metavar="ID", help="delete every event of session ID (a database only)"
+    )
+    sessions.add_argument(
+        "--prune",
+        action="store_true",
+        help="delete the sessions last written over --older-than DAYS days ago (a log file by "
+        "its modification time, a database session by its newest event) and name them",
+    )
+    sessions.add_argument(
+        "--older-than",
+        type=_days,
+        metavar="DAYS",
+        help="with --prune: how many days (a number, 0 or more; 0.5 is twelve hours)",
+    )
+    sessions.add_argument(
+        "--dry-run", action="store_true", help="with --prune: name them, delete nothing"
     )
 
 
@@ -120,10 +215,18 @@ def _mcp(mcp: argparse.ArgumentParser) -> None:
         "--log-dir",
         type=mcp_command.log_dir_flag,
         metavar="DIR",
-        help="keep the session log in DIR (~ is expanded; a relative DIR is relative to the "
-        "client's working directory)",
+        help="record the plan in DIR (default: the default place, DSH_TODO_HOME or the "
+        "per-user state directory; ~ is expanded; a relative DIR is relative to the client's "
+        "working directory)",
     )
-    mcp.add_argument("--owner", metavar="NAME", help="whose log in DIR (needs --log-dir)")
+    mcp.add_argument(
+        "--owner", metavar="NAME", help="whose log: the log is DIR/<NAME's file> (default: mcp)"
+    )
+    mcp.add_argument(
+        "--in-memory",
+        action="store_true",
+        help="keep the plan in the server's memory only, recorded nowhere",
+    )
     mcp.add_argument(
         "--wait-owner",
         type=_wait_seconds,
@@ -134,13 +237,26 @@ def _mcp(mcp: argparse.ArgumentParser) -> None:
     mcp.add_argument(
         "--print-config",
         action="store_true",
-        help='print {"mcpServers": {"todo": ...}} for Claude Desktop, Cursor or Claude Code '
-        "and exit",
+        help="print the configuration a client reads to start this server with the same flags, "
+        "by absolute paths, and exit",
+    )
+    mcp.add_argument(
+        "--client",
+        choices=mcp_command.CLIENTS,
+        help="the shape --print-config prints: claude (Claude Desktop, Claude Code's .mcp.json) "
+        'and cursor: {"mcpServers": ...}; vscode: {"servers": ...}; zed: '
+        '{"context_servers": ...} (default: claude)',
     )
 
 
 def _serve(serve: argparse.ArgumentParser) -> None:
-    serve.add_argument("source", metavar="SOURCE", help="a directory of JSONL logs, or a URL")
+    serve.add_argument(
+        "source",
+        metavar="SOURCE",
+        nargs="?",
+        help="a directory of JSONL logs, or a postgresql:// URL (default: the default place, "
+        "DSH_TODO_HOME or the per-user state directory)",
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port to bind (default: 8765)")
     serve.add_argument(
@@ -160,10 +276,17 @@ def _serve(serve: argparse.ArgumentParser) -> None:
 def _log_argument(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "log",
-        metavar="LOG",
-        help="a JSONL session log, or a postgresql:// URL with --session",
+        metavar="SOURCE",
+        nargs="?",
+        help="a JSONL session log, a directory of logs, or a postgresql:// URL or libpq "
+        "conninfo (default: the default place, DSH_TODO_HOME or the per-user state directory)",
     )
-    sub.add_argument("--session", metavar="ID", help="the session, in a database URL's LOG")
+    sub.add_argument(
+        "--session",
+        metavar="KEY",
+        help="in a directory, the log of owner KEY; in a database, session KEY (default: the "
+        "most recently written; a file takes none)",
+    )
 
 
 def _ascii_flag(sub: argparse.ArgumentParser) -> None:
@@ -197,6 +320,16 @@ def _interval(text: str) -> float:
     return seconds
 
 
+def _days(text: str) -> float:
+    try:
+        days = float(text)
+    except ValueError:
+        days = math.nan
+    if not (math.isfinite(days) and days >= 0):
+        raise argparse.ArgumentTypeError(f"must be a number of days, 0 or more (got {text!r})")
+    return days
+
+
 def _wait_seconds(text: str) -> float:
     try:
         seconds = float(text)
@@ -222,15 +355,19 @@ _ABOUT: list[tuple[str, str, str, Callable[[argparse.ArgumentParser], None]]] = 
     (
         "show",
         "print the current plan of a session log",
-        "Print the current plan of a JSONL session log: the latest todo/write not followed "
-        "by a turn/start, read from the end of the file.",
+        "Print the current plan of a session log: the latest todo/write not followed by a "
+        "turn/start, read from the end. SOURCE is a JSONL log, a directory of logs (--session "
+        "KEY: the log of owner KEY; else the most recently written) or a database "
+        "(--session: the session; else the most recently written); with no SOURCE, the "
+        "default place.",
         _show,
     ),
     (
         "watch",
         "follow a live session log and redraw its plan",
-        "Follow a JSONL session log as it grows and redraw the checklist each time the plan "
-        "changes, until interrupted (Ctrl-C).",
+        "Follow a session log as it grows and redraw the checklist each time the plan "
+        "changes, until interrupted (Ctrl-C). SOURCE and --session pick the log as for show; "
+        "the title names it.",
         _watch,
     ),
     (
@@ -247,7 +384,9 @@ _ABOUT: list[tuple[str, str, str, Callable[[argparse.ArgumentParser], None]]] = 
         "tree: each session under the session it works for (its sub-agent link), with its "
         "progress, last activity, item in progress and plan-health signals; a parent not "
         "found here is shown as such. --json prints the same tree for programs. --delete "
-        "removes one session's rows from a database (extra: postgres).",
+        "removes one session's rows from a database (extra: postgres). --prune --older-than "
+        "DAYS deletes the sessions last written over DAYS days ago and names them (--dry-run: "
+        "names them only). With no SOURCE, the default place.",
         _sessions,
     ),
     (
@@ -263,10 +402,12 @@ _ABOUT: list[tuple[str, str, str, Callable[[argparse.ArgumentParser], None]]] = 
         "Serve the todo_write tool to one MCP client over stdin/stdout (extra: mcp), and "
         "the owner's current plan as the resource todo://plan, which the client can "
         "subscribe to. One agent per server; its plan lives until the client starts a new "
-        "server or the model replaces it. With --log-dir and --owner the plan is recorded "
-        "in DIR and resumed when the server restarts; a server that finds its owner held by "
-        "another waits for it (--wait-owner). --print-config prints the client "
-        "configuration that runs this command with the same flags, by absolute paths.",
+        "server or the model replaces it. The plan is recorded in the default place "
+        "(DSH_TODO_HOME, else the per-user state directory) or --log-dir, as the log of "
+        "--owner (default: mcp), and resumed when the server restarts; --in-memory keeps it "
+        "in memory only. A server that finds its owner held by another waits for it "
+        "(--wait-owner). --print-config prints the client configuration that runs this "
+        "command with the same flags, by absolute paths (--client: its shape).",
         _mcp,
     ),
     (
@@ -274,7 +415,8 @@ _ABOUT: list[tuple[str, str, str, Callable[[argparse.ArgumentParser], None]]] = 
         "serve a read-only live view of session logs in the browser",
         "Serve a read-only web view of session logs (extra: web): a session list, and per "
         "session the plan bar and the todo_write calls of the current turn, updated live. "
-        "SOURCE is a directory of *.jsonl logs or a postgresql:// URL.",
+        "SOURCE is a directory of *.jsonl logs or a postgresql:// URL; with none, the default "
+        "place (DSH_TODO_HOME, else the per-user state directory).",
         _serve,
     ),
 ]

@@ -1,5 +1,7 @@
 """``dsh-todo show`` and ``watch``: one session's plan, once or as it changes, with the
-plan-health signals of its current turn under it. The log is opened through the picker."""
+plan-health signals of its current turn under it. The log is picked and opened through the
+picker: a file, the log of ``--session`` in a directory or a database, or the most recently
+written one there (then said: on stderr by ``show``, in ``watch``'s title)."""
 
 from __future__ import annotations
 
@@ -10,8 +12,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.schema import canonical_json
 from ..plans.checklist import escape_content
-from ..stores import current_plan, follow_plans, open_log
+from ..stores import current_plan, follow_plans, open_log, pick_log
 from ._output import clear_screen, drawer, print_utf8, text_out
+from ._sources import source_or_home
 
 if TYPE_CHECKING:
     from ..core.health import Signal
@@ -22,7 +25,15 @@ REDRAW_SEPARATOR = "----"
 
 
 def show(args: argparse.Namespace, out: TextIO) -> int:
-    plan = current_plan(args.log, args.session)
+    target, session, latest = _pick(args)
+    if latest:
+        what = target if session is None else f"session '{session}'"
+        shown = escape_content(what, encoding=getattr(sys.stderr, "encoding", None))
+        print(
+            f"dsh-todo: showing {shown}, the most recently written (--session picks another)",
+            file=sys.stderr,
+        )
+    plan = current_plan(target, session)
     if args.format == "json":
         print_utf8(out, canonical_json(plan))
     elif args.format == "acp":
@@ -33,14 +44,15 @@ def show(args: argparse.Namespace, out: TextIO) -> int:
         text = text_out(out, args.ascii)
         print(drawer(text, args.ascii)(plan or []), file=text)
         if args.health:
-            _print_signals(text, turn_signals(args.log, args.session))
+            _print_signals(text, turn_signals(target, session))
     return 0
 
 
 def watch(args: argparse.Namespace, out: TextIO) -> int:
     wait = _say_waiting if args.wait else None
+    target, session, latest = _pick(args)
     try:
-        title, plans = follow_plans(args.log, args.session, wait=wait, interval=args.interval)
+        title, plans = follow_plans(target, session, wait=wait, interval=args.interval)
     except FileNotFoundError as error:
         raise FileNotFoundError(
             f"{error} (to wait for it to appear: dsh-todo watch --wait)"
@@ -48,15 +60,26 @@ def watch(args: argparse.Namespace, out: TextIO) -> int:
     text = text_out(out, args.ascii)
     draw = drawer(text, args.ascii)
     clear = clear_screen(out)
+    title += " (the most recently written)" if latest else ""
     header = escape_content(title, encoding=text.encoding)
     lead = clear
     for plan in plans:
         print(f"{lead}{header}\n{draw(plan or [])}", file=text, flush=not args.health)
         if args.health:
-            _print_signals(text, turn_signals(args.log, args.session))
+            _print_signals(text, turn_signals(target, session))
             text.flush()
         lead = clear or f"{REDRAW_SEPARATOR}\n"  # piped or TERM=dumb: redraws one after another
     return 0
+
+
+def _pick(args: argparse.Namespace) -> tuple[str, str | None, bool]:
+    """The log ``show`` or ``watch`` reads, as ``(target, session)``, and whether it was picked
+    as the most recently written of its source (no ``--session`` given for a directory or a
+    database); picked once, so the plan and its health lines are of the same log."""
+    awaited = getattr(args, "wait", False) and args.session is not None
+    source = source_or_home(args.log, awaited=awaited)
+    target, session = pick_log(source, args.session)
+    return target, session, args.session is None and (target, session) != (source, None)
 
 
 def turn_signals(target: str, session: str | None = None) -> list[Signal]:
@@ -67,28 +90,32 @@ def turn_signals(target: str, session: str | None = None) -> list[Signal]:
     import asyncio
 
     from ..core.health import turn_health
-    from ..plans.fleet import turn_events
+    from ..plans.fleet import turn_window
 
-    async def read() -> list[Any]:
+    async def read() -> tuple[list[Any], bool]:
         reader, name = open_log(target, session)
         try:
-            return await turn_events(reader, name)
+            return await turn_window(reader, name)
         finally:
             await reader.aclose()
 
     if session is None:  # a log file (a database needs --session): its reads never wait
-        return turn_health(_run_without_a_loop(read()))
-    return turn_health(asyncio.run(read()))
+        events, whole = _run_without_a_loop(read())
+    else:
+        events, whole = asyncio.run(read())
+    return turn_health(events, partial=not whole)
 
 
-def _run_without_a_loop(reading: Coroutine[Any, Any, list[Any]]) -> list[Any]:
+def _run_without_a_loop(
+    reading: Coroutine[Any, Any, tuple[list[Any], bool]],
+) -> tuple[list[Any], bool]:
     """A coroutine that never waits, run to its end in place: no event loop is made per
     redraw, so a Ctrl-C can never leave one half closed for the collector to report."""
     try:
         reading.send(None)
     except StopIteration as done:
-        events: list[Any] = done.value
-        return events
+        window: tuple[list[Any], bool] = done.value
+        return window
     reading.close()
     raise RuntimeError("a log file's read waited: it needs an event loop")
 

@@ -1,6 +1,7 @@
 """``dsh-todo sessions`` and ``db``: every session of a source as a tree of sub-agents, a
-database session deleted, a database set up. The source is opened through the picker; what
-it answers is printed here."""
+database session deleted, old sessions pruned, a database set up; and the default place a
+command reads when given no source. The source is opened through the picker; what it answers
+is printed here."""
 
 from __future__ import annotations
 
@@ -9,20 +10,44 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import UsageError
 from ..plans.checklist import escape_content
-from ..stores import open_database, open_fleet
+from ..stores import open_database, open_fleet, prune_logs
 
 if TYPE_CHECKING:
     from ..plans.fleet import FleetNode
 
 __all__: list[str] = []
 
+NOT_MADE_YET = (
+    "the default place {place} ({named}) does not exist yet: no plans were recorded there. "
+    "`dsh-todo demo` records one there, and so does an agent run with {variable} naming it or "
+    "given it as owners=; or name a SOURCE"
+)
+
+
+def source_or_home(source: str | None, *, awaited: bool = False) -> str:
+    """``source``, or with none the default place (``DSH_TODO_HOME``, else the per-user state
+    directory). A default directory not made yet is refused, saying how plans get there, unless
+    ``awaited`` (``watch --wait --session KEY``: the log is waited for, directory and all)."""
+    if source is not None:
+        return source
+    from ..stores._home import HOME_VARIABLE, default_home, home_from_environment, home_not_made_yet
+
+    place = default_home()
+    if not awaited and home_not_made_yet(place):
+        named = HOME_VARIABLE if home_from_environment() else "the per-user state directory"
+        raise UsageError(NOT_MADE_YET.format(place=place, named=named, variable=HOME_VARIABLE))
+    return place
+
 
 def sessions(args: argparse.Namespace, out: TextIO) -> int:
+    if args.prune or args.older_than is not None or args.dry_run:
+        return _prune(args, out)
+    source = source_or_home(args.dsn)
     if args.delete is not None:
         if args.json:
             raise UsageError("--delete prints what it deleted; it takes no --json")
-        return _delete(args.dsn, args.delete, out)
-    return _print_fleet(args.dsn, out, as_json=args.json)
+        return _delete(source, args.delete, out)
+    return _print_fleet(source, out, as_json=args.json)
 
 
 def db(args: argparse.Namespace, out: TextIO) -> int:
@@ -42,6 +67,36 @@ def _delete(target: str, session_id: str, out: TextIO) -> int:
     if count == 0:
         raise UsageError(f"{database.name}: no session '{shown}'")
     print(f"deleted session '{shown}': {count} event{'' if count == 1 else 's'}", file=out)
+    return 0
+
+
+def _prune(args: argparse.Namespace, out: TextIO) -> int:
+    """``sessions --prune --older-than DAYS``: delete the sessions last written over DAYS days
+    ago, each named (escaped as the checklist escapes content) with its last write."""
+    if not args.prune:
+        raise UsageError("--older-than and --dry-run go with --prune")
+    if args.older_than is None:
+        raise UsageError(
+            "--prune needs --older-than DAYS: the sessions last written over DAYS "
+            "days ago are deleted"
+        )
+    if args.delete is not None or args.json:
+        raise UsageError("--prune prints what it deleted; it takes no --delete or --json")
+    where, pruned = prune_logs(source_or_home(args.dsn), args.older_than, dry_run=args.dry_run)
+    encoding = getattr(out, "encoding", None)
+    verb = "would delete" if args.dry_run else "deleted"
+    for name, last in pruned:
+        shown = escape_content(name, encoding=encoding)
+        print(
+            f"{verb} session '{shown}' (last written {last.isoformat(timespec='seconds')})",
+            file=out,
+        )
+    age = f"last written over {args.older_than:g} day{'' if args.older_than == 1 else 's'} ago"
+    if not pruned:
+        print(f"no session in {where} was {age}", file=out)
+    else:
+        count = f"{len(pruned)} session{'' if len(pruned) == 1 else 's'}"
+        print(f"{verb} {count} {age} in {where}", file=out)
     return 0
 
 

@@ -20,7 +20,11 @@ rebinds to another item would make the signal lie. Definitions (also in
 ``stuck``
     the same content has been ``in_progress`` in
     :attr:`HealthOptions.stuck_writes` (default 5) consecutive writes of the turn;
-    raised once per run, at the write that reaches the threshold.
+    raised once per run, at the write that reaches the threshold. Folded from
+    the middle of a turn (``turn_health(..., partial=True)``: a viewer reads
+    only a long turn's latest writes), a run already under way at the first
+    write read may have begun earlier: its signal is marked ``at_least``, and
+    says "at least" that many writes, by its seq.
 ``unchanged``
     ``cur`` equals ``prev``: the same items, in the same order, with the same
     statuses.
@@ -89,15 +93,24 @@ class HealthOptions:
 class Signal:
     """One signal: its kind, the seq of the write that raised it, and the contents concerned
     (for ``stuck``, the one item; for ``unchanged``, none); ``count`` is how many items, or,
-    for ``stuck``, how many writes in a row."""
+    for ``stuck``, how many writes in a row. ``at_least`` (``stuck`` only): the run was
+    already under way at the first write a partial fold read, so by ``seq`` the item had
+    been in progress for ``count`` writes or more, and the run reached the threshold at
+    ``seq`` or before it."""
 
     kind: SignalKind
     seq: int
     items: tuple[str, ...] = ()
     count: int = 0
+    at_least: bool = False
 
     def as_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "seq": self.seq, "items": list(self.items), "count": self.count}
+        """The signal as JSON: ``kind``, ``seq``, ``items``, ``count``, and ``atLeast: true``
+        only on a ``stuck`` signal whose run began before the writes read."""
+        found = {"kind": self.kind, "seq": self.seq, "items": list(self.items), "count": self.count}
+        if self.at_least:
+            found["atLeast"] = True
+        return found
 
 
 Snapshot = Sequence[Mapping[str, Any]]
@@ -116,6 +129,10 @@ class HealthState:
     previous: Snapshot | None = None
     run: tuple[str, int] | None = None  # (content in progress, consecutive writes)
     found: _Found = field(default=None, repr=False, compare=False)
+    # The fold began inside a turn and has read none of its writes yet: a run in progress at
+    # the first one may have begun before it.
+    mid_turn: bool = False
+    run_open: bool = False  # the current run was under way at the first write of such a fold
 
     @cached_property
     def signals(self) -> tuple[Signal, ...]:
@@ -147,12 +164,18 @@ def step(state: HealthState, event: Mapping[str, Any], options: HealthOptions) -
     if previous is not None:
         found.extend(_compare(previous, current, seq, options))
     run = _run(state.run, current)
+    if run is None:
+        run_open = False
+    elif run[1] == 1:  # a new run: open when this is the first write of a mid-turn fold
+        run_open = state.mid_turn
+    else:
+        run_open = state.run_open
     if run is not None and run[1] == options.stuck_writes:
-        found.append(Signal("stuck", seq, (run[0],), run[1]))
+        found.append(Signal("stuck", seq, (run[0],), run[1], at_least=run_open))
     chain = state.found
     for signal in found:
         chain = (signal, chain)
-    return HealthState(current, run, chain)
+    return HealthState(current, run, chain, run_open=run_open)
 
 
 def _compare(
@@ -221,10 +244,18 @@ def plan_health(
 
 
 def turn_health(
-    events: Iterable[Mapping[str, Any]], options: HealthOptions | None = None
+    events: Iterable[Mapping[str, Any]],
+    options: HealthOptions | None = None,
+    *,
+    partial: bool = False,
 ) -> list[Signal]:
-    """The signals of the last turn of ``events`` (what a viewer shows next to the plan)."""
-    state = HealthState()
+    """The signals of the last turn of ``events`` (what a viewer shows next to the plan).
+
+    ``partial``: ``events`` begin inside the turn (its latest writes, as
+    ``fleet.turn_window`` reads a long one), so a ``stuck`` run under way at their first
+    write is marked :attr:`Signal.at_least`.
+    """
+    state = HealthState(mid_turn=partial)
     chosen = options or HealthOptions()
     for event in events:
         state = step(state, event, chosen)
@@ -256,14 +287,15 @@ _TEXT = {
     "dropped": "dropped unfinished",
     "bulk_completed": "pending to completed at once",
     "all_done_at_once": "everything left completed at once",
-    "stuck": "in progress for {count} writes",
+    "stuck": "in progress for {at_least}{count} writes",
     "unchanged": "a write that changed nothing",
 }
 
 
 def describe(signal: Signal) -> str:
     """One line for a person: what happened, to which items, at which seq (not escaped)."""
-    head = _TEXT[signal.kind].format(count=signal.count)
+    at_least = "at least " if signal.at_least else ""
+    head = _TEXT[signal.kind].format(count=signal.count, at_least=at_least)
     items = ", ".join(f'"{item}"' for item in signal.items[:3])
     more = f" and {len(signal.items) - 3} more" if len(signal.items) > 3 else ""
     counted = (

@@ -32,8 +32,10 @@ errors and the plan converters (``plans``), and everything else from here. See
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
@@ -105,7 +107,8 @@ class Binding:
     when ``function_of`` names what the framework hands a call, a function of
     that returning the key (left out: the adapter takes no ``owner=``).
     ``owners``: where the plans live (see :meth:`registry`; default: the place the
-    environment names, else an in-memory registry of the binding's own). ``remedy``: what the no-owner WARNING tells the developer.
+    environment names, else an in-memory registry of the binding's own).
+    ``remedy``: what the no-owner WARNING tells the developer.
     ``flags``: the adapter's on/off options, each checked to be a ``bool``.
     """
 
@@ -136,6 +139,7 @@ class Binding:
         self.tool = todo_write_tool(allow_parallel_in_progress=allow_parallel_in_progress)
         self.owners: OwnerRegistry = Binding.registry(adapter, owners)
         self.owner: Any = owner
+        self.adapter = adapter
         self.remedy = remedy
         self._warned = False
         self._linked: set[str] = set()
@@ -159,13 +163,20 @@ class Binding:
                     f"{adapter}: owners= is empty: name a directory (`.` for the current "
                     "one) or a postgresql:// URL"
                 )
-            return open_owners(owners, **default)
+            return _closing_when_collected(open_owners, owners, **default)
         raise UsageError(
             f"{adapter}: owners= takes where the plans are kept: a directory, a postgresql:// "
             "URL, or a dsh_tool_todo.stores.owners.OwnerRegistry (OwnerRegistry() keeps plans "
             f"in memory, OwnerRegistry(open_session=...) in a store of yours), not "
             f"{_described(owners)}"
         )
+
+    @staticmethod
+    def home() -> str | None:
+        """The place :data:`~dsh_tool_todo.stores._home.HOME_VARIABLE` names, read now, or
+        ``None``: for an adapter that records in a registry only when the variable names one
+        (pass it to :meth:`registry`)."""
+        return home_from_environment()
 
     @staticmethod
     def check_owner(
@@ -193,7 +204,15 @@ class Binding:
         """The owner key of a call whose framework hands ``context``: the fixed key, or
         what the owner function returns for it (``None``: the call has no owner)."""
         owner = self.owner
-        return owner if isinstance(owner, str) else owner(context)
+        if isinstance(owner, str):
+            return owner
+        key = owner(context)
+        if key is None or (isinstance(key, str) and key) or inspect.isawaitable(key):
+            return key  # an awaitable is the adapter's to await (an async framework's store)
+        raise UsageError(
+            f"{self.adapter}: owner= returned {_described(key)}: return the call's owner key, "
+            "a non-empty str, or None when the call has no owner"
+        )
 
     def refused(self) -> Outcome:
         """A call that found no owner: the specification's text; the WARNING, once."""
@@ -286,6 +305,23 @@ refusals: Final = _Refusals(
     _refusal_class.refusal_class,
 )
 """The refusal classes the specification defines: what ``integrations.otel`` re-exports."""
+
+
+def _closing_when_collected(
+    opener: Callable[..., OwnerRegistry], place: object, **options: Any
+) -> OwnerRegistry:
+    """A registry an adapter opened itself, whose sessions close when it is collected (or at
+    exit): whoever drops it, a binding or a framework object, never leaves a log unclosed."""
+    opened: list[weakref.ref[OwnerRegistry]] = []  # weak: the registry holds this function
+
+    def close_with_the_registry(owner: str, session: StoreSession) -> None:
+        registry = opened[0]() if opened else None
+        if registry is not None:
+            weakref.finalize(registry, session.close)
+
+    registry = opener(place, on_open=close_with_the_registry, **options)
+    opened.append(weakref.ref(registry))
+    return registry
 
 
 def _described(value: object) -> str:

@@ -11,13 +11,21 @@ nothing outside the delegating call.
 
 Keys nest under the run's owner key: the root agent's session is the owner
 key itself (unchanged from an adapter used without sub-agents); a sub-agent's
-is ``<owner>/<name>/<name>...``, the agent names below the root. Each
-sub-agent's session is linked once (``Binding.alinked``) to its parent's,
-with the parent's tool-call id.
+is ``<parent key>/<name>@<call>``, one level per delegation, where ``<call>`` is
+the delegating tool call's id. Each delegated run is one invocation with a
+session of its own: two runs of one sub-agent, at once or one after the other,
+never share a plan, and a durable engine's retry of the same call finds the
+same session. An id longer than 40 characters, or with characters other than
+letters, digits, ``-`` and ``_``, is shortened to 12 hex digits of its SHA-256,
+so keys stay short enough for a file name; with no id, the key is
+``<parent key>/<name>``. Each sub-agent's session is linked once
+(``Binding.alinked``) to its parent's, with the parent's tool-call id.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -30,21 +38,23 @@ _UNNAMED = "agent"
 
 @dataclass(frozen=True)
 class Delegation:
-    """The agents from the root to the one delegating, and the call it delegates in."""
+    """Where the delegating agent's session sits below the owner key (no segments: the root
+    agent's), and the tool call it delegates in."""
 
-    chain: tuple[str, ...]
+    path: tuple[str, ...]
     call_id: str | None
 
 
 _DELEGATION: ContextVar[Delegation | None] = ContextVar("dsh_tool_todo_delegation", default=None)
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
 
 @contextmanager
 def delegating(agent_name: str | None, call_id: str | None) -> Iterator[None]:
     """Mark the running tool call of ``agent_name`` as one that may run sub-agents."""
     outer = _DELEGATION.get()
-    chain = (outer.chain if outer is not None else ()) + (agent_name or _UNNAMED,)
-    token = _DELEGATION.set(Delegation(chain, call_id or None))
+    path = () if outer is None else (*outer.path, _segment(agent_name, outer.call_id))
+    token = _DELEGATION.set(Delegation(path, call_id or None))
     try:
         yield
     finally:
@@ -57,6 +67,16 @@ def nested_owner(owner: str, agent_name: str | None) -> tuple[str, tuple[str, st
     outer = _DELEGATION.get()
     if outer is None:
         return owner, None
-    below_root = (*outer.chain[1:], agent_name or _UNNAMED)
-    parent = owner if len(outer.chain) == 1 else "/".join((owner, *outer.chain[1:]))
-    return "/".join((owner, *below_root)), (parent, outer.call_id)
+    parent = "/".join((owner, *outer.path))
+    return f"{parent}/{_segment(agent_name, outer.call_id)}", (parent, outer.call_id)
+
+
+def _segment(agent_name: str | None, call_id: str | None) -> str:
+    """A delegated run's part of its key: the agent's name and the delegating call."""
+    name = agent_name or _UNNAMED
+    if not isinstance(call_id, str) or not call_id:
+        return name
+    if _PLAIN_ID.fullmatch(call_id) is None:
+        digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()
+        call_id = digest[:12]
+    return f"{name}@{call_id}"

@@ -19,6 +19,7 @@ artifact, the latest. See docs/wire-formats.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -53,15 +54,20 @@ def plan_artifact_update(
 ) -> TaskArtifactUpdateEvent:
     """The plan of ``source`` (an event or a plan) as the SDK's ``TaskArtifactUpdateEvent``.
 
-    Protobuf strings are UTF-8, which has no form for a lone surrogate (text
-    the tool accepts and logs as the model sent it): each one becomes U+FFFD
-    here, so the plan still goes out, the rest of its text unchanged.
+    Two kinds of text the tool accepts and logs as the model sent it cannot
+    reach the SDK's client as they are, and are replaced here, so the plan
+    still goes out, the rest of its text unchanged: protobuf strings are
+    UTF-8, which has no form for a lone surrogate (each becomes U+FFFD); and
+    the SDK's server writes U+2028, U+2029 and U+0085 raw into an SSE
+    ``data:`` line, where its streaming client's line reader breaks the line
+    (each becomes a line feed, which JSON escapes, as the line break it is).
+    Two items whose contents differ only there then read alike.
     """
     update = a2a_artifact_update(source, task_id=task_id, context_id=context_id)
     artifact = update["artifact"]
     (part,) = artifact["parts"]
     for todo in part["data"]["todos"]:
-        todo["content"] = _utf8_safe(todo["content"])
+        todo["content"] = _wire_safe(todo["content"])
     # Built field by field, not through json_format.ParseDict (6x slower); the tests check
     # that both give the same event.
     data = Value()
@@ -79,12 +85,18 @@ def plan_artifact_update(
     )
 
 
-def _utf8_safe(text: str) -> str:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
-    return text
+# The line breaks httpx's line reader (str.splitlines) splits at that a JSON text may hold
+# raw: every other one (\n, \r, \v, \f, \x1c-\x1e) is a control that JSON escapes.
+_LINE_BREAKS = re.compile("[\u2028\u2029\x85]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _wire_safe(text: str) -> str:
+    """``text`` as the SDK's stream carries it whole: lone surrogates as U+FFFD, the line
+    breaks its client would split a ``data:`` line at as line feeds."""
+    if text.isascii():
+        return text
+    return _SURROGATES.sub("\ufffd", _LINE_BREAKS.sub("\n", text))
 
 
 class PlanArtifactForwarder(OrderedForwarder[TaskArtifactUpdateEvent]):

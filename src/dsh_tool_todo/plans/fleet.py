@@ -80,7 +80,7 @@ async def _node(reader: LogReader, row: SessionSummary, options: HealthOptions |
         readable=row.progress is not None,
     )
     try:
-        writes = await _turn(reader, row.name)
+        writes, whole = await _turn(reader, row.name)
     except (InvalidLog, SessionNotFound, OSError):  # broken, unreadable, or deleted since listed
         node.readable = False
         return node
@@ -90,7 +90,7 @@ async def _node(reader: LogReader, row: SessionSummary, options: HealthOptions |
             for item in writes[-1]["data"]["todos"]
             if item.get("status") == "in_progress"
         )
-    node.signals = tuple(turn_health(writes, options))
+    node.signals = tuple(turn_health(writes, options, partial=not whole))
     return node
 
 
@@ -103,11 +103,19 @@ class _Tail(Protocol):
 async def turn_events(reader: _Tail, name: str) -> list[dict[str, Any]]:
     """The current turn's ``todo/write`` events and its ``turn/start``, oldest first: at most
     :data:`MAX_TURN_WRITES`, read back from the end through ``reader.tail``."""
+    return (await _turn(reader, name))[0]
+
+
+async def turn_window(reader: _Tail, name: str) -> tuple[list[dict[str, Any]], bool]:
+    """:func:`turn_events`, and whether they begin where the turn does (``False``: the turn
+    is longer than :data:`MAX_TURN_WRITES`, and these are its latest writes; fold them
+    with ``turn_health(..., partial=True)``)."""
     return await _turn(reader, name)
 
 
-async def _turn(reader: _Tail, name: str) -> list[dict[str, Any]]:
-    """The current turn's plan events (from its ``turn/start``), at most MAX_TURN_WRITES."""
+async def _turn(reader: _Tail, name: str) -> tuple[list[dict[str, Any]], bool]:
+    """The current turn's plan events (from its ``turn/start``), at most MAX_TURN_WRITES,
+    and whether nothing of the turn lies before them."""
     found: list[dict[str, Any]] = []
     before: int | None = None
     while len(found) < MAX_TURN_WRITES:
@@ -116,11 +124,11 @@ async def _turn(reader: _Tail, name: str) -> list[dict[str, Any]]:
             event = page.events[position]
             found.append(event)
             if event["type"] == TURN_START:
-                return found[::-1]
+                return found[::-1], True
         if not page.more or page.cursor is None:
-            break
+            return found[::-1], True
         before = page.cursor
-    return found[::-1]
+    return found[::-1], False
 
 
 def build_tree(nodes: Sequence[FleetNode]) -> list[FleetNode]:

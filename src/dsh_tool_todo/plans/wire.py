@@ -23,14 +23,15 @@ its cleared form, and the published models the tests validate against.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypedDict
 
 from ..core.contract import EVENT_TYPE, TURN_START
 from ..core.model import Status
-from ..errors import UsageError
+from ..core.projection import check_logged_write
+from ..errors import InvalidLog, UsageError
 from .acp import PlanEntryPayload, PlanUpdatePayload, plan_update
-from .checklist import Todos, plan_items
+from .checklist import Todos
 
 __all__ = [
     "PlanSource",
@@ -80,9 +81,13 @@ def plan_of(source: PlanSource) -> list[PlanItem]:
 
     Raises :class:`UsageError` for an event that does not decide the plan
     (anything but ``todo/write`` and ``turn/start``: skip it, the plan is
-    unchanged) and for a list the tool could not have recorded.
+    unchanged) and for a list the tool could not have recorded, judged by the
+    check every reader makes of a logged write (an unknown item key such as
+    ``activeForm``, a data key beside ``todos`` and ``callId``, a ``callId``
+    that is not a non-empty string, duplicate or blank content, ...).
     """
-    todos: Any = source
+    if source is None:
+        return []
     if isinstance(source, Mapping):
         kind = source.get("type")
         if kind == TURN_START:
@@ -95,16 +100,39 @@ def plan_of(source: PlanSource) -> list[PlanItem]:
         data = source.get("data")
         if not isinstance(data, Mapping) or data.get("todos") is None:
             raise UsageError(f"a {EVENT_TYPE!r} event needs data {{'todos': [...]}}, got {data!r}")
-        todos = data["todos"]
-    items = plan_items(todos)
-    seen: set[str] = set()
-    for index, (content, _) in enumerate(items):
-        if not content or content.isspace():
-            raise UsageError(f"todo at index {index}: content must be non-empty, got {content!r}")
-        if content in seen:
-            raise UsageError(f"todo at index {index}: duplicate content {content!r}")
-        seen.add(content)
-    return [{"content": content, "status": status} for content, status in items]
+        todos = _as_logged(data["todos"])
+        logged = {"type": EVENT_TYPE, "data": {**data, "todos": todos}}
+        _check_recordable(logged, f"the {EVENT_TYPE!r} event at seq {source.get('seq', '?')!r}")
+    else:
+        if isinstance(source, (str, bytes)) or not isinstance(source, Sequence):
+            raise UsageError(
+                f"todos must be a list of {{content, status}}, not {type(source).__name__}"
+            )
+        todos = _as_logged(source)
+        _check_recordable({"type": EVENT_TYPE, "data": {"todos": todos}}, "the plan")
+    return [{"content": item["content"], "status": item["status"]} for item in todos]
+
+
+def _as_logged(todos: Any) -> Any:
+    """``todos`` in the containers a logged write holds: a plan built in Python may be any
+    sequence of mappings. Every key is kept, so a key the tool refuses is still seen."""
+    if isinstance(todos, (str, bytes)) or not isinstance(todos, Sequence):
+        return todos  # judged, and refused, as it is
+    return [dict(item) if isinstance(item, Mapping) else item for item in todos]
+
+
+def _check_recordable(event: Mapping[str, Any], what: str) -> None:
+    """Raise :class:`UsageError` unless ``event`` is a write the tool could have recorded,
+    by the readers' own check: a converter never carries what no reader would show."""
+    position = "?"
+    try:
+        check_logged_write(event, position)
+    except InvalidLog as error:
+        reason = str(error).removeprefix(f"event {position}: ").removeprefix("Error: ")
+        raise UsageError(
+            f"{what}: the tool could not have recorded it ({reason}); every reader refuses "
+            "it, so convert only what a session logged"
+        ) from None
 
 
 # --- AG-UI -----------------------------------------------------------------------------------

@@ -5,13 +5,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import UsageError
-
 if TYPE_CHECKING:
-    from ..core.projection import Plan
     from ..protocols import LogReader, StoreSession
+    from ._log_file import Backend, LogTail, Plan, Plans, Pruned, Target, Wait
     from .owners import OwnerRegistry
-    from ._log_file import Backend, LogTail, Plans, Target, Wait
     from .postgres.admin import Database
 
 __all__ = [
@@ -23,66 +20,71 @@ __all__ = [
     "open_owners",
     "open_reader",
     "open_session",
+    "pick_log",
+    "prune_logs",
 ]
 
 
 def open_reader(target: Target) -> LogReader:
     """The reader of a directory of JSONL logs or of a database (nothing is read here)."""
-    return _backend(text := os.fspath(target)).open_reader(text)
+    return _backend(text := os.fspath(target), conninfo=False).open_reader(text)
 
 
 def current_plan(target: Target, session: str | None = None) -> Plan:
-    """The plan now in a JSONL log or in ``session`` of a database (``dsh-todo show``)."""
-    return _backend(text := os.fspath(target), session).show_plan(text, session)
+    """The plan now in a JSONL log, or in ``session`` of a directory or database (``show``)."""
+    return _backend(text := os.fspath(target)).show_plan(text, session)
 
 
 def follow_plans(
     target: Target, session: str | None = None, *, wait: Wait = None, interval: float = 0.2
 ) -> Plans:
     """A title, and the plan now and after each change, forever (``dsh-todo watch``)."""
-    return _backend(text := os.fspath(target), session).follow_plans(text, session, wait, interval)
+    return _backend(text := os.fspath(target)).follow_plans(text, session, wait, interval)
+
+
+def pick_log(target: Target, session: str | None = None) -> tuple[str, str | None]:
+    """The ``(target, session)`` of one log: ``session``'s, or the most recently written."""
+    return _backend(text := os.fspath(target)).pick_log(text, session)
 
 
 def open_session(target: Target, session: str | None = None) -> StoreSession:
-    """The writer of a JSONL log, or of ``session`` in a database."""
-    return _backend(text := os.fspath(target), session).open_session(text, session)
+    """The writer of a JSONL log, or of ``session`` in a directory or a database."""
+    return _backend(text := os.fspath(target), conninfo=False).open_session(text, session)
 
 
 def open_owners(target: Target, **options: Any) -> OwnerRegistry:
-    """An owner registry whose sessions live in a directory (``~`` expanded) or a database;
-    ``options`` are :class:`~dsh_tool_todo.stores.owners.OwnerRegistry`'s."""
-    text = os.path.expanduser(os.fspath(target)) if os.fspath(target) else ""
-    return _backend(text).open_owners(text, **options)
+    """The owner registry of a directory (``~`` expanded) or database (OwnerRegistry options)."""
+    text = os.path.expanduser(os.fspath(target))
+    return _backend(text, conninfo=False).open_owners(text, **options)
 
 
 def open_log(target: Target, session: str | None = None) -> tuple[LogTail, str]:
     """One log's reader and its name there: what its turn is read back through."""
-    return _backend(text := os.fspath(target), session).open_log(text, session)
+    return _backend(text := os.fspath(target)).open_log(text, session)
 
 
 def open_fleet(target: Target) -> tuple[LogReader, list[str], Database | None]:
     """A source's reader, every session name in it, and its database (URL or libpq conninfo)."""
-    conninfo = "=" in (text := os.fspath(target)) and not os.path.isdir(text)
-    return _backend(text, on_database=conninfo).open_fleet(text)
+    return _backend(text := os.fspath(target)).open_fleet(text)
+
+
+def prune_logs(target: Target, days: float, *, dry_run: bool = False) -> tuple[str, list[Pruned]]:
+    """Delete the logs last written over ``days`` days ago (``dry_run``: none): where, and which."""
+    return _backend(text := os.fspath(target)).prune_logs(text, days, dry_run)
 
 
 def open_database(target: Target, *, deleting: bool = False) -> Database:
     """The database a URL or conninfo names; ``deleting`` refuses an empty source, a directory."""
     text = os.fspath(target)
-    elsewhere = deleting and not (text and not os.path.isdir(text))
-    return _backend(text, on_database=not elsewhere).open_database(text)
+    return _backend(text, on_database=not deleting).open_database(text)
 
 
-def _backend(text: str, session: str | None = None, *, on_database: bool = False) -> Backend:
-    if on_database or text.startswith(("postgresql://", "postgres://")):
+def _backend(text: str, *, on_database: bool = False, conninfo: bool = True) -> Backend:
+    from . import _log_file
+
+    url = text.startswith(("postgresql://", "postgres://"))
+    if on_database or url or (conninfo and _log_file.is_conninfo(text)):
         from .postgres import admin
 
         return cast("Backend", admin)  # a module with __all__ is no protocol's, for mypy
-    from . import _log_file
-
-    if not text:  # would be read as the current directory
-        raise UsageError(_log_file.EMPTY)
-    if session is not None:
-        _log_file.log_path(text)  # a conninfo is said to be one
-        raise UsageError("--session goes with a postgresql:// URL, not a file")
-    return cast("Backend", _log_file)
+    return _log_file.checked(text)

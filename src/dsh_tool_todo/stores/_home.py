@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["HOME_VARIABLE", "default_home", "home_from_environment"]
+__all__ = ["HOME_VARIABLE", "default_home", "home_from_environment", "home_not_made_yet"]
 
 HOME_VARIABLE = "DSH_TODO_HOME"
 """The environment variable that names the default place: a directory or a postgresql:// URL."""
@@ -50,3 +50,9 @@ def default_home(environ: Mapping[str, str] | None = None, platform: str | None 
     state = environ.get("XDG_STATE_HOME", "")
     base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
     return str(base / _APP)
+
+
+def home_not_made_yet(place: str) -> bool:
+    """Whether ``place`` (what :func:`default_home` named) is a directory not made yet: nothing
+    was recorded there. A database URL is never one (its server answers for it)."""
+    return not place.startswith(("postgresql://", "postgres://")) and not os.path.lexists(place)

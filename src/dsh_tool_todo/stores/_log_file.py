@@ -1,19 +1,23 @@
 """JSONL logs named by a path, as the picker opens them: a directory's reader and names, one
-log's plan, plans and tail (what ``dsh-todo sessions``, ``show`` and ``watch`` read). A
-database's side of the same :class:`Backend` is ``postgres/admin.py``."""
+log's plan, plans and tail (what ``dsh-todo sessions``, ``show`` and ``watch`` read), the log a
+directory and an owner key name, and the logs pruned. A database's side of the same
+:class:`Backend` is ``postgres/admin.py``."""
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import UsageError
 
 if TYPE_CHECKING:
-    from ..core.projection import Plan
+    from datetime import datetime
+
+    from ..core.projection import Plan as Plan
     from ..protocols import LogReader, StoreSession, TailPage
     from .owners import OwnerRegistry
     from .postgres.admin import Database
@@ -21,6 +25,8 @@ if TYPE_CHECKING:
     Target = str | os.PathLike[str]
     Wait = Callable[[str], None] | None
     Plans = tuple[str, Iterator[Plan]]
+    Pruned = tuple[str, datetime]
+    """A log pruned (or, in a dry run, to be): its session name and when it was last written."""
 
 __all__: list[str] = []
 
@@ -31,6 +37,22 @@ EMPTY = (
 """An empty path would be read as the current directory: the picker refuses it."""
 
 CONNINFO_PAIR = re.compile(r"\s*[A-Za-z_]+\s*=")  # a libpq conninfo starts `key=`
+FILE_SESSION = "--session goes with a directory of logs or a postgresql:// URL, not a file"
+"""A file is one log: a session names one of a directory's or a database's."""
+
+
+def checked(path: str) -> Backend:
+    """This module, as the backend of ``path``; an empty path is refused, not read as the
+    current directory."""
+    if not path:
+        raise UsageError(EMPTY)
+    return cast("Backend", sys.modules[__name__])
+
+
+def is_conninfo(text: str) -> bool:
+    """Whether ``text`` is a libpq ``key=value`` conninfo: it starts so, and no file has it as
+    its name."""
+    return bool(CONNINFO_PAIR.match(text)) and not os.path.exists(text)
 
 
 def log_path(path: str) -> Path:
@@ -46,7 +68,8 @@ def log_path(path: str) -> Path:
 
 class Backend(Protocol):
     """What the picker asks of a backend's module: this one, or ``postgres/admin.py``. A
-    session is a database's: the picker refuses one for a file, so here it is ``None``."""
+    session names one log of a database, or here an owner's log in a directory (a file, one
+    log, takes none)."""
 
     def open_reader(self, target: str, /) -> LogReader: ...
 
@@ -65,6 +88,12 @@ class Backend(Protocol):
     def open_fleet(self, target: str, /) -> tuple[LogReader, list[str], Database | None]: ...
 
     def open_database(self, target: str, /) -> Database: ...
+
+    def pick_log(self, target: str, session: str | None, /) -> tuple[str, str | None]: ...
+
+    def prune_logs(
+        self, target: str, days: float, dry_run: bool, /
+    ) -> tuple[str, list[Pruned]]: ...
 
 
 class LogTail(Protocol):
@@ -115,15 +144,35 @@ def open_database(directory: str, /) -> Database:
 
 
 def open_log(path: str, session: str | None, /) -> tuple[LogTail, str]:
-    """The tail of the log at ``path``, and its name."""
-    return FileTail(str(log_path(path))), path
+    """The tail of the log ``path`` and ``session`` name (:func:`_log_of`), and its name."""
+    log = _log_of(path, session)
+    return FileTail(str(log)), path if session is None else str(log)
 
 
 def open_session(path: str, session: str | None, /) -> StoreSession:
-    """The writer of the log at ``path`` (a new one is created)."""
+    """The writer of the log ``path`` and ``session`` name (a new one is created)."""
     from .jsonl import JsonlSession
 
-    return JsonlSession(log_path(path))
+    return JsonlSession(_log_of(path, session))
+
+
+def pick_log(path: str, session: str | None, /) -> tuple[str, None]:
+    """The one log to read, by its path: the file ``path``; in a directory, the log of owner
+    ``session``, or with no ``session`` the most recently written (by modification time)."""
+    if session is not None or not os.path.isdir(path):
+        return (path if session is None else str(_log_of(path, session))), None
+    return str(_latest(Path(path))), None
+
+
+def prune_logs(directory: str, days: float, dry_run: bool, /) -> tuple[str, list[Pruned]]:
+    """Delete the logs of ``directory`` last written over ``days`` days ago (``dry_run``: only
+    name them): where, and each log's session name and last write. A log that is written, locked
+    by a writer, or replaced meanwhile is left; a symlink is never followed."""
+    from .jsonl._prune import prune_directory
+
+    if not os.path.isdir(directory):
+        raise UsageError(f"{directory}: not a directory of session logs")
+    return directory, prune_directory(directory, days, dry_run=dry_run)
 
 
 def open_owners(directory: str, /, **options: Any) -> OwnerRegistry:
@@ -139,7 +188,7 @@ def show_plan(path: str, session: str | None, /) -> Plan:
     """The plan now in the log at ``path``; ``None`` if none was written since the last turn."""
     from .jsonl import current_plan
 
-    return current_plan(_existing(log_path(path)))
+    return current_plan(_existing(_log_of(path, session)))
 
 
 def follow_plans(path: str, session: str | None, wait: Wait, interval: float, /) -> Plans:
@@ -149,7 +198,7 @@ def follow_plans(path: str, session: str | None, wait: Wait, interval: float, /)
 
     from .jsonl import follow_plan
 
-    log = log_path(path)
+    log = _log_of(path, session)
     if wait is not None and not log.exists():
         wait(str(log))
         while not log.exists():
@@ -170,6 +219,41 @@ def _log_names(directory: str) -> list[str]:
             and not entry.name.startswith(".")
             and entry.is_file(follow_symlinks=False)
         )
+
+
+def _log_of(path: str, session: str | None) -> Path:
+    """The log at ``path``; with a ``session``, the log of that owner key in the directory
+    ``path`` (``owner_file_name``), which need not exist yet. A file takes no session."""
+    log = log_path(path)
+    if session is None:
+        return log
+    from ._owner_names import owner_file_name
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{path} is one log: {FILE_SESSION}")
+    return log / owner_file_name(session)
+
+
+def _latest(directory: Path) -> Path:
+    """The regular ``*.jsonl`` file of ``directory`` written last (a symlink is no log here)."""
+    from ._owner_names import SUFFIX
+
+    logs: list[tuple[int, str]] = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            if not entry.name.endswith(SUFFIX) or entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_file(follow_symlinks=False):
+                    logs.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
+            except FileNotFoundError:  # deleted since the directory was read
+                continue
+    if not logs:
+        raise UsageError(
+            f"{directory}: no session log in it yet (to wait for one: dsh-todo watch --wait "
+            "--session KEY)"
+        )
+    return directory / max(logs)[1]
 
 
 def _existing(log: Path) -> Path:

@@ -2,8 +2,10 @@
 
 Signals are read from a session's current turn (``fleet.turn_events``), which costs a read
 of its log; a list of 10,000 sessions shows at most ``MAX_SESSIONS`` rows per request, so
-only those rows are read, and each answer is kept per (name, last seq): a list asked for
-again after one session changed reads that one session's log, not every shown row's.
+only those rows are read, and each answer is kept per (name, seq of the newest plan event):
+only a ``todo/write`` or ``turn/start`` can change a turn's signals, so a list asked for
+again after one session wrote a plan reads that one session's log, and after any other
+appends reads none.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from ..core.health import turn_health
 from ..core.links import link_of
 from ..errors import InvalidLog, SessionNotFound
-from ..plans.fleet import turn_events
+from ..plans.fleet import turn_window
 from ..protocols import LogReader, SessionSummary
 
 CACHED = 20_000  # answers kept: above a 10,000-session fleet, bounded all the same
@@ -24,8 +26,20 @@ AT_ONCE = 8  # logs read at once: a cold list of 200 rows is not 200 opens at on
 BUDGET = 0.05  # seconds a list request waits for signals not yet known
 
 
+Stamp = tuple[Any, ...]
+
+
+def stamp_of(row: SessionSummary) -> Stamp:
+    """What a row's signals are kept by: the seq of its newest plan event and what the list
+    shows of that plan (a reader that does not give that seq: its newest seq and last
+    activity instead)."""
+    if row.plan_seq is not None:
+        return ("plan", row.plan_seq, row.progress, row.working_on)
+    return ("any", row.last_seq, row.last_activity, row.progress)
+
+
 class SignalCache:
-    """Each listed session's health signals, by (name, last seq, last activity).
+    """Each listed session's health signals, by (name, :func:`stamp_of` its row).
 
     A request waits at most ``budget`` seconds for the rows not yet known: the
     others are answered ``None`` (not read yet) and read on in the background,
@@ -46,9 +60,21 @@ class SignalCache:
         self._size = size
         self._budget = budget
         self._on_late = on_late
-        self._kept: OrderedDict[str, tuple[tuple[Any, ...], list[dict[str, Any]]]] = OrderedDict()
-        self._reading: dict[tuple[str, tuple[Any, ...]], asyncio.Task[list[dict[str, Any]]]] = {}
+        # per session: its stamp, the newest seq it was read at, its signals
+        self._kept: OrderedDict[str, tuple[Stamp, int | None, list[dict[str, Any]]]] = OrderedDict()
+        self._reading: dict[tuple[str, Stamp], asyncio.Task[list[dict[str, Any]]]] = {}
         self._gate: asyncio.Semaphore | None = None
+
+    def _known(self, row: SessionSummary, stamp: Stamp) -> list[dict[str, Any]] | None:
+        """The signals kept for ``row``, if its stamp is the same and its log has not gone
+        back (a log cut short or replaced by a shorter one may hold the same plan seq)."""
+        kept = self._kept.get(row.name)
+        if kept is None or kept[0] != stamp or row.last_seq is None:
+            return None
+        if kept[1] is not None and row.last_seq < kept[1]:
+            return None
+        self._kept.move_to_end(row.name)
+        return kept[2]
 
     async def signals(self, rows: list[SessionSummary]) -> list[list[dict[str, Any]] | None]:
         """The signals of each row, in order (an unreadable or vanished log has none;
@@ -56,16 +82,15 @@ class SignalCache:
         answers: list[list[dict[str, Any]] | None] = []
         waiting: dict[int, asyncio.Task[list[dict[str, Any]]]] = {}
         for position, row in enumerate(rows):
-            stamp = (row.last_seq, row.last_activity, row.progress)
-            kept = self._kept.get(row.name)
-            if kept is not None and kept[0] == stamp and row.last_seq is not None:
-                self._kept.move_to_end(row.name)
-                answers.append(kept[1])
+            stamp = stamp_of(row)
+            known = self._known(row, stamp)
+            if known is not None:
+                answers.append(known)
             elif row.progress is None:  # an unreadable log: nothing to read signals from
                 answers.append([])
             else:
                 answers.append(None)
-                waiting[position] = self._read(row.name, stamp)
+                waiting[position] = self._read(row.name, stamp, row.last_seq)
         if waiting:
             tasks = set(waiting.values())
             _, late = await asyncio.wait(tasks, timeout=self._budget)
@@ -79,15 +104,18 @@ class SignalCache:
                 gathered.add_done_callback(lambda _: on_late(names))
         return answers
 
-    def _read(self, name: str, stamp: tuple[Any, ...]) -> asyncio.Task[list[dict[str, Any]]]:
+    def _read(
+        self, name: str, stamp: Stamp, last_seq: int | None
+    ) -> asyncio.Task[list[dict[str, Any]]]:
         key = (name, stamp)
         task = self._reading.get(key)
         if task is None:
-            task = self._reading[key] = asyncio.ensure_future(self._compute(name, stamp))
+            task = asyncio.ensure_future(self._compute(name, stamp, last_seq))
+            self._reading[key] = task
             task.add_done_callback(lambda _: self._reading.pop(key, None))
         return task
 
-    async def _compute(self, name: str, stamp: tuple[Any, ...]) -> list[dict[str, Any]]:
+    async def _compute(self, name: str, stamp: Stamp, last_seq: int | None) -> list[dict[str, Any]]:
         if self._gate is None:
             self._gate = asyncio.Semaphore(AT_ONCE)
         async with self._gate:
@@ -95,12 +123,12 @@ class SignalCache:
             # first, so the budget's timer runs between reads and a cold list is not held up.
             await asyncio.sleep(0)
             try:
-                events = await turn_events(self._reader, name)
+                events, whole = await turn_window(self._reader, name)
             except (InvalidLog, SessionNotFound, OSError):  # nothing kept for a log not read
                 self._kept.pop(name, None)
                 return []
-        found = [signal.as_json() for signal in turn_health(events)]
-        self._kept[name] = (stamp, found)
+        found = [signal.as_json() for signal in turn_health(events, partial=not whole)]
+        self._kept[name] = (stamp, last_seq, found)
         self._kept.move_to_end(name)
         while len(self._kept) > self._size:
             self._kept.popitem(last=False)

@@ -91,7 +91,8 @@ def _int_param(request: Request, key: str, default: int | None, low: int, high: 
 def _row(
     row: SessionSummary, owner: str | None, found: list[dict[str, Any]] | None
 ) -> dict[str, Any]:
-    """One :class:`~dsh_tool_todo.protocols.SessionSummary` as the list gives it."""
+    """One :class:`~dsh_tool_todo.protocols.SessionSummary` as the list gives it; signals
+    not yet known (``found`` is ``None``) are an empty list with ``signalsPending`` true."""
     return {
         "name": row.name,
         "owner": owner,
@@ -99,7 +100,8 @@ def _row(
         "parent": row.parent,
         "lastSeq": row.last_seq,
         "workingOn": row.working_on,
-        "signals": found,
+        "signals": [] if found is None else found,
+        "signalsPending": found is None,
         "progress": None if row.progress is None else row.progress.as_json(),
     }
 

@@ -4,7 +4,8 @@ and the session list's ``changed`` rings.
 A session stream sends the plan it starts from (unless it resumes close
 behind), then one frame per ``todo/write`` or ``turn/start`` the reader's
 ``follow`` yields, and the plan again whenever the log was replaced under it.
-Every stream holds its follower open only while its client is there.
+Every stream holds its follower open only while its client is there: one whose
+client left stops at its next frame, not at the end of the backlog it replays.
 """
 
 from __future__ import annotations
@@ -135,6 +136,10 @@ async def _changes(
                     if event["type"] in PLAN_EVENTS:
                         where = f"session {name!r}, seq {event['seq']}"
                         yield checked_deciding(event, where)
+                        # A backlog is read in batches and its frames sent without a pause:
+                        # a client gone meanwhile is only seen (and its stream cancelled)
+                        # when the loop runs, so run it between two frames.
+                        await asyncio.sleep(0)
         except LogReplaced:
             snapshot = await plans.snapshot(name)
 

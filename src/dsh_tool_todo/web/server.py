@@ -9,6 +9,7 @@ second to close, and the streams end when the server begins to stop.
 
 from __future__ import annotations
 
+import errno
 import socket
 from collections.abc import Sequence
 from typing import TextIO
@@ -46,6 +47,14 @@ def serve(
     if not 0 < port < 65536:
         raise UsageError(f"--port must be from 1 to 65535 (got {port})")
     token = None
+    if expose and is_loopback(host):
+        print(
+            f"dsh-todo: warning: --expose has no effect with --host {host}, which only this "
+            "machine reaches: to serve others, pass the address they reach too (e.g. --host "
+            "0.0.0.0 --allow-host NAME)",
+            file=err,
+            flush=True,
+        )
     if not is_loopback(host):
         if not expose:
             raise UsageError(
@@ -120,6 +129,7 @@ def _listen(host: str, port: int) -> socket.socket:
         listener.listen(2048)
     except OSError as error:
         listener.close()
-        raise OSError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+        hint = ": pass another --port" if error.errno in (errno.EADDRINUSE, errno.EACCES) else ""
+        raise OSError(f"cannot listen on {host}:{port}: {error.strerror or error}{hint}") from None
     listener.set_inheritable(True)
     return listener

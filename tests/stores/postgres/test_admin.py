@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -55,7 +56,7 @@ def test_show_reads_a_session_from_a_url_in_every_format(db: str) -> None:
     ("args", "pattern"),
     [
         (("--session", "nobody"), r"no session 'nobody'"),
-        ((), r"needs --session ID"),
+        (("--session", ""), r"a session id must have 1 to 200 characters"),
     ],
 )
 def test_show_refuses_what_it_cannot_read_in_one_line(
@@ -64,9 +65,10 @@ def test_show_refuses_what_it_cannot_read_in_one_line(
     assert_usage_error(dsh_todo("show", db, *args, check=False), pattern)
 
 
-def test_session_goes_with_a_url_only(tmp_path: object) -> None:
-    run = dsh_todo("show", "plan.jsonl", "--session", SESSION, check=False)
-    assert_usage_error(run, r"--session goes with a postgresql:// URL")
+def test_session_goes_with_a_directory_or_a_url_not_a_file(tmp_path: Path) -> None:
+    (tmp_path / "plan.jsonl").write_text("", encoding="utf-8")
+    run = dsh_todo("show", str(tmp_path / "plan.jsonl"), "--session", SESSION, check=False)
+    assert_usage_error(run, r"plan\.jsonl is one log: --session goes with a directory of logs or")
 
 
 @pytest.mark.parametrize(

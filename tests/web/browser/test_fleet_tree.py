@@ -145,3 +145,19 @@ def test_the_session_page_links_its_parent_and_its_children(
     page.goto(f"{child.url}/s/deep")
     expect(page.locator("#family-children")).to_have_count(0)
     assert page_errors == []
+
+
+def test_a_stuck_run_older_than_the_writes_read_is_titled_at_least(
+    tmp_path: Path, serve_process: Starter, page: Page, page_errors: PageErrors
+) -> None:
+    with JsonlSession(tmp_path / "long.jsonl") as session:
+        session.append(*TURN)
+        for n in range(1010):  # seqs 1 to 1010: the server reads the latest 1000 writes
+            session.append(*plan_write(todo("A", "in_progress"), todo(f"n{n}", "completed")))
+    child = serve_process(tmp_path)
+    page.goto(f"{child.url}/")
+    signals = page.locator(f"{node('long')} > .signals")
+    expect(signals).to_have_attribute(
+        "title", 'stuck at seq 15 (in progress for at least 5 writes): "A"'
+    )
+    assert page_errors == []

@@ -20,6 +20,14 @@ Recording cannot fail apart from answering: the event and the tool's answer
 are one state update, so whatever the checkpointer saves holds both or neither,
 and a checkpointer error fails the run, as for any other state.
 
+``owners=`` (a directory, a ``postgresql://`` URL or an ``OwnerRegistry``; left
+out: where ``DSH_TODO_HOME`` names, else nowhere) also copies each event the
+state records into the session of the run's ``thread_id`` in that registry
+(``default`` without one), holding that owner's lock, so ``dsh-todo watch`` and
+``serve`` show the plan. The state stays the record the graph runs on; a copy
+that fails is a call answered ``NOT_RECORDED`` with no state update, and a
+``turn/start`` that fails fails the run before the model is called.
+
 A consumer streaming with ``stream_mode="custom"`` also gets the plan as it
 changes: each answered write, and the cleared plan at each new turn, is one
 ``custom`` chunk, an AG-UI ``ACTIVITY_SNAPSHOT`` dict (``wire``) whose
@@ -29,12 +37,13 @@ streams, so other consumers see nothing new.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from ...core.contract import EVENT_TYPE, TOOL_NAME, TURN_START
 from ...errors import UsageError
-from .._binding import Binding, TodoItem
+from .._binding import Binding, Outcome, OwnerRegistry, TodoItem
 from .._extras import needs_extra
 
 with needs_extra("dsh_tool_todo.integrations.langchain", "langchain", module="langchain"):
@@ -55,14 +64,14 @@ with needs_extra("dsh_tool_todo.integrations.langchain", "langchain", module="la
 from ._parts import (
     _Capture,
     _config_of,
-    _current_config,
+    _earlier_calls,
     _message,
     _outside_the_agent,
     _prompted,
     _reminder_update,
+    _run_key,
     _show,
     _thread_key,
-    _written_this_turn,
 )
 
 __all__ = ["TodoWriteMiddleware", "TodoWriteState"]
@@ -127,6 +136,12 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
     appends one user message holding :func:`~dsh_tool_todo.plans.reminder.plan_reminder`.
     It adds a message after the newest one and edits none, so the prefix a
     provider caches is unchanged. Put this middleware after the summarising one.
+
+    ``owners`` (default ``None``) is where a copy of the plan goes for the viewers
+    (``dsh-todo watch --session THREAD_ID``, ``dsh-todo serve``): a directory, a
+    ``postgresql://`` URL or an ``OwnerRegistry``; ``None``: where ``DSH_TODO_HOME``
+    names, else nowhere. The owner key is the run's ``thread_id`` (``default``
+    without one). ``self.owners`` is that registry, or ``None``.
     """
 
     state_schema = TodoWriteState
@@ -156,6 +171,7 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         system_prompt: str | None = None,
         tool_description: None = None,
         remind_after_compaction: bool = False,
+        owners: OwnerRegistry | str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__()
         if tool_description is not None:
@@ -165,15 +181,24 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
             )
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise UsageError(f"system_prompt must be a str, not {type(system_prompt).__qualname__}")
-        # the graph state is the session log: the binding's calls go to a _Capture of each call
+        # The graph state is the session log: the binding's calls go to a _Capture of each
+        # call, which copies what the state records to the owners' session when a place is
+        # named. With none, the binding's registry is an unused one in memory, as before.
+        place = owners if owners is not None else Binding.home()
         self._binding = Binding(
             "TodoWriteMiddleware",
             allow_parallel_in_progress=allow_parallel_in_progress,
+            owners=place if place is not None else OwnerRegistry(),
             flags={
                 "remind_after_compaction": remind_after_compaction,
                 "clear_on_new_turn": clear_on_new_turn,
             },
         )
+        self.owners: OwnerRegistry | None = None if place is None else self._binding.owners
+        # A registry opened here (from a directory, a URL or the variable) closes each
+        # owner's session after use: a log's one-writer lock is then free for another
+        # process serving the same thread. One passed in is the caller's to manage.
+        self._closes = place is not None and not isinstance(owners, OwnerRegistry)
         self.remind_after_compaction = remind_after_compaction
         self.system_prompt = system_prompt
         self._tool = self._binding.tool
@@ -197,13 +222,26 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         """A new run is a new user turn: record ``turn/start``, which clears the plan."""
         if not self.clear_on_new_turn:
             return None
-        _show(runtime, _thread_key(_current_config()), None)
-        return {"todo_events": [{"type": TURN_START, "data": {}}], "todos": None}
+        key = _run_key(runtime)
+        if self.owners is not None:
+            try:
+                self.owners.start_turn(key)
+            finally:
+                self._release(key)
+        return _new_turn(runtime, key)
 
     async def abefore_agent(
         self, state: TodoWriteState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        return self.before_agent(state, runtime)
+        if not self.clear_on_new_turn:
+            return None
+        key = _run_key(runtime)
+        if self.owners is not None:
+            try:
+                await self.owners.astart_turn(key)
+            finally:
+                self._release(key)
+        return _new_turn(runtime, key)
 
     def wrap_tool_call(
         self,
@@ -213,7 +251,32 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         """Answer ``todo_write`` calls; every other tool call passes through untouched."""
         if request.tool_call["name"] != TOOL_NAME:
             return handler(request)
-        return self._answer(request)
+        if self.owners is None:
+            return self._answer(request)
+        key = _thread_key(_config_of(request))
+        try:
+            return self._copied(request, self.owners, key)
+        finally:
+            self._release(key)
+
+    def _copied(
+        self, request: ToolCallRequest, owners: OwnerRegistry, key: str
+    ) -> ToolMessage | Command[Any]:
+        """A call recorded in the state and copied to ``key``'s session, in the model's order."""
+        call, state = request.tool_call, request.state
+        capture = _Capture(state)
+        with owners.locked(key) as session:
+            for args, earlier in _earlier_calls(state, call["id"]):
+                copied = _Capture(state, session)
+                outcome = self._binding.call_in(args, copied, call_id=earlier, key=key)
+                if outcome.kind == Outcome.FAILED:
+                    # copied after a call the model made before it, it would be out of order
+                    return _answered(request, capture, outcome)
+            capture = _Capture(state, session)
+            outcome = self._binding.call_in(
+                call["args"], capture, call_id=call["id"] or None, key=key
+            )
+        return _answered(request, capture, outcome, key)
 
     async def awrap_tool_call(
         self,
@@ -222,30 +285,71 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
     ) -> ToolMessage | Command[Any]:
         if request.tool_call["name"] != TOOL_NAME:
             return await handler(request)
-        return self._answer(request)
+        if self.owners is None:
+            return self._answer(request)
+        key = _thread_key(_config_of(request))
+        try:
+            return await self._acopied(request, self.owners, key)
+        finally:
+            self._release(key)
+
+    async def _acopied(
+        self, request: ToolCallRequest, owners: OwnerRegistry, key: str
+    ) -> ToolMessage | Command[Any]:
+        call, state = request.tool_call, request.state
+        capture = _Capture(state)
+        async with owners.alocked(key) as session:
+            for args, earlier in _earlier_calls(state, call["id"]):
+                copied = _Capture(state, session)
+                outcome = await self._binding.acall_in(args, copied, call_id=earlier, key=key)
+                if outcome.kind == Outcome.FAILED:
+                    return _answered(request, capture, outcome)
+            capture = _Capture(state, session)
+            outcome = await self._binding.acall_in(
+                call["args"], capture, call_id=call["id"] or None, key=key
+            )
+        return _answered(request, capture, outcome, key)
+
+    def _release(self, key: str) -> None:
+        if self._closes and self.owners is not None:
+            self.owners.close(key)  # only when idle: a call in progress or waiting keeps it
 
     def _answer(self, request: ToolCallRequest) -> ToolMessage | Command[Any]:
+        """A call with no owners: the state alone records it."""
         call = request.tool_call
-        call_id = call["id"]
-        capture = _Capture()  # its append cannot fail, so neither can the call
-        outcome = self._binding.call_in(call["args"], capture, call_id=call_id or None)
-        if capture.data is None:  # refused: nothing recorded, the text says why
-            return _message(outcome.text, call_id, "error")
-        todos: list[TodoItem] = capture.data["todos"]
-        _show(request.runtime, _thread_key(_config_of(request)), todos)
-        # A retried step sends the same id with the same list: answered, recorded once. The
-        # same id with another list is a new call (a provider numbering ids afresh in each
-        # response reuses them within a turn): skipping it would lose an acknowledged plan.
-        if call_id and _written_this_turn(request.state, call_id) == todos:
-            return _message(outcome.text, call_id, "success")
-        return Command(
-            update={
-                "todo_events": [{"type": EVENT_TYPE, "data": dict(capture.data)}],
-                # The state's plan is a copy: a reader cannot rewrite the recorded event.
-                "todos": [{"content": i["content"], "status": i["status"]} for i in todos],
-                "messages": [_message(outcome.text, call_id, "success")],
-            }
-        )
+        capture = _Capture(request.state)  # its append cannot fail, so neither can the call
+        outcome = self._binding.call_in(call["args"], capture, call_id=call["id"] or None)
+        return _answered(request, capture, outcome)
+
+
+def _new_turn(runtime: Runtime[Any], key: str) -> dict[str, Any]:
+    _show(runtime, key, None)
+    return {"todo_events": [{"type": TURN_START, "data": {}}], "todos": None}
+
+
+def _answered(
+    request: ToolCallRequest, capture: _Capture, outcome: Outcome, key: str | None = None
+) -> ToolMessage | Command[Any]:
+    """The call's answer: an error message, or the message and the event as one state update."""
+    call_id = request.tool_call["id"]
+    if outcome.is_error or capture.data is None:
+        # refused, or its copy could not be written: nothing recorded, and the text says so
+        return _message(outcome.text, call_id, "error")
+    todos: list[TodoItem] = capture.data["todos"]
+    _show(request.runtime, key or _thread_key(_config_of(request)), todos)
+    # A retried step sends the same id with the same list: answered, recorded once. The
+    # same id with another list is a new call (a provider numbering ids afresh in each
+    # response reuses them within a turn): skipping it would lose an acknowledged plan.
+    if capture.retried:
+        return _message(outcome.text, call_id, "success")
+    return Command(
+        update={
+            "todo_events": [{"type": EVENT_TYPE, "data": dict(capture.data)}],
+            # The state's plan is a copy: a reader cannot rewrite the recorded event.
+            "todos": [{"content": i["content"], "status": i["status"]} for i in todos],
+            "messages": [_message(outcome.text, call_id, "success")],
+        }
+    )
 
 
 class _PromptedTodoWriteMiddleware(TodoWriteMiddleware):

@@ -1,4 +1,4 @@
-"""The LangChain middleware's pieces: the call's capture, the retry rule, the custom stream."""
+"""The LangChain middleware's pieces: a call's capture and mirror, the retry rule, the stream."""
 
 from __future__ import annotations
 
@@ -14,20 +14,40 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from ...core.contract import CALL_ID_KEY, EVENT_TYPE, TOOL_NAME, TURN_START
 from ...errors import UsageError
 from ...plans import wire
-from .._binding import TodoItem
+from .._binding import Session, TodoItem
 from .._reminder import reminder_due
 
 
 class _Capture:
-    """The session of one call: it keeps the event the tool appends, for the state update."""
+    """The session of one call: it keeps the event the tool appends, for the state update.
 
-    __slots__ = ("data",)
+    With a ``mirror`` (the owner's session in the registry ``owners=`` names) it also
+    appends the event there, unless the state takes the call for a retried step
+    (``retried``): then neither the state nor the mirror records it again. A failing
+    mirror fails the append, so the call is answered as not recorded.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_mirror", "_state", "data", "retried")
+
+    def __init__(self, state: Any = None, mirror: Session | None = None) -> None:
         self.data: Mapping[str, Any] | None = None
+        self.retried = False
+        self._state = state
+        self._mirror = mirror
 
-    def append(self, type: str, data: Mapping[str, Any], /) -> None:
+    def append(self, type: str, data: Mapping[str, Any], /) -> object:
         self.data = data
+        call_id = data.get(CALL_ID_KEY)
+        todos = data["todos"]
+        self.retried = call_id is not None and _written_this_turn(self._state, call_id) == todos
+        if self._mirror is None or self.retried:
+            return None
+        if call_id is not None and _recorded_earlier(self._state, call_id, todos):
+            # The store would take this call for a retry of that earlier one and record
+            # nothing, leaving its plan on a later list while the state's plan is this one:
+            # the copy goes in without the id, so both end on the list the model was told.
+            data = {"todos": todos}
+        return self._mirror.append(type, data)
 
 
 def _outside_the_agent(**_: Any) -> str:
@@ -56,6 +76,38 @@ def _written_this_turn(state: Any, call_id: str) -> list[Any] | None:
             earlier: list[Any] = data["todos"]
             return earlier
     return None
+
+
+def _recorded_earlier(state: Any, call_id: str, todos: list[Any]) -> bool:
+    """Whether a ``todo/write`` of this turn in the state has this call id and this list."""
+    events = state.get("todo_events") if isinstance(state, Mapping) else None
+    for event in reversed(events or ()):
+        if event["type"] == TURN_START:
+            return False
+        data = event["data"]
+        same_call = event["type"] == EVENT_TYPE and data.get(CALL_ID_KEY) == call_id
+        if same_call and data["todos"] == todos:
+            return True
+    return False
+
+
+def _earlier_calls(state: Any, call_id: str | None) -> list[tuple[Any, str]]:
+    """The arguments and ids of the ``todo_write`` calls made before ``call_id`` in its message.
+
+    LangChain runs the calls of one message side by side, so they reach the owner's lock in
+    any order; each call copies the calls before it first (the stores take a call id and list
+    seen this turn for a retry, and record it once), so the copy keeps the model's order, as
+    the state does.
+    """
+    messages = state.get("messages") if isinstance(state, Mapping) and call_id else None
+    # the calls being run are the newest model message's
+    message = next((m for m in reversed(messages or ()) if isinstance(m, AIMessage)), None)
+    calls = [] if message is None else [c for c in message.tool_calls if c["name"] == TOOL_NAME]
+    ids = [call.get("id") for call in calls]
+    if call_id not in ids:
+        return []
+    earlier = calls[: ids.index(call_id)]
+    return [(call["args"], found) for call in earlier if (found := call.get("id"))]
 
 
 def _show(runtime: Any, thread: str, todos: list[TodoItem] | None) -> None:
@@ -93,6 +145,16 @@ def _thread_key(config: Any) -> str:
     configurable = config.get("configurable") if isinstance(config, Mapping) else None
     thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
     return str(thread) if thread is not None and str(thread) else "default"
+
+
+def _run_key(runtime: Any) -> str:
+    """The thread key of a run's start, as :func:`_thread_key` reads it from the config; where
+    an asyncio task does not carry the config (Python 3.10), from the runtime's run info."""
+    config = _current_config()
+    if config is None:
+        thread = getattr(getattr(runtime, "execution_info", None), "thread_id", None)
+        config = {"configurable": {"thread_id": thread}}
+    return _thread_key(config)
 
 
 def _message(text: str, call_id: str | None, status: str) -> ToolMessage:

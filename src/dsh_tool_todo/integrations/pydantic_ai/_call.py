@@ -1,19 +1,25 @@
-"""The pydantic-ai toolset's pieces: the tool's function on the binding, and its AG-UI events."""
+"""The pydantic-ai toolset's pieces: the tool's function on the binding, the toolset that
+closes what it opened, and the tool's AG-UI events."""
 
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai import RunContext, ToolReturn
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
+from pydantic_ai.tools import Tool
+from pydantic_ai.toolsets import FunctionToolset
 
 from ...plans import wire
-from .._binding import Binding, Outcome, Session, TodoItem
+from .._binding import Binding, Outcome, OwnerRegistry, Session, TodoItem
 from .._extras import needs_extra
 
 if TYPE_CHECKING:
+    from typing_extensions import Self
+
     from . import AgUiEvents, ErrorChannel, SessionOf
 
 
@@ -68,6 +74,45 @@ class _RegistryCall(_Call):
             return self.binding.refused()
         key = await self.binding.alinked(key, _agent_name(ctx))  # a sub-agent's own session
         return await self.binding.acall(args, key, call_id=ctx.tool_call_id or None)
+
+
+class _HomeCall(_RegistryCall):
+    """The place DSH_TODO_HOME names, for runs that bring no session: a deps that is one
+    was put there by the developer, so it still owns the plan."""
+
+    async def outcome(self, ctx: RunContext[Any], args: dict[str, Any]) -> Outcome:
+        session = _from_deps(ctx)
+        if session is not None:
+            return await self.binding.acall_in(args, session, call_id=ctx.tool_call_id or None)
+        return await super().outcome(ctx, args)
+
+
+class _Toolset(FunctionToolset[Any]):
+    """The toolset, closing the sessions of a registry it opened itself (from a directory,
+    a URL or DSH_TODO_HOME) whenever no run is using it: a log's one-writer lock is then
+    free for another process, and nothing is left open for the interpreter to warn about.
+    The registry reopens a session, plan intact, at its owner's next call."""
+
+    def __init__(self, tools: list[Tool[Any]], *, max_retries: int, opened: OwnerRegistry | None):
+        super().__init__(tools, max_retries=max_retries)
+        self._opened = opened
+        self._runs = 0
+        self._runs_lock = threading.Lock()  # runs of one toolset may be on several loops
+
+    async def __aenter__(self) -> Self:
+        with self._runs_lock:
+            self._runs += 1
+        await super().__aenter__()
+        return self
+
+    async def __aexit__(self, *args: Any) -> bool | None:
+        with self._runs_lock:
+            self._runs -= 1
+            last = self._runs == 0
+        if last and self._opened is not None:
+            for owner in self._opened.owners():
+                self._opened.close(owner)  # idle ones only: a call in progress keeps its own
+        return await super().__aexit__(*args)
 
 
 def _agent_name(ctx: RunContext[Any]) -> str | None:
@@ -134,6 +179,12 @@ def _thread_of(ctx: RunContext[Any]) -> str:
 
 def _key_from_deps(ctx: RunContext[Any]) -> str | None:
     return ctx.deps if isinstance(ctx.deps, str) else None
+
+
+def _home_key(ctx: RunContext[Any]) -> str:
+    """The owner key of a run recording where DSH_TODO_HOME names: its deps when they are a
+    key, else the one key every such run shares."""
+    return ctx.deps if isinstance(ctx.deps, str) and ctx.deps else "default"
 
 
 def _from_deps(ctx: RunContext[Any]) -> Session | None:

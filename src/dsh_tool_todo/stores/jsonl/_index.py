@@ -214,6 +214,7 @@ class _Row:
     parent: str | None = None
     last_seq: int | None = None
     working_on: str | None = None
+    plan_seq: int | None = None
 
 
 class Rows:
@@ -251,7 +252,12 @@ class Rows:
             else:
                 deciding = snapshot.deciding
                 row = _Row(
-                    seen.key, progress_of(deciding), parent, snapshot.last_seq, working_on(deciding)
+                    seen.key,
+                    progress_of(deciding),
+                    parent,
+                    snapshot.last_seq,
+                    working_on(deciding),
+                    -1 if deciding is None else deciding["seq"],
                 )
             self._rows[name] = row
         return SessionSummary(
@@ -261,6 +267,7 @@ class Rows:
             parent=row.parent,
             last_seq=row.last_seq,
             working_on=row.working_on,
+            plan_seq=row.plan_seq,
         )
 
     def clear(self) -> None:

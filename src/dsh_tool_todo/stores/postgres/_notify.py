@@ -50,7 +50,7 @@ goes in one transaction, so a process sends at most 40 a second, whatever its
 append rate. Each costs the server a transaction and every listener a pass
 over the notification queue: at 500 a second a process (a 2 ms gap), four
 busy writer processes took 10-15% off the server's insert rate, at 40 a second
-nothing measurable (docs/postgres.md). It adds at most this to a follower's
+nothing measurable (docs/postgres-reference.md). It adds at most this to a follower's
 latency, and only while the process is busy.
 """
 RETRY_SECONDS = 1.0

@@ -220,6 +220,21 @@ RECENT_SUMMARY = (
     f"UNION ALL SELECT NULL, count(*), NULL FROM {SUMMARY}"
 )
 DELETE = f"DELETE FROM {TABLE} WHERE session_id = %s"
+# The session written last: one step down the summary's (last_at DESC, session_id) index.
+LATEST = f"SELECT session_id FROM {SUMMARY} ORDER BY last_at DESC, session_id LIMIT 1"
+# The sessions whose newest event is older than %(days)s days (the summary's last_at: an index
+# range), by id. PRUNE deletes their rows in the same statement, whose snapshot decides which:
+# rows a writer commits meanwhile stay. The summary's rows go by its delete trigger.
+_STALE = (
+    f"SELECT session_id, last_at FROM {SUMMARY} "
+    "WHERE last_at < now() - make_interval(secs => %(days)s * 86400.0)"
+)
+STALE = f"{_STALE} ORDER BY session_id"
+PRUNE = (
+    f"WITH stale AS ({_STALE}), gone AS (DELETE FROM {TABLE} AS e USING stale "
+    "WHERE e.session_id = stale.session_id) "
+    "SELECT session_id, last_at FROM stale ORDER BY session_id"
+)
 VERSION_DDL = (
     f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} "
     "(version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"

@@ -1,4 +1,4 @@
-"""Setting up a database, deleting a session, and what ``dsh-todo db/sessions/show/watch`` read.
+"""Setting up a database, deleting or pruning sessions, and what the ``dsh-todo`` commands read.
 
 The picker (``stores/__init__.py``) imports this module only when it is given a database
 URL, so the ``dsh-todo`` command imports psycopg only then. Everything here returns data;
@@ -9,8 +9,9 @@ CLI prints as one line and exit 2.
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -36,8 +37,8 @@ from .reader import PostgresReader
 from .session import PostgresSession, connect, current_plan, list_sessions, read_tail
 
 if TYPE_CHECKING:
-    from ..owners import OwnerRegistry
     from ...core.model import TodoItem
+    from ..owners import OwnerRegistry
 
 __all__ = ["delete_session", "setup"]
 
@@ -223,6 +224,49 @@ def open_owners(url: str, /, **options: Any) -> OwnerRegistry:
 def open_log(url: str, session_id: str | None) -> tuple[PostgresReader, str]:
     """``show``/``watch``'s plan-health lines: a reader of the database, and the session."""
     return PostgresReader(url), _session(session_id)
+
+
+def pick_log(url: str, session_id: str | None) -> tuple[str, str]:
+    """``show``/``watch``: the database and ``session_id``, or with none the session written
+    last (one step down the summary's index); a database with no session is refused."""
+    if session_id is not None:
+        return url, check_session_id(session_id)
+    where = server_name(conninfo_of(url))
+    try:
+        with connect(url) as conn:
+            row = conn.execute(_sql.LATEST).fetchone()
+    except (psycopg.Error, PoolTimeout) as error:
+        raise wrap(where, error) from None
+    if row is None:
+        raise UsageError(f"{where}: no session in it yet (to wait for one: --wait --session ID)")
+    return url, str(row[0])
+
+
+MAX_DAYS = 1e6
+"""Older than this many days is as old as anything gets (some 2,700 years): a larger ``days``
+is taken as this, so the cutoff stays a time the server can count."""
+
+
+def prune_logs(url: str, days: float, dry_run: bool) -> tuple[str, list[tuple[str, datetime]]]:
+    """``sessions --prune``: delete every session whose newest event is older than ``days``
+    days, in one statement (``dry_run``: only name them); the database's name, and each
+    session's id and last write, by id. Followers of a pruned session are woken, as by
+    :func:`delete_session`."""
+    where = server_name(conninfo_of(url))
+    days = min(float(days), MAX_DAYS)
+    try:
+        with connect(url) as conn, conn.transaction():
+            if dry_run:
+                rows = conn.execute(_sql.STALE, {"days": days}).fetchall()
+            else:
+                rows = conn.execute(_sql.PRUNE, {"days": days}).fetchall()
+                notices = [notice(str(row[0]), 0) for row in rows]
+                conn.execute(
+                    "SELECT pg_notify(%s, x) FROM unnest(%s::text[]) AS x", (_sql.CHANNEL, notices)
+                )
+    except (psycopg.Error, PoolTimeout) as error:
+        raise wrap(where, error) from None
+    return where, [(str(row[0]), row[1].astimezone(timezone.utc)) for row in rows]
 
 
 class Database:

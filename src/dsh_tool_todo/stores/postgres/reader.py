@@ -124,8 +124,9 @@ class PostgresReader:
         self._options = read_only_options(conninfo)
         self._pool_size = pool_size
         self._pool: APool | None = None
-        # per session: the last seq its figures were read at, its progress, its item in progress
-        self._progress: dict[str, tuple[int, Progress | None, str | None]] = {}
+        # per session: the last seq its figures were read at, its progress, its item in
+        # progress, the seq of its deciding event (-1: none)
+        self._progress: dict[str, tuple[int, Progress | None, str | None, int | None]] = {}
 
     async def _source(self) -> APool:
         if self._pool is None:
@@ -189,18 +190,19 @@ class PostgresReader:
         if stale:  # the deciding events of every changed row, in one statement
             decided = await self._rows(_DECIDING_OF, (stale,))
             for name, *deciding in decided:
-                summary: tuple[Progress | None, str | None]
+                summary: tuple[Progress | None, str | None, int | None]
                 try:
                     event = None if deciding[0] is None else decode_row(name, *deciding)
                     checked = None if event is None else checked_deciding(event, name)
-                    summary = (progress_of(checked), working_on(checked))
+                    plan_seq = -1 if checked is None else checked["seq"]
+                    summary = (progress_of(checked), working_on(checked), plan_seq)
                 except InvalidLog:
-                    summary = (None, None)
+                    summary = (None, None, None)
                 last_seq = next(row[1] for row in top if row[0] == name)
                 self._progress[name] = (last_seq, *summary)
         result = []
         for name, last_seq, last_at, parent in top:
-            _, progress, doing = self._progress.get(name, (last_seq, None, None))
+            _, progress, doing, plan_seq = self._progress.get(name, (last_seq, None, None, None))
             result.append(
                 SessionSummary(
                     name,
@@ -209,6 +211,7 @@ class PostgresReader:
                     parent=parent,
                     last_seq=last_seq,
                     working_on=doing,
+                    plan_seq=plan_seq,
                 )
             )
         if len(self._progress) > 2 * max(limit, len(result)):

@@ -303,8 +303,10 @@ const SIGNAL_WORDS = {
 function signalsNode(signals) {
   if (!signals || signals.length === 0) return null;
   const text = signals.map((signal) => `${SIGNAL_WORDS[signal.kind] ?? visible(signal.kind)} (#${signal.seq})`);
+  // atLeast: a run older than the writes the server reads; its count is a lower bound
+  const bound = (signal) => (signal.atLeast ? ` (in progress for at least ${signal.count} writes)` : "");
   const title = signals
-    .map((signal) => `${visible(signal.kind)} at seq ${signal.seq}: ${signal.items.map((i) => `"${visible(i)}"`).join(", ")}`)
+    .map((signal) => `${visible(signal.kind)} at seq ${signal.seq}${bound(signal)}: ${signal.items.map((i) => `"${visible(i)}"`).join(", ")}`)
     .join("\n");
   return el("span", { className: "signals", text: `⚠ ${text.join(" · ")}`, attrs: { title } });
 }

@@ -1,0 +1,58 @@
+"""What ``dsh-todo`` says about itself: a bare command prints help, every help has examples
+that parse as printed."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from dsh_tool_todo.cli import build_parser, main
+from dsh_tool_todo.cli._parser import _EXAMPLES
+
+
+def test_a_bare_dsh_todo_prints_help_that_starts_with_the_demo_and_exits_0(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: dsh-todo")
+    assert "Start with `dsh-todo demo`" in out
+    assert "docs/index.md" in out
+
+
+def test_a_bare_dsh_todo_as_a_process_exits_0() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "dsh_tool_todo"], capture_output=True, text=True, timeout=60
+    )
+    assert (run.returncode, run.stderr) == (0, "")
+    assert "Start with `dsh-todo demo`" in run.stdout
+
+
+def commands() -> list[str]:
+    parser = build_parser()
+    (group,) = [a for a in parser._actions if a.dest == "command"]
+    return sorted(group.choices)  # type: ignore[arg-type]
+
+
+def test_every_command_has_examples() -> None:
+    assert sorted(_EXAMPLES) == commands()
+
+
+@pytest.mark.parametrize("command", commands())
+def test_each_command_help_ends_with_examples_that_parse_as_printed(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--help"])
+    assert exit_.value.code == 0
+    help_text = capsys.readouterr().out
+    assert "\nexamples:\n" in help_text
+    for line in _EXAMPLES[command]:
+        assert f"  {line}" in help_text
+        words = shlex.split(line, comments=True)
+        assert words[0] == "dsh-todo"
+        args = build_parser().parse_args(words[1:])
+        assert args.command == command
