@@ -120,7 +120,6 @@ def test_show_a_file_that_is_not_a_session_log(tmp_path: Path) -> None:
         (["show", "--format", "yaml"], "invalid choice: 'yaml'"),
         (["schema", "--format", "yaml"], "invalid choice: 'yaml'"),
         (["demo", "--fast"], "unrecognized arguments: --fast"),
-        ([], "required: COMMAND"),
     ],
 )
 def test_bad_flags_get_one_line_and_exit_2(args: list[str], pattern: str) -> None:

@@ -84,8 +84,12 @@ def test_serve_with_no_source_serves_dsh_todo_home(
         served.append(source)
 
     monkeypatch.setattr(server, "serve", serve)
-    assert _run(capsys, "serve", "--port", "8765") == (0, "", "")
+    status, out, err = _run(capsys, "serve", "--port", "8765")
+    assert (status, out) == (0, "")
+    assert err.startswith(f"dsh-todo serve: note: {home} holds no session log yet")
     assert served == [str(home)]
+    (home / "ada.jsonl").write_text("")
+    assert _run(capsys, "serve", "--port", "8765") == (0, "", "")  # a log: nothing to note
 
 
 @pytest.mark.parametrize("command", [["show"], ["watch"], ["sessions"], ["serve"]])

@@ -3,9 +3,11 @@ that parse as printed."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +58,28 @@ def test_each_command_help_ends_with_examples_that_parse_as_printed(
         assert words[0] == "dsh-todo"
         args = build_parser().parse_args(words[1:])
         assert args.command == command
+
+
+def test_serve_names_what_a_source_is_when_it_is_no_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "demo.jsonl"
+    log.write_text("")
+    cases = {
+        str(
+            log
+        ): rf"is one session log, not a directory of them: give its directory \({tmp_path}\)",
+        "http://localhost:8000/x": r"http:// is not a source: give a directory of session logs",
+        str(tmp_path / "nope"): r"nope: no such directory$",
+    }
+    for source, said in cases.items():
+        assert main(["serve", source, "--port", "1"]) == 2
+        assert re.search(said, capsys.readouterr().err.strip())
+
+
+def test_the_demo_makes_the_directory_of_its_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "new" / "deeper" / "demo.jsonl"
+    assert main(["demo", "--log", str(log)]) == 0
+    assert log.is_file()

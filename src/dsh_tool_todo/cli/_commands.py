@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import sys
 from typing import TextIO
 
@@ -25,6 +27,8 @@ def demo(args: argparse.Namespace, out: TextIO) -> int:
                 raise UsageError(f"--{flag} goes with --serve (the demo's own web view)")
     if args.log is not None and args.log.exists():
         raise FileExistsError(f"{args.log} already exists: the demo writes a new log, pick another")
+    if args.log is not None:
+        args.log.parent.mkdir(parents=True, exist_ok=True)  # as the default place is made
     text = text_out(out, args.ascii)
     draw = drawer(text, args.ascii)
     if args.serve:
@@ -103,12 +107,30 @@ def mcp(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _holds_no_log(source: str) -> bool:
+    """A directory with no ``*.jsonl`` in it (a database is not looked into here)."""
+    try:
+        with os.scandir(source) as entries:
+            return not any(entry.name.endswith(".jsonl") for entry in entries)
+    except OSError:  # not a directory: the server says what it is
+        return False
+
+
 def serve(args: argparse.Namespace, out: TextIO) -> int:
     from ..web.server import serve
     from ._sources import source_or_home
 
+    source = source_or_home(args.source)
+    if _holds_no_log(source):
+        demo_log = shlex.quote(os.path.join(source, "demo.jsonl"))
+        print(
+            f"dsh-todo serve: note: {source} holds no session log yet; the view shows each one "
+            f"as it appears. An agent records here with owners={source!r} or DSH_TODO_HOME="
+            f"{shlex.quote(source)}; `dsh-todo demo --log {demo_log}` writes one now",
+            file=sys.stderr,
+        )
     serve(
-        source_or_home(args.source),
+        source,
         host=args.host,
         port=args.port,
         expose=args.expose,

@@ -127,7 +127,34 @@ def open_reader(directory: str) -> LogReader:
     """The reader of a directory of logs."""
     from .jsonl import JsonlReader
 
+    if not os.path.isdir(directory):
+        raise not_a_directory(directory)
     return JsonlReader(Path(directory))
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def not_a_directory(directory: str) -> UsageError:
+    """What a source that should be a directory of logs is instead, and what to give."""
+    if _URL.match(directory):
+        return UsageError(
+            f"{directory.split('://', 1)[0]}:// is not a source: give a directory of session "
+            "logs or a postgresql:// URL"
+        )
+    if CONNINFO_PAIR.match(directory):
+        return UsageError(  # said without the text: a conninfo may hold a password
+            "SOURCE looks like a key=value conninfo: give it as a postgresql:// URL"
+        )
+    if os.path.isfile(directory):
+        parent = os.path.dirname(directory) or "."
+        return UsageError(
+            f"{directory} is one session log, not a directory of them: give its directory "
+            f"({parent}), or follow this log alone with `dsh-todo watch {directory}`"
+        )
+    if not os.path.exists(directory):
+        return UsageError(f"{directory}: no such directory")
+    return UsageError(f"{directory}: not a directory of session logs")
 
 
 def open_fleet(directory: str) -> tuple[LogReader, list[str], Database | None]:
@@ -171,7 +198,7 @@ def prune_logs(directory: str, days: float, dry_run: bool, /) -> tuple[str, list
     from .jsonl._prune import prune_directory
 
     if not os.path.isdir(directory):
-        raise UsageError(f"{directory}: not a directory of session logs")
+        raise not_a_directory(directory)
     return directory, prune_directory(directory, days, dry_run=dry_run)
 
 
