@@ -313,3 +313,36 @@ def test_a_log_replaced_by_a_shorter_one_with_the_same_plan_seq_is_read_again(
     before, after = run_requests(create_app(tmp_path), calls)
     assert rows_of(before)["worker"]["signals"] == [DROPPED]
     assert rows_of(after)["worker"]["signals"] == [{**DROPPED, "items": ["D"]}]
+
+
+@pytest.mark.parametrize("replaced_by", ["nothing", "a file"])
+def test_a_served_directory_that_goes_away_answers_a_json_503_then_comes_back(
+    tmp_path: Path, replaced_by: str
+) -> None:
+    served = tmp_path / "logs"
+    served.mkdir()
+    write_log(served / "a.jsonl", [plan_write(todo("A"))])
+    app = create_app(served)
+
+    async def calls(client: httpx.AsyncClient) -> list[tuple[int, str, Any]]:
+        answers = []
+        (served / "a.jsonl").unlink()
+        served.rmdir()
+        if replaced_by == "a file":
+            served.write_text("")
+        for path in ("/api/sessions", "/api/sessions?q=a"):
+            answer = await client.get(path)
+            answers.append((answer.status_code, answer.headers["content-type"], answer.json()))
+        if replaced_by == "a file":
+            served.unlink()
+        served.mkdir()
+        write_log(served / "b.jsonl", [plan_write(todo("B"))])
+        answer = await client.get("/api/sessions")
+        answers.append((answer.status_code, "", sorted(rows_of(answer.json()))))
+        return answers
+
+    gone, searched, back = run_requests(app, calls)
+    for status, kind, body in (gone, searched):
+        assert (status, kind) == (503, "application/json")
+        assert "the directory of session logs is gone" in body["error"]
+    assert back == (200, "", ["b"])

@@ -16,7 +16,13 @@ from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import LogReplaced, OwnerNameError, SessionNotFound, UsageError
+from ...errors import (
+    LogReplaced,
+    OwnerNameError,
+    SessionNotFound,
+    StoreUnavailable,
+    UsageError,
+)
 from ...protocols import SessionSummary, Snapshot, TailPage
 from .._log_file import CONNINFO_PAIR
 from ..owners import owner_key
@@ -126,8 +132,15 @@ class JsonlReader:
         return _index.locate(self._root, name)
 
     def _scan(self, links: set[str] | None = None) -> dict[str, Entry]:
-        """The list's view of every log (:func:`._index.scan`)."""
-        return _index.scan(self._root, links)
+        """The list's view of every log (:func:`._index.scan`); a directory deleted or
+        replaced since is :class:`~dsh_tool_todo.errors.StoreUnavailable`, not a crash."""
+        try:
+            return _index.scan(self._root, links)
+        except (FileNotFoundError, NotADirectoryError):
+            raise StoreUnavailable(
+                f"{self.directory}: the directory of session logs is gone (deleted, or replaced "
+                "by a file); the list comes back once it is there again"
+            ) from None
 
     def hold_list(self) -> None:
         """Keep the list's index between lists (``dsh-todo serve`` holds it from its start).
