@@ -303,3 +303,45 @@ def test_the_readme_lists_every_adapter_where_agents_run(readme: str) -> None:
     assert adapters <= linked, f"{readme} does not name {sorted(adapters - linked)}"
     for page in linked:
         assert (ROOT / "docs" / "integrations" / f"{page}.md").is_file(), page
+
+
+# --- the README's first screen ---------------------------------------------------------------
+
+README_MAX_WORDS = 1_200
+FIRST_SCREEN_LINES = 40
+# what a newcomer must be able to reach from the README: the adapters, the way off
+# TodoListMiddleware, and the docs by task
+README_LINKS = {
+    "docs/integrations/README.md",
+    "docs/integrations/migrating-from-todolistmiddleware.md",
+    "docs/index.md",
+}
+
+
+def _docs_links(text: str) -> set[str]:
+    return set(re.findall(r"\]\((docs/[^)#\s]+)", text))
+
+
+def test_the_readme_stays_short() -> None:
+    words = len((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert words < README_MAX_WORDS, f"README.md has {words} words: move detail to docs/"
+
+
+@pytest.mark.parametrize("readme", sorted(WHERE_AGENTS_RUN))
+def test_the_readme_first_screen_shows_the_view_and_how_to_get_it(readme: str) -> None:
+    text = (ROOT / readme).read_text(encoding="utf-8")
+    first_screen = "\n".join(text.splitlines()[:FIRST_SCREEN_LINES])
+
+    assert "](docs/web-view.png)" in first_screen
+    assert "dsh-todo demo" in first_screen
+    assert "dsh-todo serve" in first_screen
+    missing = README_LINKS - _docs_links(text)
+    assert not missing, f"{readme} does not link {sorted(missing)}"
+
+
+def test_the_two_readmes_link_the_same_docs() -> None:
+    english, chinese = (
+        _docs_links((ROOT / readme).read_text(encoding="utf-8"))
+        for readme in ("README.md", "README.zh.md")
+    )
+    assert english == chinese, (sorted(english - chinese), sorted(chinese - english))

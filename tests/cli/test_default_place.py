@@ -78,18 +78,19 @@ def test_serve_with_no_source_serves_dsh_todo_home(
 ) -> None:
     from dsh_tool_todo.web import server
 
-    served: list[str] = []
+    served: list[tuple[str, Any]] = []
 
     def serve(source: str, **options: Any) -> None:
-        served.append(source)
+        served.append((source, options["note"]))
 
     monkeypatch.setattr(server, "serve", serve)
-    status, out, err = _run(capsys, "serve", "--port", "8765")
-    assert (status, out) == (0, "")
-    assert err.startswith(f"dsh-todo serve: note: {home} holds no session log yet")
-    assert served == [str(home)]
+    assert _run(capsys, "serve", "--port", "8765") == (0, "", "")
+    (source, note), *_ = served
+    assert source == str(home)
+    assert note.startswith(f"dsh-todo serve: note: {home} holds no session log yet")
     (home / "ada.jsonl").write_text("")
-    assert _run(capsys, "serve", "--port", "8765") == (0, "", "")  # a log: nothing to note
+    assert _run(capsys, "serve", "--port", "8765") == (0, "", "")
+    assert served[1] == (str(home), None)  # a log: nothing to note
 
 
 @pytest.mark.parametrize("command", [["show"], ["watch"], ["sessions"], ["serve"]])

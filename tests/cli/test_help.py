@@ -70,7 +70,7 @@ def test_serve_names_what_a_source_is_when_it_is_no_directory(
             log
         ): rf"is one session log, not a directory of them: give its directory \({tmp_path}\)",
         "http://localhost:8000/x": r"http:// is not a source: give a directory of session logs",
-        str(tmp_path / "nope"): r"nope: no such directory$",
+        str(tmp_path / "nope"): r"nope: not a directory of session logs \(there is nothing",
     }
     for source, said in cases.items():
         assert main(["serve", source, "--port", "1"]) == 2

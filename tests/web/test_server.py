@@ -130,7 +130,10 @@ def test_without_the_web_extra_the_error_names_it(tmp_path: Path, framework: str
             "--host 0.0.0.0 answers on every address: name the ones clients use with "
             "--allow-host (checked against the Host header of each request)",
         ),
-        (["serve", "/nonexistent/dir"], "/nonexistent/dir: not a directory of session logs"),
+        (
+            ["serve", "/nonexistent/dir"],
+            "/nonexistent/dir: not a directory of session logs (there is nothing there)",
+        ),
         (["serve", ".", "--port", "0"], "--port must be from 1 to 65535 (got 0)"),
     ],
 )

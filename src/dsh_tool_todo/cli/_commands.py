@@ -121,13 +121,13 @@ def serve(args: argparse.Namespace, out: TextIO) -> int:
     from ._sources import source_or_home
 
     source = source_or_home(args.source)
+    note = None
     if _holds_no_log(source):
         demo_log = shlex.quote(os.path.join(source, "demo.jsonl"))
-        print(
+        note = (
             f"dsh-todo serve: note: {source} holds no session log yet; the view shows each one "
             f"as it appears. An agent records here with owners={source!r} or DSH_TODO_HOME="
-            f"{shlex.quote(source)}; `dsh-todo demo --log {demo_log}` writes one now",
-            file=sys.stderr,
+            f"{shlex.quote(source)}; `dsh-todo demo --log {demo_log}` writes one now"
         )
     serve(
         source,
@@ -137,5 +137,6 @@ def serve(args: argparse.Namespace, out: TextIO) -> int:
         allow_hosts=args.allow_host,
         out=out,
         err=sys.stderr,
+        note=note,
     )
     return 0

@@ -144,7 +144,8 @@ def not_a_directory(directory: str) -> UsageError:
         )
     if CONNINFO_PAIR.match(directory):
         return UsageError(  # said without the text: a conninfo may hold a password
-            "SOURCE looks like a key=value conninfo: give it as a postgresql:// URL"
+            "SOURCE looks like a key=value conninfo, which serve does not take: "
+            "give it as a postgresql:// URL"
         )
     if os.path.isfile(directory):
         parent = os.path.dirname(directory) or "."
@@ -153,7 +154,7 @@ def not_a_directory(directory: str) -> UsageError:
             f"({parent}), or follow this log alone with `dsh-todo watch {directory}`"
         )
     if not os.path.exists(directory):
-        return UsageError(f"{directory}: no such directory")
+        return UsageError(f"{directory}: not a directory of session logs (there is nothing there)")
     return UsageError(f"{directory}: not a directory of session logs")
 
 

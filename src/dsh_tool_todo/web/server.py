@@ -31,9 +31,11 @@ def serve(
     allow_hosts: Sequence[str],
     out: TextIO,
     err: TextIO,
+    note: str | None = None,
 ) -> None:
     """Serve ``source`` (a directory or a database URL, opened by
-    :func:`~dsh_tool_todo.stores.open_reader`) at ``host:port`` until interrupted."""
+    :func:`~dsh_tool_todo.stores.open_reader`) at ``host:port`` until interrupted; ``note``
+    is said on ``err`` once it serves."""
     try:
         import uvicorn
 
@@ -96,6 +98,8 @@ def serve(
     if token is not None:
         print(f"Token: {token}\nOpen {address}?token={token}", file=out, flush=True)
     print("Press Ctrl-C to stop.", file=out, flush=True)
+    if note is not None:
+        print(note, file=err, flush=True)
     with listener:
         uvicorn.Server(config).run(sockets=[listener])
 
