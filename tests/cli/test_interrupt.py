@@ -1,0 +1,75 @@
+"""A Ctrl-C at any moment after ``dsh-todo`` starts, its own imports included, ends it
+without a traceback (``src/_dsh_todo.py``, the command's entry point)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests._builders import plan
+from tests.conftest import todo
+
+# A Ctrl-C in the middle of the package's imports, at a chosen import, every time: an import
+# hook raises KeyboardInterrupt as Python's handler would when the signal lands there.
+INTERRUPTED_AT_IMPORT = """
+import sys
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            raise KeyboardInterrupt
+        return None
+sys.meta_path.insert(0, Interrupt())
+sys.argv = ["dsh-todo", "show", {log!r}]
+import _dsh_todo
+sys.exit(_dsh_todo.main())
+"""
+
+
+def a_log(directory: Path) -> str:
+    from dsh_tool_todo.stores.jsonl import JsonlSession
+
+    log = directory / "a.jsonl"
+    with JsonlSession(log) as session:
+        session.append("todo/write", plan(todo("A")["content"]))
+    return str(log)
+
+
+@pytest.mark.parametrize("module", ["pydantic", "pluggy", "dsh_tool_todo.core.tool", "argparse"])
+def test_a_ctrl_c_during_the_imports_ends_quietly_with_status_0(
+    tmp_path: Path, module: str
+) -> None:
+    script = INTERRUPTED_AT_IMPORT.format(module=module, log=a_log(tmp_path))
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stderr) == (0, "")
+
+
+def test_a_ctrl_c_at_any_moment_of_the_start_prints_no_traceback(tmp_path: Path) -> None:
+    command = shutil.which("dsh-todo", path=os.path.dirname(sys.executable))
+    assert command is not None, "the dsh-todo script is installed beside this Python"
+    log = a_log(tmp_path)
+    for delay in (0.02, 0.05, 0.08, 0.12, 0.16, 0.2, 0.3, 0.5):
+        child = subprocess.Popen(
+            [command, "watch", log, "--interval", "0.05"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(delay)  # a moment of the start, not a wait for a condition
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=60)
+        # Before Python's own handler is set, SIGINT ends the process itself. Before the
+        # command's module is imported, the script pip writes may still be importing `re`:
+        # a traceback there is pip's script's, and holds no frame of this library.
+        assert child.returncode in (0, 1, -signal.SIGINT), (delay, child.returncode, err)
+        if "Traceback" in err:
+            assert "_dsh_todo" not in err, (delay, err)
+            assert "dsh_tool_todo" not in err, (delay, err)
+        else:
+            assert child.returncode in (0, -signal.SIGINT), (delay, child.returncode, err)
