@@ -114,7 +114,8 @@ class Frame:
     """One server-sent event as the wire carried it."""
 
     event: str | None = None
-    id: str | None = None
+    id: str | None = None  # the seq part of the frame's id (``<seq>.<plan mark>``)
+    full_id: str | None = None  # the id as sent: what a client resumes with
     data: str = ""
     retry: int | None = None
     comments: list[str] = field(default_factory=list)
@@ -156,7 +157,8 @@ class SseStream:
                     elif key == "data":
                         frame.data = f"{frame.data}\n{value}" if frame.data else value
                     elif key == "id":
-                        frame.id = value
+                        frame.full_id = value
+                        frame.id = value.partition(".")[0]
                     elif key == "event":
                         frame.event = value
                     elif key == "retry":

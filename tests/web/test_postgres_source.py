@@ -212,6 +212,38 @@ def test_a_session_deleted_and_written_again_under_a_stream_sends_a_fresh_snapsh
     assert (fresh.id, fresh.json()["plan"]) == ("1", [todo("New")])
 
 
+def test_a_resume_into_a_session_deleted_and_written_again_gets_the_new_plan(
+    dsn: str, live_server: Callable[..., LiveServer], sse: Callable[..., SseStream]
+) -> None:
+    record(
+        dsn,
+        "agent-1",
+        ("turn/start", {}),
+        *[(EVENT_TYPE, {"todos": [todo(f"old {n}")]}) for n in range(5)],
+    )
+    server = live_server(dsn)
+    url = f"{server.url}/api/sessions/agent-1/stream"
+    first = sse(url).projection()
+    assert first.json()["plan"] == [todo("old 4")]
+    assert first.full_id is not None
+    postgres.delete_session(dsn, "agent-1")
+    record(
+        dsn,
+        "agent-1",
+        ("turn/start", {}),
+        (EVENT_TYPE, {"todos": [todo("NEW")]}),
+        *[("turn/end", {})] * 8,
+    )
+
+    resumed = sse(url, {"last-event-id": first.full_id}).projection()
+
+    assert (resumed.id, resumed.json()["cause"], resumed.json()["plan"]) == (
+        "9",
+        "snapshot",
+        [todo("NEW")],
+    )
+
+
 def test_a_store_error_mid_stream_reaches_the_client_as_a_fatal_frame(
     dsn: str, agent_stream: SseStream
 ) -> None:

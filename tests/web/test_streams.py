@@ -177,6 +177,47 @@ def test_a_replaced_log_starts_over_from_a_snapshot(
     assert snapshot_of(frame) == ("0", "snapshot", [todo("new")])
 
 
+def test_a_resume_into_a_longer_log_that_replaced_it_gets_the_new_plan(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    path = tmp_path / "s.jsonl"
+    write_log(path, [TURN, *[plan_write(todo(f"old {n}")) for n in range(5)]])
+    server = live_server(tmp_path)
+    first = sse(stream_url(server)).projection()
+    assert first.json()["plan"] == [todo("old 4")]
+    assert first.full_id is not None
+    assert first.full_id.startswith("5.")
+    # replaced while the client was away, by a log that runs past the seq it saw
+    replacement = tmp_path / "next.tmp"
+    write_log(replacement, [TURN, plan_write(todo("NEW")), *[NOTE] * 8])
+    os.replace(replacement, path)
+
+    resumed = sse(stream_url(server), {"last-event-id": first.full_id}).projection()
+    by_query = sse(stream_url(server) + f"?after={first.full_id}").projection()
+
+    for frame in (resumed, by_query):
+        assert snapshot_of(frame) == ("9", "snapshot", [todo("NEW")])
+
+
+def test_a_resume_on_the_same_log_with_its_full_id_repeats_nothing(
+    tmp_path: Path, live_server: Server, sse: Opener
+) -> None:
+    path = tmp_path / "s.jsonl"
+    write_log(path, [plan_write(todo(f"v{n}")) for n in range(3)] + [NOTE])
+    server = live_server(tmp_path)
+    seen = sse(stream_url(server)).projection()
+    assert seen.full_id is not None
+    resumed = sse(stream_url(server), {"last-event-id": seen.full_id})
+    write_log(path, [plan_write(todo("v4"))])
+
+    frame = resumed.projection()
+    assert (frame.id, frame.json()["cause"], frame.json()["plan"]) == (
+        "4",
+        EVENT_TYPE,
+        [todo("v4")],
+    )
+
+
 def test_a_torn_line_waits_for_its_newline_and_is_read_once(started_stream: Starter) -> None:
     path, stream = started_stream(plan_write(todo("A")), ping=0.1)
     line = json.dumps({"seq": 1, "type": EVENT_TYPE, "data": {"todos": [todo("B")]}}).encode()
@@ -222,9 +263,14 @@ def test_the_wire_bytes_of_a_stream_opening(tmp_path: Path, live_server: Server)
         '{"key":"todos","stateVersion":2,"seq":0,"cause":"snapshot","plan":null,'
         '"decidedBy":{"seq":0,"type":"turn/start"}}'
     )
+    mark = _streams.plan_mark({"seq": 0, "type": "turn/start", "data": {}})
     assert received == (
         b": dsh-todo projection stream\r\nretry: 1000\r\n\r\n"
-        b"id: 0\r\nevent: projection\r\ndata: " + frame.encode() + b"\r\n\r\n"
+        b"id: 0."
+        + mark.encode()
+        + b"\r\nevent: projection\r\ndata: "
+        + frame.encode()
+        + b"\r\n\r\n"
     )
 
 

@@ -20,10 +20,19 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import InvalidLog, SessionNotFound, StoreNotReady, StoreUnavailable
-from ..protocols import LogReader, SessionSummary
+from ..protocols import Event, LogReader, SessionSummary
 from ._fleet import SignalCache, family, unlisted_parents
 from ._listhub import ListHub
-from ._streams import Timing, list_stream, plan_stream, projection_frame, shown_name, wire_stream
+from ._streams import (
+    Timing,
+    deciding_at,
+    list_stream,
+    plan_mark,
+    plan_stream,
+    projection_frame,
+    shown_name,
+    wire_stream,
+)
 from ._wire_stream import WireStream, wire_format
 
 __all__ = ["Views"]
@@ -65,6 +74,7 @@ def _once(request: Request, key: str) -> str | None:
     return values[0] if values else None
 
 
+_MARK = re.compile(r"[0-9a-f]{12}|none")  # what a frame id says of its plan (_streams)
 _DIGITS = re.compile(r"-?[0-9]{1,19}")  # ASCII only: int() also takes "+5", " 5", "5_0", "١٢"
 
 
@@ -184,12 +194,22 @@ class Views:
             raise _BadRequest(str(error)) from None
         resume = request.headers.get("last-event-id") or _once(request, "after")
         after: int | None = None
+        mark: str | None = None
         if resume:
-            after = _number(resume, "`Last-Event-ID`", -1, MAX_SEQ, "a seq")
+            seq_text, _, mark = resume.partition(".")
+            if mark and not _MARK.fullmatch(mark):
+                seq_text = resume  # refused as no seq, with what a seq must be
+            after = _number(seq_text, "`Last-Event-ID`", -1, MAX_SEQ, "a seq")
         now = await self.plans.snapshot(name)  # an unknown session is a 404, before streaming
         if form is not None:
             return wire_stream(self.plans, WireStream(form, name), now, self.timing)
-        return plan_stream(self.plans, name, now, after, self.timing)
+        resumed_on: Event | bool | None = True
+        if after is not None and mark:
+            found = await deciding_at(self.plans, name, after)
+            # another plan at that seq now, or none found near it: the log was replaced
+            same = not isinstance(found, bool) and plan_mark(found) == mark
+            resumed_on = found if same else False
+        return plan_stream(self.plans, name, now, after, self.timing, resumed_on=resumed_on)
 
     @staticmethod
     def errors() -> dict[Any, Handler]:

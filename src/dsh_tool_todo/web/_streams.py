@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -29,7 +30,16 @@ from ._listhub import ListHub
 from ._wire_stream import SEP as WIRE_SEP
 from ._wire_stream import WireStream
 
-__all__ = ["Timing", "list_stream", "plan_stream", "projection_frame", "shown_name", "wire_stream"]
+__all__ = [
+    "Timing",
+    "deciding_at",
+    "list_stream",
+    "plan_mark",
+    "plan_stream",
+    "projection_frame",
+    "shown_name",
+    "wire_stream",
+]
 
 MAX_REPLAY = 10_000  # events a resume may replay; a client further behind gets a snapshot
 SHOWN_NAME = 80  # characters of a session name an error message quotes
@@ -80,12 +90,43 @@ def projection_frame(snapshot_or_event: Snapshot | Event) -> dict[str, Any]:
     }
 
 
-def _sse(frame: dict[str, Any]) -> ServerSentEvent:
+def _sse(frame: dict[str, Any], deciding: Event | None) -> ServerSentEvent:
     return ServerSentEvent(
         json.dumps(frame, ensure_ascii=True, separators=(",", ":")),
         event="projection",
-        id=str(frame["seq"]),
+        id=f"{frame['seq']}.{plan_mark(deciding)}",
     )
+
+
+def plan_mark(deciding: Event | None) -> str:
+    """What a frame's id says of the plan it carries: 12 hex digits of the SHA-256 of the event
+    that decided it (``none`` before any). A resume checks it against the log it reads now, so a
+    log replaced under a client never resumes on a plan it no longer holds."""
+    if deciding is None:
+        return "none"
+    text = json.dumps(
+        [deciding["seq"], deciding["type"], deciding["data"]],
+        ensure_ascii=True,
+        separators=(",", ":"),
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:12]
+
+
+async def deciding_at(plans: LogReader, name: str, seq: int) -> Event | bool | None:
+    """The event that decided the plan as of ``seq`` in the log as it is now (``None``: no plan
+    event up to there; ``False``: not found within :data:`MAX_REPLAY` events looked at)."""
+    before: int | None = seq + 1
+    looked = 0
+    while before is not None and looked <= MAX_REPLAY:
+        page = await plans.tail(name, before=before, limit=1, types=PLAN_EVENTS)
+        if page.events:
+            return page.events[-1]
+        if not page.more:
+            return None
+        looked += before - (page.cursor if page.cursor is not None else before)
+        before = page.cursor
+    return False
 
 
 def shown_name(name: object) -> str:
@@ -145,13 +186,20 @@ async def _changes(
 
 
 def plan_stream(
-    plans: LogReader, name: str, now: Snapshot, after: int | None, timing: Timing
+    plans: LogReader,
+    name: str,
+    now: Snapshot,
+    after: int | None,
+    timing: Timing,
+    *,
+    resumed_on: Event | bool | None = True,
 ) -> Response:
     """Session ``name``'s stream of ``projection`` frames, resumed after seq ``after`` (a
-    ``Last-Event-ID``) when given; ``now`` is its snapshot, read before the answer starts."""
-    # Past the end (a replaced log), or too far behind for every step to be worth
-    # sending: the current plan. One rule for every store, so it is decided here.
-    fresh = after is None or not 0 <= now.last_seq - after <= MAX_REPLAY
+    ``Last-Event-ID``) when given; ``now`` is its snapshot, read before the answer starts.
+    ``resumed_on`` is ``False`` when the id's plan mark does not match the log read now."""
+    # Past the end, a plan the log no longer holds (both: a replaced log), or too far behind
+    # for every step to be worth sending: the current plan. One rule for every store.
+    fresh = after is None or resumed_on is False or not 0 <= now.last_seq - after <= MAX_REPLAY
     first = now if fresh else None
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
@@ -159,7 +207,8 @@ def plan_stream(
         try:
             async with _closing(_changes(plans, name, first, after)) as changes:
                 async for change in changes:
-                    yield _sse(projection_frame(change))
+                    deciding = change.deciding if isinstance(change, Snapshot) else change
+                    yield _sse(projection_frame(change), deciding)
         except (InvalidLog, SessionNotFound, OSError) as error:
             message = _fatal_message(name, error)[0]
             yield ServerSentEvent(json.dumps({"error": message}), event="fatal")

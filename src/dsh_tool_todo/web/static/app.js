@@ -574,8 +574,9 @@ function sessionPage(name) {
 
   function onFrame(message) {
     const frame = JSON.parse(message.data);
-    state.lastId = frame.seq;
-    state.frames.push(message.lastEventId);
+    // the frame's id: its seq and its plan's mark, so a resume on a replaced log is caught
+    state.lastId = message.lastEventId || String(frame.seq);
+    state.frames.push(frame.seq);
     if (state.frames.length > 500) state.frames.shift();
     state.loaded = true;
     if (frame.cause === "snapshot") {
@@ -600,7 +601,7 @@ function sessionPage(name) {
   let source = null;
   function open() {
     if (state.stopped) return;
-    const query = state.lastId === null ? "" : `?after=${state.lastId}`;
+    const query = state.lastId === null ? "" : `?after=${encodeURIComponent(state.lastId)}`;
     source = new EventSource(`${base}/stream${query}`);
     source.addEventListener("projection", onFrame);
     source.addEventListener("open", () => {
