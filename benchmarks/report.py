@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dsh_tool_todo.errors import MissingExtra
+
 
 @dataclass
 class Row:
@@ -48,7 +50,7 @@ INSTALL = {
     "sse_starlette": "'.[web]'",
     "starlette": "'.[web]'",
     "strands": "'.[strands]'",
-    "strands_harness": "strands-agents-tools",
+    "strands_harness": "strands-harness",
     "uvicorn": "'.[web]'",
 }
 # an import error in these is a bug of the benchmarks or the package, never a skip
@@ -58,14 +60,14 @@ OWN = ("dsh_tool_todo", "tests", "report", "timing", "workloads", "bench_")
 def not_installed(error: ImportError) -> str | None:
     """Why a section cannot run, when ``error`` says a package it drives is not installed;
     ``None`` when the error is the package's or the benchmarks' own."""
-    if type(error).__name__ == "MissingExtra":  # the package's adapter says which extra
+    if isinstance(error, MissingExtra):  # the package's adapter names its extra
         return str(error).splitlines()[0]
     name = error.name if isinstance(error, ModuleNotFoundError) else None
     if not name or name.startswith(OWN):
         return None
-    prefixes = [key for key in INSTALL if name == key or name.startswith(key + ".")]
-    install = INSTALL[max(prefixes, key=len)] if prefixes else name.split(".")[0]
-    return f"{name} not installed (pip install {install})"
+    known = [key for key in INSTALL if name == key or name.startswith(key + ".")]
+    package = max(known, key=len) if known else name.split(".")[0]
+    return f"{package} not installed (pip install {INSTALL.get(package, package)})"
 
 
 def unless_missing(section: str, case: str, run: Callable[[], list[Row]]) -> list[Row]:

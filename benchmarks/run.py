@@ -9,34 +9,18 @@ ratio, so the table means the same on a fast or a slow machine.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # the sibling modules, also when run from elsewhere
 
-import bench_adapters  # noqa: E402
-import bench_agent_framework  # noqa: E402
-import bench_calls  # noqa: E402
-import bench_durable  # noqa: E402
-import bench_fleet  # noqa: E402
-import bench_import  # noqa: E402
-import bench_instructions  # noqa: E402
-import bench_langchain  # noqa: E402
-import bench_memory  # noqa: E402
-import bench_model  # noqa: E402
-import bench_open  # noqa: E402
-import bench_otel  # noqa: E402
-import bench_postgres  # noqa: E402
-import bench_replay  # noqa: E402
-import bench_session  # noqa: E402
-import bench_strands  # noqa: E402
-import bench_tokens  # noqa: E402
-import bench_web  # noqa: E402
-from report import Row, markdown_table, text_table, write_json  # noqa: E402
+from report import Row, markdown_table, text_table, unless_missing, write_json  # noqa: E402
 
 DEFAULT_JSON = HERE / "results" / "latest.json"
 
@@ -55,42 +39,54 @@ FULL = Budget(per_pair=10.0, replay_max=10**6, log_sizes_mb=(10, 100, 1024), dur
 QUICK = Budget(per_pair=1.0, replay_max=10**5, log_sizes_mb=(10, 100), durable_calls=60)
 
 
+def bench(name: str) -> ModuleType:
+    """A section's module, imported when the section runs: one whose framework is not
+    installed then gives a skipped row instead of stopping the run before it starts."""
+    return importlib.import_module(f"bench_{name}")
+
+
 def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
     return [
-        ("per call vs limit and floor", lambda: bench_calls.floor_rows(budget.per_pair)),
-        ("per call, instrumented", lambda: bench_otel.rows(budget.per_pair)),
-        ("per call vs limit, in instructions", lambda: bench_instructions.rows(budget is QUICK)),
-        ("per call, whole agent session", lambda: bench_session.rows(budget.per_pair)),
-        ("per call vs LangChain", lambda: bench_calls.peer_rows(budget.per_pair)),
-        ("durable call", lambda: bench_durable.rows(budget.durable_calls)),
-        ("replay in memory", lambda: bench_replay.memory_rows(budget.replay_max)),
-        ("tail read vs replay", lambda: bench_replay.log_rows(budget.log_sizes_mb)),
-        ("tokens", bench_tokens.rows),
-        ("memory", bench_memory.rows),
-        ("model experience and refusal cost", lambda: bench_model.rows(7 if budget is FULL else 3)),
-        ("import time", lambda: bench_import.rows(21 if budget is FULL else 7)),
-        ("adapters", lambda: bench_adapters.rows(budget.per_pair, quick=budget is QUICK)),
-        ("adapters: Strands tokens per request", bench_strands.rows),
+        ("per call vs limit and floor", lambda: bench("calls").floor_rows(budget.per_pair)),
+        ("per call, instrumented", lambda: bench("otel").rows(budget.per_pair)),
+        ("per call vs limit, in instructions", lambda: bench("instructions").rows(budget is QUICK)),
+        ("per call, whole agent session", lambda: bench("session").rows(budget.per_pair)),
+        ("per call vs LangChain", lambda: bench("calls").peer_rows(budget.per_pair)),
+        ("durable call", lambda: bench("durable").rows(budget.durable_calls)),
+        ("replay in memory", lambda: bench("replay").memory_rows(budget.replay_max)),
+        ("tail read vs replay", lambda: bench("replay").log_rows(budget.log_sizes_mb)),
+        ("tokens", lambda: bench("tokens").rows()),
+        ("memory", lambda: bench("memory").rows()),
+        (
+            "model experience and refusal cost",
+            lambda: bench("model").rows(7 if budget is FULL else 3),
+        ),
+        ("import time", lambda: bench("import").rows(21 if budget is FULL else 7)),
+        ("adapters", lambda: bench("adapters").rows(budget.per_pair, quick=budget is QUICK)),
+        ("adapters: Strands tokens per request", lambda: bench("strands").rows()),
         (
             "adapters: Strands per call",
-            lambda: bench_strands.overhead_rows(budget.per_pair, 5 if budget is QUICK else 20),
+            lambda: bench("strands").overhead_rows(budget.per_pair, 5 if budget is QUICK else 20),
         ),
-        ("adapters: Agent Framework tokens per request", bench_agent_framework.token_rows),
+        (
+            "adapters: Agent Framework tokens per request",
+            lambda: bench("agent_framework").token_rows(),
+        ),
         (
             "adapters: Agent Framework per call",
-            lambda: bench_agent_framework.overhead_rows(
+            lambda: bench("agent_framework").overhead_rows(
                 budget.per_pair, 5 if budget is QUICK else 20
             ),
         ),
-        ("adapters: open + first call", lambda: bench_open.rows(budget.per_pair)),
+        ("adapters: open + first call", lambda: bench("open").rows(budget.per_pair)),
         (
             "adapters: CrewAI per call",
-            lambda: bench_adapters.crewai_rows(budget.per_pair, 5 if budget is QUICK else 20),
+            lambda: bench("adapters").crewai_rows(budget.per_pair, 5 if budget is QUICK else 20),
         ),
-        ("langchain middleware", lambda: bench_langchain.rows(budget.per_pair)),
-        ("web view", lambda: bench_web.rows(quick=budget is QUICK)),
-        ("postgres store", lambda: bench_postgres.rows(quick=budget is QUICK)),
-        ("fleet list", lambda: bench_fleet.rows(quick=budget is QUICK)),
+        ("langchain middleware", lambda: bench("langchain").rows(budget.per_pair)),
+        ("web view", lambda: bench("web").rows(quick=budget is QUICK)),
+        ("postgres store", lambda: bench("postgres").rows(quick=budget is QUICK)),
+        ("fleet list", lambda: bench("fleet").rows(quick=budget is QUICK)),
     ]
 
 
@@ -114,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         section_start = time.perf_counter()
         print(f"… {name}", file=sys.stderr, flush=True)
-        rows.extend(run())
+        rows.extend(unless_missing(name, "all", run))
         print(f"  {time.perf_counter() - section_start:.1f} s", file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - started
     print(markdown_table(rows) if args.markdown else text_table(rows))

@@ -32,5 +32,17 @@ def updated(page: str) -> str:
     return pattern.sub(lambda _: f"{START}\n{reference()}{END}", page)
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        epilog="example: python scripts/cli_reference.py   (then review git diff docs/cli.md)",
+    )
+    parser.parse_args(argv)
     PAGE.write_text(updated(PAGE.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"wrote {PAGE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

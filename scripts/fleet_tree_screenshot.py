@@ -5,14 +5,13 @@ python scripts/fleet_tree_screenshot.py [OUT.png]
 
 from __future__ import annotations
 
+import argparse
 import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-from playwright.sync_api import sync_playwright
 
 from dsh_tool_todo.stores.jsonl import JsonlSession
 
@@ -71,7 +70,24 @@ def fleet(directory: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[0]) if argv else HERE / "docs" / "fleet-tree.png"
+    parser = argparse.ArgumentParser(
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.splitlines()[0] if __doc__ else None,
+        epilog="example: python scripts/fleet_tree_screenshot.py /tmp/tree.png",
+    )
+    parser.add_argument(
+        "out",
+        nargs="?",
+        type=Path,
+        default=HERE / "docs" / "fleet-tree.png",
+        metavar="OUT.png",
+        help="where to write the picture (default: docs/fleet-tree.png)",
+    )
+    out = parser.parse_args(argv).out
+    if not Path(CHROMIUM).exists():
+        parser.error(f"{CHROMIUM} is missing: install it (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright  # the dev extra's; --help needs none of it
+
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         fleet(directory)

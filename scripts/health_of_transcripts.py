@@ -6,10 +6,14 @@ message) a ``turn/start``; sub-agent lines (``isSidechain``) are left out. Then
 ``dsh_tool_todo.core.health.plan_health`` runs over the result.
 
     python scripts/health_of_transcripts.py TRANSCRIPT.jsonl...
+
+Claude Code keeps its transcripts in ``~/.claude/projects/<project>/<session>.jsonl``;
+``examples/transcripts/`` holds two small hand-written ones (docs/fleet.md runs them).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections import Counter
@@ -54,17 +58,42 @@ def events_of(path: str) -> list[dict[str, Any]]:
     return events
 
 
-def main(paths: list[str]) -> int:
+def many(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def counted(found: Counter[str]) -> str:
+    """The signals of one transcript, in the order of ``KINDS``."""
+    return ", ".join(f"{kind} {found[kind]}" for kind in KINDS if found[kind]) or "no signals"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog="example: python scripts/health_of_transcripts.py "
+        "examples/transcripts/rename.jsonl examples/transcripts/release.jsonl",
+    )
+    parser.add_argument(
+        "paths", nargs="+", metavar="TRANSCRIPT.jsonl", help="a Claude Code session transcript"
+    )
+    paths: list[str] = parser.parse_args(argv).paths
     total: Counter[str] = Counter()
     writes = turns = 0
     for path in paths:
-        events = events_of(path)
-        writes += sum(1 for e in events if e["type"] == "todo/write")
-        turns += sum(1 for e in events if e["type"] == "turn/start")
-        found = Counter(signal.kind for signal in plan_health(events))
+        try:
+            events = events_of(path)
+        except (OSError, UnicodeDecodeError) as error:
+            parser.error(f"cannot read {path}: {error}")
+        own_writes = sum(1 for e in events if e["type"] == "todo/write")
+        own_turns = sum(1 for e in events if e["type"] == "turn/start")
+        found: Counter[str] = Counter(signal.kind for signal in plan_health(events))
+        writes, turns = writes + own_writes, turns + own_turns
         total.update(found)
-        print(path, dict(found))
-    print(f"{len(paths)} transcripts, {turns} user turns, {writes} TodoWrite calls")
+        shown = f"{many(own_turns, 'user turn')}, {many(own_writes, 'TodoWrite call')}"
+        print(f"{path}: {shown}; {counted(found)}")
+    shown = f"{many(turns, 'user turn')}, {many(writes, 'TodoWrite call')}"
+    print(f"{many(len(paths), 'transcript')}, {shown}")
     for kind in KINDS:
         share = f"{total[kind] / writes:.1%}" if writes else "-"
         print(f"  {kind:18} {total[kind]:4}  ({share} of writes)")
@@ -72,4 +101,4 @@ def main(paths: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

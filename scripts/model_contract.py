@@ -6,6 +6,7 @@ Run: python scripts/model_contract.py      (tests/core/test_contract.py fails wh
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import string
@@ -162,5 +163,18 @@ def updated(page: str) -> str:
     return page
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        epilog="example: python scripts/model_contract.py   (then review git diff "
+        "docs/model-contract.md)",
+    )
+    parser.parse_args(argv)
     PAGE.write_text(updated(PAGE.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"wrote {PAGE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

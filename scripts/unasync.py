@@ -71,7 +71,10 @@ def formatted(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="example: python scripts/unasync.py --check   (what .ci/run runs)",
+    )
     parser.add_argument("--check", action="store_true", help="fail if session.py is stale")
     args = parser.parse_args(argv)
     wanted = formatted(unasync(SOURCE.read_text(encoding="utf-8")))

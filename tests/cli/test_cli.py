@@ -527,3 +527,18 @@ def test_the_health_under_a_log_files_plan_is_read_without_an_event_loop(
 
     monkeypatch.setattr(asyncio.events, "new_event_loop", no_loop)
     assert [signal.kind for signal in turn_signals(str(log))] == ["unchanged", "unchanged"]
+
+
+def test_sessions_json_written_a_root_at_a_time_is_one_json_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dsh_tool_todo.cli import main
+
+    for name in ("a", "b", "café"):
+        with JsonlSession(tmp_path / f"{name}.jsonl") as session:
+            session.append(EVENT_TYPE, {"todos": [{"content": name, "status": "pending"}]})
+    assert main(["sessions", str(tmp_path), "--json"]) == 0
+    printed = capsys.readouterr().out
+    document = json.loads(printed)
+    assert printed == json.dumps(document) + "\n"
+    assert sorted(node["key"] for node in document["sessions"]) == ["a", "b", "café"]

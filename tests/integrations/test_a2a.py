@@ -9,7 +9,10 @@ ends with one plan artifact, the last.
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import json
+import re
 import socket
 import subprocess
 import sys
@@ -331,3 +334,48 @@ def test_over_http_the_client_sees_each_plan_while_the_task_runs() -> None:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+# --- the page's recipe ------------------------------------------------------------------------
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "wire-formats.md"
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def test_the_wire_formats_page_serves_its_agent_and_its_client_reads_the_plans(
+    tmp_path: Path,
+) -> None:
+    """The A2A section shows what the SDK's server needs (a task store and the agent card
+    beside the executor) and the client that reads the plan; its code, run after the page's
+    blocks before it (they define the plan it sends), serves and reads each plan."""
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index("\n## A2A\n")
+    section = text[start : text.index("\n## ", start + 1)]
+    code = "\n".join(PYTHON_BLOCK.findall(section))
+    calls = {
+        node.func.id: {keyword.arg for keyword in node.keywords}
+        for node in ast.walk(ast.parse(code))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    assert {"agent_executor", "task_store", "agent_card"} <= calls.get(
+        "DefaultRequestHandler", set()
+    )
+    assert "send_message" in code, "the page shows the client that reads the plan"
+
+    before = "\n".join(PYTHON_BLOCK.findall(text[:start]))
+    script = tmp_path / "a2a_page.py"
+    script.write_text(f"{before}\n{code}\nprint(json.dumps(plans))\n", encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-W", "error", str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    plans = json.loads(run.stdout.splitlines()[-1])
+    assert [[item["status"] for item in plan] for plan in plans] == [
+        ["completed", "in_progress"],
+        ["completed", "completed"],
+    ]

@@ -10,9 +10,13 @@ middleware pipeline) is the framework's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -364,3 +368,46 @@ def test_no_reminder_when_nothing_is_compacted() -> None:
     asyncio.run(Agent(client=client, tools=[lookup], context_providers=[provider]).run("go"))
     reminder = plan_reminder(PLAN["todos"])
     assert all(reminder not in texts_of(r["messages"]) for r in client.requests)
+
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations" / "agent-framework.md"
+
+
+def test_the_pages_scripted_client_streams_as_well() -> None:
+    """docs/integrations/agent-framework.md's End to end client answers ``stream=True``: the
+    refusal and the plan come through a streamed run as through an awaited one, and a text
+    arrives in pieces (tests/test_docs.py runs the page's own blocks)."""
+    section = PAGE.read_text(encoding="utf-8").partition("\n## End to end\n")[2]
+    blocks = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)
+    page: dict[str, Any] = {"__name__": "page"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(blocks[0], page)  # the client, and the page's own awaited run
+    plan = page["plan"]
+    model = page["Scripted"]([("c1", {**plan, "merge": True}), ("c2", plan), "Planned it all."])
+    owners = OwnerRegistry()
+    provider = TodoWriteProvider(allow_parallel_in_progress=False, owners=owners)
+    agent = Agent(client=model, context_providers=[provider])
+    session = agent.create_session()
+
+    async def streamed() -> list[str]:
+        return [update.text async for update in agent.run("Plan it", session=session, stream=True)]
+
+    texts = [text for text in asyncio.run(streamed()) if text]
+
+    assert texts == ["Planned ", "it ", "all."]
+    refused, recorded = (
+        content
+        for message in model.requests[-1]
+        for content in message.contents
+        if content.type == "function_result"
+    )
+    assert str(refused.result).startswith("Error: invalid todos: unknown argument `merge`")
+    assert refused.exception == refused.result
+    assert (recorded.result, recorded.exception) == (
+        "Updated todo list: 0 pending, 1 in progress, 0 completed.",
+        None,
+    )
+    assert owners.session(session.session_id).latest([EVENT_TYPE])["data"] == {
+        **plan,
+        "callId": "c2",
+    }

@@ -305,20 +305,52 @@ def test_the_readme_row(readme: str, tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert_shown(tmp_path, lines.watch, "ada")
 
 
-def test_the_docs_page_runs_as_printed(tmp_path: Path) -> None:
-    """docs/integrations/crewai.md's blocks, as tests/test_docs.py runs every other page's."""
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def run_blocks(blocks: Sequence[str], where: Path) -> str:
+    """``blocks`` as one script in an empty directory, under ``-W error`` and the one filter
+    the page tells a reader to add for it (crewai.rag's ImportWarning); its stdout."""
     import subprocess
     import sys
 
     page = (ROOT / "docs" / "integrations" / "crewai.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"^```python\n(.*?)^```", page, re.S | re.M)
-    assert blocks
-    script = tmp_path / "example.py"
+    printed = re.findall(r'-W "(ignore:[^"]+:ImportWarning)"', page)
+    assert printed, "the page names the -W filter for crewai.rag's ImportWarning"
+    script = where / "example.py"
     script.write_text("\n".join(blocks), encoding="utf-8")
     run = subprocess.run(
-        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        [sys.executable, "-W", "error", "-W", printed[0], str(script)],
+        cwd=where,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+def test_the_docs_page_runs_as_printed(tmp_path: Path) -> None:
+    """docs/integrations/crewai.md's blocks, as tests/test_docs.py runs every other page's."""
+    page = (ROOT / "docs" / "integrations" / "crewai.md").read_text(encoding="utf-8")
+    blocks = PYTHON_BLOCK.findall(page)
+    assert blocks
+    run_blocks(blocks, tmp_path)
+
+
+def test_the_end_to_end_section_runs_alone_and_shows_the_reminder(tmp_path: Path) -> None:
+    """Its blocks need nothing from the page above them, and the scripted LLM's ``acall``
+    lets CrewAI summarise, so the compaction reminder is seen from the page."""
+    page = (ROOT / "docs" / "integrations" / "crewai.md").read_text(encoding="utf-8")
+    section = page.partition("\n## End to end\n")[2].partition("\n## ")[0]
+    blocks = PYTHON_BLOCK.findall(section)
+    assert len(blocks) == 2
+    shown = run_blocks(blocks, tmp_path)
+    reminder = plan_reminder([{"content": "Draft the notes", "status": "in_progress"}])
+    assert reminder is not None
+    assert reminder in shown
+    assert shown.startswith("Error: ")  # the refusal the first block prints
 
 
 def test_the_docs_page_imports_only_what_it_says_to_install() -> None:

@@ -23,7 +23,11 @@ if sys.version_info < (3, 11):  # pragma: no cover - the extra's marker leaves d
 
 import json
 import os
+import re
+import shlex
+import signal
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +41,7 @@ from tests.integrations.dbos_plans import PLANS
 from tests.stores.conftest import admin_connection, database_dsn, fresh_database
 
 WORKER = Path(__file__).with_name("dbos_worker.py")
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations" / "durable.md"
 CYCLE_TIMEOUT = 120  # seconds for one process; a cycle takes about 10 s on this machine
 
 
@@ -143,3 +148,97 @@ def test_a_kill_inside_the_turn_step_leaves_an_empty_turn_and_one_snapshot_per_c
     log = tmp_path / "agent.jsonl"
     killed_then_recovered(system_db, f"jsonl:{log}", "turn")
     assert_one_snapshot_per_call(read_events(log), turns=2)
+
+
+# --- the page's recipe, as printed ----------------------------------------------------------
+
+PAGE_MODEL = '"openai:gpt-5.2"'
+PAGE_STORE = "postgresql://127.0.0.1/app"
+PAGE_SYSTEM_DB = "postgresql://127.0.0.1/app_dbos"
+PAGE_SESSION = "agent-7"
+
+
+def page_recipe() -> tuple[str, list[list[str]]]:
+    """The page's Python block, and the commands of its shell block (comments dropped)."""
+    text = PAGE.read_text(encoding="utf-8")
+    (code,) = re.findall(r"^```py\n(.*?)^```", text, re.S | re.M)
+    (shell,) = re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M)
+    commands = [shlex.split(line, comments=True) for line in shell.splitlines() if line.strip()]
+    return code, commands
+
+
+def page_script(code: str, store: str, system_db: str) -> str:
+    """The page's code on this test's databases, with the scripted model for the real one."""
+    for printed in (PAGE_MODEL, f'"{PAGE_SYSTEM_DB}"', f'"{PAGE_STORE}"'):
+        assert code.count(printed) == 1, f"the page's code no longer holds {printed} once"
+    code = code.replace(f'"{PAGE_SYSTEM_DB}"', repr(system_db))
+    code = code.replace(f'"{PAGE_STORE}"', repr(store))
+    prelude = (
+        f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "from dbos_page_model import MODEL\n"
+    )
+    return prelude + code.replace(PAGE_MODEL, "MODEL")
+
+
+def page_command(words: list[str], script: Path, store: str) -> list[str]:
+    """A printed command, run with this test's interpreter, script and store."""
+    if words[0] == "dsh-todo":
+        return [
+            sys.executable,
+            "-m",
+            "dsh_tool_todo",
+            *(store if w == PAGE_STORE else w for w in words[1:]),
+        ]
+    assert words[:2] == ["python", "agent.py"], words
+    return [sys.executable, str(script), *words[2:]]
+
+
+def writes_in(dsn: str) -> int:
+    return sum(event["type"] == EVENT_TYPE for event in postgres_events(dsn, PAGE_SESSION))
+
+
+def test_the_pages_recipe_resumes_a_run_killed_with_kill_9(system_db: str, tmp_path: Path) -> None:
+    code, (init, run, recover) = page_recipe()
+    assert init[:3] == ["dsh-todo", "db", "init"], "the page sets up the table first"
+    assert recover == [*run, "--recover"], "the recovery names the run's workflow id"
+    env = dict(os.environ, DBOS__LOGLEVEL="WARNING", PYTHONWARNINGS="error")
+    with fresh_database() as dsn:
+        store = database_dsn_url(psycopg.conninfo.conninfo_to_dict(dsn)["dbname"])
+        script = tmp_path / "agent.py"
+        script.write_text(page_script(code, store, system_db), encoding="utf-8")
+        setup = subprocess.run(
+            page_command(init, script, store), capture_output=True, text=True, timeout=CYCLE_TIMEOUT
+        )
+        assert setup.returncode == 0, setup.stderr
+
+        # the run: killed from outside while its third model step is in flight
+        first = subprocess.Popen(
+            page_command(run, script, store),
+            env=dict(env, DSH_TODO_TEST_HOLD_AT="2"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            deadline = time.monotonic() + CYCLE_TIMEOUT
+            while writes_in(dsn) < 2:
+                assert first.poll() is None, first.communicate()[1][-3000:]
+                assert time.monotonic() < deadline, "the run recorded no two plans in time"
+                time.sleep(0.05)
+            os.kill(first.pid, signal.SIGKILL)
+            assert first.wait(timeout=CYCLE_TIMEOUT) == -signal.SIGKILL
+        finally:
+            first.kill()
+            first.communicate()
+        assert writes_in(dsn) == 2
+
+        second = subprocess.run(
+            page_command(recover, script, store),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=CYCLE_TIMEOUT,
+        )
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert second.stdout.splitlines()[-1] == "Done."  # the resumed run's own result
+        assert_one_snapshot_per_call(postgres_events(dsn, PAGE_SESSION))

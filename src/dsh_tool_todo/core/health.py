@@ -114,6 +114,7 @@ class Signal:
 
 
 Snapshot = Sequence[Mapping[str, Any]]
+Pairs = tuple[tuple[str, Any], ...]
 
 
 # The turn's signals, newest first, each cell sharing the ones before it: a step adds its
@@ -126,7 +127,7 @@ class HealthState:
     """Where the fold is: the turn's previous snapshot, the current in-progress run, and the
     signals of the turn so far."""
 
-    previous: Snapshot | None = None
+    previous: Pairs | None = None  # the previous write's items as (content, status)
     run: tuple[str, int] | None = None  # (content in progress, consecutive writes)
     found: _Found = field(default=None, repr=False, compare=False)
     # The fold began inside a turn and has read none of its writes yet: a run in progress at
@@ -158,7 +159,7 @@ def step(state: HealthState, event: Mapping[str, Any], options: HealthOptions) -
         return state  # a broken write: a reader refuses the log; here it raises no signal
     seq = event.get("seq", -1)
     seq = seq if type(seq) is int else -1
-    current = [item for item in todos if isinstance(item, Mapping)]
+    current = _pairs(todos)
     found: list[Signal] = []
     previous = state.previous
     if previous is not None:
@@ -178,12 +179,23 @@ def step(state: HealthState, event: Mapping[str, Any], options: HealthOptions) -
     return HealthState(current, run, chain, run_open=run_open)
 
 
-def _compare(
-    previous: Snapshot, current: Snapshot, seq: int, options: HealthOptions
-) -> list[Signal]:
+def _pairs(todos: list[Any]) -> Pairs:
+    """A write's items as (content, status), read once: every comparison works on these."""
+    pairs = []
+    for item in todos:
+        # a plain dict first: the ABC check costs more than the rest of a write's step
+        if type(item) is dict or isinstance(item, Mapping):
+            content = item.get("content")
+            pairs.append((content if type(content) is str else repr(content), item.get("status")))
+    return tuple(pairs)
+
+
+def _compare(previous: Pairs, current: Pairs, seq: int, options: HealthOptions) -> list[Signal]:
     found: list[Signal] = []
-    before = {_content(item): item.get("status") for item in previous}
-    after = {_content(item): item.get("status") for item in current}
+    if previous == current:  # the common case of a write that changed nothing: one check
+        return [Signal("unchanged", seq)]
+    before = dict(previous)
+    after = dict(current)
     dropped = tuple(
         content
         for content, status in before.items()
@@ -202,30 +214,16 @@ def _compare(
         finished = tuple(c for c in after if before.get(c) != "completed")
         if len(finished) >= options.all_done_at_once:
             found.append(Signal("all_done_at_once", seq, finished, len(finished)))
-    if _same(previous, current):
-        found.append(Signal("unchanged", seq))
     return found
 
 
-def _run(run: tuple[str, int] | None, current: Snapshot) -> tuple[str, int] | None:
-    active = [_content(item) for item in current if item.get("status") == "in_progress"]
+def _run(run: tuple[str, int] | None, current: Pairs) -> tuple[str, int] | None:
+    active = [content for content, status in current if status == "in_progress"]
     if run is not None and run[0] in active:
         return (run[0], run[1] + 1)
     if active:
         return (active[0], 1)  # with parallel work allowed, the first one is followed
     return None
-
-
-def _content(item: Mapping[str, Any]) -> str:
-    content = item.get("content")
-    return content if isinstance(content, str) else repr(content)
-
-
-def _same(previous: Snapshot, current: Snapshot) -> bool:
-    return len(previous) == len(current) and all(
-        _content(a) == _content(b) and a.get("status") == b.get("status")
-        for a, b in zip(previous, current, strict=True)
-    )
 
 
 def plan_health(
