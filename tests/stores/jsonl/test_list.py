@@ -242,3 +242,26 @@ def test_a_held_list_lets_its_watch_go_when_closed_and_reads_anew_on_another_loo
         return count, watch is not None and not watch.active
 
     assert run_within(second()) == (2, True)
+
+
+def test_a_directory_deleted_and_made_again_is_watched_again(tmp_path: Path) -> None:
+    served = tmp_path / "logs"
+    served.mkdir()
+    (served / "a.jsonl").write_bytes(line(0, EVENT_TYPE, PLAN))
+    # polled once a minute: only a watch can tell the new log in time
+    reader = JsonlReader(served, watch=True, list_interval=60.0)
+
+    async def go() -> frozenset[str]:
+        changes = reader.changes()
+        first = asyncio.ensure_future(anext(changes))
+        await asyncio.sleep(0.2)
+        (served / "a.jsonl").unlink()
+        served.rmdir()
+        assert await first == frozenset({"a"})  # gone with its directory
+        served.mkdir()
+        (served / "b.jsonl").write_bytes(line(0, EVENT_TYPE, PLAN))
+        told = await anext(changes)
+        await changes.aclose()
+        return told
+
+    assert run_within(go()) == frozenset({"b"})

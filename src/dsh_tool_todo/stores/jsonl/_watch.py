@@ -101,7 +101,9 @@ class DirectoryWatch:
                 return None
             fd = self._open()
             if fd is None:
-                self._failed = True
+                # the OS cannot watch: never ask again; a directory gone (deleted, to be made
+                # again) is asked for again by the next start
+                self._failed = os.path.isdir(self.directory)
                 return None
             self._fd, self._loop = fd, loop
             self._opened += 1

@@ -245,6 +245,15 @@ class JsonlReader:
         try:
             await asyncio.to_thread(self._reindex, index, linked, None)
             while True:
+                if watch is not None and not watch.active:
+                    # the directory went (its watch with it) and is polled: watch it again
+                    # once it is back, so a log made in it is told at once
+                    restarted = watch.start()
+                    if restarted is not None:
+                        stop = restarted
+                        if forget is None:
+                            forget = watch.listen(told)
+                        told()  # what was made before the new watch: one full read
                 if not await _woken(watch, wake, self.list_resync, told, self.list_interval):
                     everything = True  # polled: nothing names what changed
                 wake.clear()
@@ -270,7 +279,10 @@ class JsonlReader:
         if files is not None:
             return _index.update(self._root, index, linked, files)
         links: set[str] = set()
-        fresh = self._scan(links)
+        try:
+            fresh = self._scan(links)
+        except StoreUnavailable:  # the directory is gone: every session with it, for now
+            fresh, links = {}, set()
         changed = {
             name for name in fresh.keys() | index.keys() if fresh.get(name) != index.get(name)
         }
