@@ -12,16 +12,43 @@ command runs (0, docs/cli.md). Everything else is :func:`dsh_tool_todo.cli.main`
 
 
 def main() -> int:
+    import signal
+
+    interrupted: list[int] = []
+
+    def on_ctrl_c(signum: int, frame: object) -> None:
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    # A Ctrl-C inside an extension module's start (pydantic-core's, say) can surface as
+    # another exception than KeyboardInterrupt (a Rust panic): the flag tells it apart
+    # from an install that is broken, which still fails loudly.
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.SIG_IGN:  # started with Ctrl-C ignored: it stays ignored
+        signal.signal(signal.SIGINT, on_ctrl_c)
     try:
         from dsh_tool_todo.cli import main as run
-
+    except KeyboardInterrupt:
+        return _interrupted()
+    except BaseException:
+        if not interrupted:
+            raise
+        return _interrupted()
+    finally:
+        if previous is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, previous)
+    try:
         return run()
     except KeyboardInterrupt:
-        # Handled here, the interrupt still leaves CPython's "unhandled KeyboardInterrupt"
-        # flag set when it escaped a string being run (a dataclass made during an import):
-        # running a string clears it, or the interpreter would end itself with SIGINT.
-        import contextlib  # here: see the note at the top
+        return _interrupted()
 
-        with contextlib.suppress(Exception):  # an audit hook may refuse it
-            exec("")
-        return 0
+
+def _interrupted() -> int:
+    import contextlib  # here: see the note at the top
+
+    # Handled here, the interrupt still leaves CPython's "unhandled KeyboardInterrupt" flag
+    # set when it escaped a string being run (a dataclass made during an import): running a
+    # string clears it, or the interpreter would end itself with SIGINT.
+    with contextlib.suppress(Exception):  # an audit hook may refuse it
+        exec("")
+    return 0

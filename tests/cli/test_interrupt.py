@@ -32,6 +32,40 @@ sys.exit(_dsh_todo.main())
 """
 
 
+# The same moment in an extension module's start, where the interrupt surfaces as another
+# exception (pyo3 turns it into a PanicException, a BaseException)
+PANICKED_AT_IMPORT = """
+import signal, sys
+class PanicException(BaseException):
+    pass
+class Panic:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pydantic_core":
+            try:
+                signal.raise_signal(signal.SIGINT)
+            except KeyboardInterrupt:
+                raise PanicException("failed to import the datetime C API") from None
+        return None
+sys.meta_path.insert(0, Panic())
+sys.argv = ["dsh-todo", "show", {log!r}]
+import _dsh_todo
+sys.exit(_dsh_todo.main())
+"""
+
+BROKEN_AT_IMPORT = """
+import sys
+class Broken:
+    def find_spec(self, name, path=None, target=None):
+        if name == "pydantic_core":
+            raise ImportError("a broken install")
+        return None
+sys.meta_path.insert(0, Broken())
+sys.argv = ["dsh-todo", "show", {log!r}]
+import _dsh_todo
+sys.exit(_dsh_todo.main())
+"""
+
+
 def a_log(directory: Path) -> str:
     from dsh_tool_todo.stores.jsonl import JsonlSession
 
@@ -50,11 +84,24 @@ def test_a_ctrl_c_during_the_imports_ends_quietly_with_status_0(
     assert (run.returncode, run.stderr) == (0, "")
 
 
+def test_a_ctrl_c_that_an_extension_turns_into_a_panic_ends_quietly_too(tmp_path: Path) -> None:
+    script = PANICKED_AT_IMPORT.format(log=a_log(tmp_path))
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stderr) == (0, "")
+
+
+def test_a_broken_install_still_fails_loudly(tmp_path: Path) -> None:
+    script = BROKEN_AT_IMPORT.format(log=a_log(tmp_path))
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    assert "ImportError: a broken install" in run.stderr
+
+
 def test_a_ctrl_c_at_any_moment_of_the_start_prints_no_traceback(tmp_path: Path) -> None:
     command = shutil.which("dsh-todo", path=os.path.dirname(sys.executable))
     assert command is not None, "the dsh-todo script is installed beside this Python"
     log = a_log(tmp_path)
-    for delay in (0.02, 0.05, 0.08, 0.12, 0.16, 0.2, 0.3, 0.5):
+    for delay in (0.02, 0.03, 0.035, 0.04, 0.045, 0.05, 0.08, 0.12, 0.16, 0.2, 0.3, 0.5):
         child = subprocess.Popen(
             [command, "watch", log, "--interval", "0.05"],
             stdout=subprocess.DEVNULL,
