@@ -203,3 +203,31 @@ def test_new_agent_refuses_a_parent_for_a_session_that_links_asynchronously() ->
     with pytest.raises(UsageError, match=r"links asynchronously: `await session\.link"):
         new_host().new_agent(session, parent="lead")  # no un-awaited coroutine is left
     assert session.events == []
+
+
+def test_an_end_records_its_outcome_and_a_short_storable_error() -> None:
+    from dsh_tool_todo.core.links import End, end_data, end_of
+
+    assert end_data("finished") == {"outcome": "finished"}
+    failed = end_data("failed", "boom\0\udc80" + "x" * 500)
+    assert failed["error"].startswith("boom??")
+    assert len(failed["error"]) == 200
+    failed["error"].encode("utf-8")  # storable: no lone surrogate
+    event = {"seq": 4, "type": "session/end", "data": failed}
+    assert end_of(event) == End("failed", failed["error"])
+    assert end_of({"seq": 4, "type": "session/end", "data": {"outcome": "won"}}) is None
+    assert end_of({"seq": 4, "type": "session/link", "data": failed}) is None
+
+
+@pytest.mark.parametrize(
+    ("outcome", "error", "said"),
+    [
+        ("done", None, r"outcome must be one of finished, failed, not 'done'"),
+        ("failed", 5, r"error must be a str or None, not 5"),
+    ],
+)
+def test_a_bad_end_is_refused(outcome: object, error: object, said: str) -> None:
+    from dsh_tool_todo.core.links import end_data
+
+    with pytest.raises(UsageError, match=said):
+        end_data(outcome, error)

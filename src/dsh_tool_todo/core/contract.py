@@ -14,6 +14,7 @@ __all__ = [
     "LINK_EVENT_TYPE",
     "NOT_RECORDED",
     "NO_OWNER",
+    "SESSION_END_EVENT_TYPE",
     "STATUSES",
     "SUCCESS_TEXT",
     "TOOL_NAME",
@@ -28,6 +29,9 @@ tool-call id. Not model-visible; readers and the ``todos`` projection ignore it.
 TURN_START = "turn/start"
 LINK_EVENT_TYPE = (
     "session/link"  # host metadata at the head of a sub-agent's log; never shown to the model
+)
+SESSION_END_EVENT_TYPE = (
+    "session/end"  # host metadata: a delegated run's session ended; never shown to the model
 )
 STATUSES = ("pending", "in_progress", "completed")
 

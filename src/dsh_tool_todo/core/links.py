@@ -29,10 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import LinkConflict, UsageError
-from .contract import LINK_EVENT_TYPE
+from .contract import LINK_EVENT_TYPE, SESSION_END_EVENT_TYPE
 
 __all__ = [
+    "End",
     "Link",
+    "end_of",
     "link_of",
 ]
 
@@ -130,6 +132,47 @@ def decide_link(
             "without a parent, or start a new log for the new parent"
         )
     return False
+
+
+OUTCOMES = ("finished", "failed")
+OUTCOME_KEY = "outcome"
+ERROR_KEY = "error"
+MAX_ERROR_CHARS = 200  # a short reason for a person: the full one is in the framework's log
+
+
+@dataclass(frozen=True)
+class End:
+    """How a delegated run's session ended, as its log records it: ``finished`` (the delegating
+    call returned) or ``failed`` (it raised; ``error`` says why, shortly)."""
+
+    outcome: str
+    error: str | None = None
+
+
+def end_data(outcome: object, error: object = None) -> dict[str, str]:
+    """The data of the ``session/end`` event a link wrapper appends to a sub-agent's session
+    when the delegating call returns (``finished``) or raises (``failed``, with ``error``)."""
+    if outcome not in OUTCOMES:
+        raise UsageError(f"outcome must be one of {', '.join(OUTCOMES)}, not {_shown(outcome)}")
+    data = {OUTCOME_KEY: str(outcome)}
+    if error is not None:
+        if not isinstance(error, str):
+            raise UsageError(f"error must be a str or None, not {_shown(error)}")
+        # stored as text anywhere: no lone surrogate, no NUL (neither fits PostgreSQL)
+        text = error.encode("utf-8", "replace").decode().replace("\0", "?")
+        data[ERROR_KEY] = text[:MAX_ERROR_CHARS]
+    return data
+
+
+def end_of(event: Mapping[str, Any] | None) -> End | None:
+    """The end ``event`` records, or ``None`` when it is no well-formed ``session/end``."""
+    if event is None or event.get("type") != SESSION_END_EVENT_TYPE:
+        return None
+    data = event.get("data")
+    if not isinstance(data, Mapping) or data.get(OUTCOME_KEY) not in OUTCOMES:
+        return None
+    error = data.get(ERROR_KEY)
+    return End(data[OUTCOME_KEY], error if isinstance(error, str) and error else None)
 
 
 def _shown(value: object) -> str:
