@@ -86,7 +86,9 @@ class SessionNotFound(TodoError, LookupError):
 
 
 class LogReplaced(TodoError):
-    """The log a follower reads was replaced, cut short or deleted: start over from a snapshot."""
+    """The log a follower reads was replaced, cut short or deleted: start over from a snapshot.
+    Also a JSONL writer's, when its file was deleted, moved or replaced under it: the append
+    was not recorded and the session is closed; open the log again."""
 
 
 class StoreUnavailable(TodoError, ConnectionError):

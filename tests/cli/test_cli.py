@@ -377,7 +377,9 @@ def test_watch_without_wait_says_how_to_wait(tmp_path: Path) -> None:
 
     assert_usage_error(
         dsh_todo("watch", str(log), check=False),
-        re.escape(f"{log}: no such session log (to wait for it to appear: dsh-todo watch --wait)"),
+        re.escape(
+            f"{log}: no such session log (to wait for it to appear: dsh-todo watch {log} --wait)"
+        ),
     )
 
 

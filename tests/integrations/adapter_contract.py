@@ -10,7 +10,9 @@ Each check asserts what the model reads and what the session recorded:
 - a refused call reaches the model through the framework's error channel with
   the tool's own text, and records nothing;
 - a valid call whose append fails reads ``NOT_RECORDED``, its cause logged on
-  the ``dsh_tool_todo`` logger;
+  the ``dsh_tool_todo`` logger, and so does one whose owner's session its store
+  cannot open (the log held by another writer, the store out of reach, a file
+  system that refuses);
 - the calls of one owner are recorded one at a time, in call order, even when
   the framework runs them concurrently;
 - the framework's tool-call id is recorded beside the list (``callId``), or
@@ -22,6 +24,7 @@ Each check asserts what the model reads and what the session recorded:
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import os
@@ -34,6 +37,7 @@ from dsh_tool_todo import todo_write_tool
 from dsh_tool_todo.core import contract
 from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.core.schema import parameters
+from dsh_tool_todo.errors import LogBusy, StoreUnavailable
 from dsh_tool_todo.stores.jsonl import JsonlSession
 from dsh_tool_todo.stores.memory import MemorySession
 
@@ -44,6 +48,8 @@ __all__ = [
     "RecordingSession",
     "Reply",
     "SlowSession",
+    "Unopenable",
+    "opener",
 ]
 
 PLAN_A = {"todos": [{"content": "Read the code", "status": "in_progress"}]}
@@ -102,6 +108,26 @@ class FailingSession(RecordingSession):
         raise OSError(28, CAUSE)
 
 
+class Unopenable(RecordingSession):
+    """Stands for a session its store cannot open: a registry a driver builds on it
+    (``OwnerRegistry(open_session=opener(session))``) raises ``error`` when it opens one."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+    def open(self, key: str) -> RecordingSession:
+        raise self.error
+
+
+def opener(session: Any) -> Callable[[str], Any]:
+    """The ``open_session`` of a driver's registry, whose every owner is ``session``, or for
+    an :class:`Unopenable`, whose store cannot open any owner's session."""
+    if isinstance(session, Unopenable):
+        return session.open
+    return lambda key: session
+
+
 class SlowSession(RecordingSession):
     """An async ``append`` that yields mid-write and notes any overlapping append."""
 
@@ -138,22 +164,41 @@ def check_refusal_through_the_error_channel(driver: Driver) -> None:
     assert session.data == []
 
 
-def check_not_recorded_with_the_cause_logged(driver: Driver) -> None:
+def _turn_logging_errors(driver: Driver, session: Any) -> tuple[Reply, list[str]]:
+    """One call's reply, and the ERROR messages the ``dsh_tool_todo`` logger got meanwhile."""
     records: list[logging.LogRecord] = []
     handler = logging.Handler()
     handler.emit = records.append  # type: ignore[method-assign]
     logger = logging.getLogger("dsh_tool_todo")
     logger.addHandler(handler)
     try:
-        (reply,) = driver.turn([("c-1", PLAN_A)], FailingSession())
+        (reply,) = driver.turn([("c-1", PLAN_A)], session)
     finally:
         logger.removeHandler(handler)
+    return reply, [r.getMessage() for r in records if r.levelno == logging.ERROR]
+
+
+def check_not_recorded_with_the_cause_logged(driver: Driver) -> None:
+    reply, errors = _turn_logging_errors(driver, FailingSession())
     assert reply.text == contract.NOT_RECORDED
     assert reply.error in (True, None)
-    (record,) = [r for r in records if r.levelno == logging.ERROR]
-    assert record.name == "dsh_tool_todo"
-    assert "was not recorded" in record.getMessage()
-    assert CAUSE in record.getMessage()
+    (message,) = errors
+    assert "was not recorded" in message
+    assert CAUSE in message
+
+
+def check_unopened_not_recorded_with_the_cause_logged(driver: Driver) -> None:
+    for cause in (
+        LogBusy("me.jsonl: another session is writing this log (one writer per log)"),
+        StoreUnavailable("session 'me' on PostgreSQL at 127.0.0.1:1/none: refused"),
+        OSError(errno.EEXIST, "File exists"),
+    ):
+        reply, errors = _turn_logging_errors(driver, Unopenable(cause))
+        assert reply.text == contract.NOT_RECORDED
+        assert reply.error in (True, None)
+        (message,) = errors
+        assert "was not recorded" in message
+        assert f"its session could not be opened: {cause}" in message
 
 
 def check_calls_of_one_owner_serialised(driver: Driver) -> None:
@@ -206,6 +251,7 @@ CHECKS: dict[str, Callable[[Driver], None]] = {
     "offered": check_offered_exactly_ours,
     "refusal": check_refusal_through_the_error_channel,
     "not_recorded": check_not_recorded_with_the_cause_logged,
+    "unopened": check_unopened_not_recorded_with_the_cause_logged,
     "serialised": check_calls_of_one_owner_serialised,
     "call_id": check_call_id_recorded,
     "repeated_call_id": check_repeated_call_id_records_once,

@@ -24,13 +24,21 @@ from dsh_tool_todo.integrations.mcp import build_server
 from dsh_tool_todo.integrations.openai_agents import todo_write_function_tool
 from dsh_tool_todo.integrations.pydantic_ai import todo_write_toolset
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
+from tests.integrations.adapter_contract import (
+    CHECKS,
+    Driver,
+    RecordingSession,
+    Reply,
+    Unopenable,
+    opener,
+)
 from tests.integrations.scripted_pydantic_ai import Script
 
 
 def registry_of(session: Any) -> OwnerRegistry:
-    """A registry whose every owner is ``session``: the adapter's own serialisation is tested."""
-    return OwnerRegistry(open_session=lambda key: session)
+    """A registry whose every owner is ``session``: the adapter's own serialisation is tested.
+    An ``Unopenable`` one is a registry whose store cannot open any owner's session."""
+    return OwnerRegistry(open_session=opener(session))
 
 
 class OpenAIAgentsDriver:
@@ -69,9 +77,11 @@ class OpenAIAgentsDriver:
 class PydanticAIDriver:
     call_ids = True
 
-    def _run(self, calls: Sequence[tuple[str, Any]], deps: Any, parallel: bool) -> Script:
+    def _run(
+        self, calls: Sequence[tuple[str, Any]], deps: Any, parallel: bool, **options: Any
+    ) -> Script:
         script = Script(*(args for _, args in calls), ids=[cid for cid, _ in calls])
-        toolset = todo_write_toolset(allow_parallel_in_progress=parallel)
+        toolset = todo_write_toolset(allow_parallel_in_progress=parallel, **options)
         asyncio.run(Agent(FunctionModel(script), toolsets=[toolset]).run("plan it", deps=deps))
         return script
 
@@ -80,7 +90,10 @@ class PydanticAIDriver:
         return definition.name, definition.description or "", definition.parameters_json_schema
 
     def turn(self, calls: Sequence[tuple[str, Any]], session: Any) -> list[Reply]:
-        script = self._run(calls, session, False)
+        if isinstance(session, Unopenable):  # the owner "me" of a registry that cannot open it
+            script = self._run(calls, "me", False, owners=registry_of(session))
+        else:
+            script = self._run(calls, session, False)
         returned = {part.tool_call_id: part for part in script.returns()}
         return [
             Reply(str(returned[cid].content), returned[cid].outcome == "failed") for cid, _ in calls

@@ -40,7 +40,7 @@ from dsh_tool_todo.integrations.agent_framework import TodoWriteProvider
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
+from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply, opener
 
 PLAN = {"todos": [{"content": "Read the code", "status": "in_progress"}]}
 Step = Sequence[tuple[str, Any]] | str
@@ -122,7 +122,7 @@ class AgentFrameworkDriver:
         return function["name"], function["description"], function["parameters"]
 
     def turn(self, calls: Sequence[tuple[str, Any]], session: Any) -> list[Reply]:
-        owners = OwnerRegistry(open_session=lambda key: session)
+        owners = OwnerRegistry(open_session=opener(session))
         provider = TodoWriteProvider(
             allow_parallel_in_progress=False, owner="me", owners=owners, start_turn=False
         )

@@ -13,13 +13,16 @@ import ast
 import asyncio
 import gc
 import inspect
+import logging
+import re
 from pathlib import Path
 
 import pytest
 
 import dsh_tool_todo
+from dsh_tool_todo.core.contract import NOT_RECORDED
 from dsh_tool_todo.core.tool import TodoWriteTool, todo_write_tool
-from dsh_tool_todo.errors import UsageError
+from dsh_tool_todo.errors import OwnerNameError, UsageError
 from dsh_tool_todo.integrations._binding import Binding, OwnerRegistry
 from tests._builders import plan
 
@@ -29,7 +32,10 @@ BINDING = INTEGRATIONS / "_binding.py"
 ALLOWED = ("dsh_tool_todo.core.contract", "dsh_tool_todo.errors", "dsh_tool_todo.plans")
 # `dsh-todo mcp`'s pieces are the CLI's: stdio_config builds the same command line from them
 KNOWN = {("claude_agent_sdk.py", "dsh_tool_todo.cli._mcp")}
-MODULES = sorted(path for path in INTEGRATIONS.rglob("*.py") if path != BINDING)
+# the binding and its delegation part (_links.py, which _binding uses) are the shared core
+MODULES = sorted(
+    path for path in INTEGRATIONS.rglob("*.py") if path not in (BINDING, INTEGRATIONS / "_links.py")
+)
 
 
 def _dotted(path: Path) -> str:
@@ -170,3 +176,39 @@ def test_an_owner_function_may_return_an_awaitable_for_the_adapter_to_await() ->
     pending = binding.key(object())
     assert inspect.isawaitable(pending)
     assert asyncio.run(pending) == "ada"
+
+
+CALLS = {
+    "call": lambda binding, args: binding.call(args, "ada").text,
+    "acall": lambda binding, args: asyncio.run(binding.acall(args, "ada")).text,
+    "atext": lambda binding, args: asyncio.run(binding.atext(args, "ada")),
+}
+
+
+@pytest.mark.parametrize("way", list(CALLS))
+def test_an_owners_log_another_writer_holds_is_not_recorded_with_the_cause_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, way: str
+) -> None:
+    binding = Binding("a", allow_parallel_in_progress=False, owner="ada", owners=tmp_path)
+    with OwnerRegistry(tmp_path) as holder:  # another process, or another registry
+        holder.call("ada", todo_write_tool(allow_parallel_in_progress=False), plan("held"))
+        with caplog.at_level(logging.ERROR, logger="dsh_tool_todo"):
+            assert CALLS[way](binding, plan("refused")) == NOT_RECORDED
+    (record,) = caplog.records
+    assert record.levelno == logging.ERROR
+    assert re.fullmatch(
+        r"todo_write for owner 'ada' was not recorded: owner 'ada': its session could not be "
+        r"opened: .*ada\.jsonl: another session is writing this log \(one writer per log\)",
+        record.getMessage(),
+    )
+    assert (
+        CALLS[way](binding, plan("later"))
+        == "Updated todo list: 1 pending, 0 in progress, 0 completed."
+    )
+    binding.owners.close()
+
+
+def test_a_key_no_file_can_be_named_by_is_still_the_developers_error(tmp_path: Path) -> None:
+    binding = Binding("a", allow_parallel_in_progress=False, owner="ada", owners=tmp_path)
+    with pytest.raises(OwnerNameError, match="encodes to"):
+        binding.call(plan("A"), "x" * 300)

@@ -51,7 +51,7 @@ from dsh_tool_todo.integrations.crewai import TodoWriteCrewTool
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
+from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply, opener
 from tests.integrations.readme_rows import PLAN as README_PLAN
 from tests.integrations.readme_rows import READMES, assert_shown, recording_home, row
 
@@ -128,7 +128,7 @@ class CrewAIDriver:
         return function["name"], function["description"], function["parameters"]
 
     def turn(self, calls: Sequence[tuple[str, Any]], session: Any) -> list[Reply]:
-        owners = OwnerRegistry(open_session=lambda key: session)
+        owners = OwnerRegistry(open_session=opener(session))
         tool = TodoWriteCrewTool(allow_parallel_in_progress=False, owner="me", owners=owners)
         steps = [[call(cid, args) for cid, args in calls]] if calls else []
         read = tool_messages(run(tool, steps))

@@ -29,7 +29,7 @@ from dsh_tool_todo.core.schema import parameters
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.google_adk import TodoWriteAdkTool
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.integrations.adapter_contract import CHECKS, Driver, Reply
+from tests.integrations.adapter_contract import CHECKS, Driver, Reply, opener
 from tests.integrations.child_import import import_where_finding_fails
 from tests.integrations.scripted_google_adk import ScriptedLlm, calls_of
 
@@ -77,7 +77,7 @@ class GoogleADKDriver:
         )
 
     def turn(self, calls: Sequence[tuple[str, Any]], session: Any) -> list[Reply]:
-        owners = OwnerRegistry(open_session=lambda key: session)
+        owners = OwnerRegistry(open_session=opener(session))
         model, _ = run(TodoWriteAdkTool(allow_parallel_in_progress=False, owners=owners), calls)
         read = responses(model)
         replies = []

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import shutil
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,20 +19,24 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from psycopg_pool import ConnectionPool
 
-from dsh_tool_todo import UsageError
+from dsh_tool_todo import UsageError, todo_write_tool
 from dsh_tool_todo.core.contract import EVENT_TYPE, NOT_RECORDED, TURN_START
+from dsh_tool_todo.errors import ToolFailure
 from dsh_tool_todo.integrations.langchain import TodoWriteMiddleware
 from dsh_tool_todo.stores import current_plan
 from dsh_tool_todo.stores.jsonl import JsonlSession, read_events
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name
+from dsh_tool_todo.stores.postgres import PostgresSession
 from tests._builders import PLAN_A, PLAN_B
 from tests.conftest import todo
 from tests.integrations.scripted_langchain import ScriptedChatModel, todo_write_call, tool_calls
 from tests.stores.conftest import pg_dsn as pg_dsn  # a database of the test's own
 
 Run = Callable[..., dict[str, Any]]
+TOOL = todo_write_tool(allow_parallel_in_progress=False)
 
 
 def thread(key: str) -> dict[str, Any]:
@@ -350,3 +356,90 @@ def test_owners_may_be_a_postgresql_url(
     result = run(agent_with(script, owners=url), "go", thread("ticket-42"))
     assert result["todos"] == PLAN_B
     assert current_plan(url, "ticket-42") == PLAN_B
+
+
+# --- a thread's session that cannot be opened --------------------------------------------
+
+
+def test_a_threads_log_another_writer_holds_is_answered_not_recorded_with_the_cause_logged(
+    run: Run, agent_with: Callable[..., Any], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    script = [tool_calls(todo_write_call(PLAN_A)), AIMessage("sorry")]
+    agent = agent_with(script, owners=tmp_path, clear_on_new_turn=False)
+    with OwnerRegistry(tmp_path) as holder:  # another process serving the same thread
+        holder.call("t1", TOOL, {"todos": PLAN_B})
+        with caplog.at_level(logging.ERROR, logger="dsh_tool_todo"):
+            result = run(agent, "fix it", thread("t1"))
+    (answer,) = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert (answer.content, answer.status) == (NOT_RECORDED, "error")
+    assert result.get("todos") is None
+    (record,) = caplog.records
+    assert "todo_write for owner 't1' was not recorded: owner 't1': its session could not be " in (
+        record.getMessage()
+    )
+    assert "t1.jsonl: another session is writing this log" in record.getMessage()
+    assert current_plan(tmp_path / "t1.jsonl") == PLAN_B  # the holder's, untouched
+
+
+def test_a_threads_log_another_writer_holds_fails_the_run_at_its_turn_start(
+    run: Run, agent_with: Callable[..., Any], tmp_path: Path
+) -> None:
+    model_script = [AIMessage("never sent")]
+    agent = agent_with(model_script, owners=tmp_path)
+    with OwnerRegistry(tmp_path) as holder:
+        holder.call("t1", TOOL, {"todos": PLAN_B})
+        with pytest.raises(
+            ToolFailure,
+            match=r"^owner 't1': its session could not be opened: .*t1\.jsonl: another session",
+        ):
+            run(agent, "fix it", thread("t1"))
+    assert model_script == [AIMessage("never sent")]
+
+
+def test_a_directory_made_a_file_mid_run_is_answered_not_recorded(
+    run: Run, agent_with: Callable[..., Any], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    place = tmp_path / "plans"
+    replies = [tool_calls(todo_write_call(PLAN_A)), tool_calls(todo_write_call(PLAN_B))]
+
+    def model(messages: list[Any]) -> AIMessage:
+        if len(replies) == 1:  # after the first call was recorded
+            shutil.rmtree(place)
+            place.write_text("a file now\n")
+        return replies.pop(0) if replies else AIMessage("sorry")
+
+    with caplog.at_level(logging.ERROR, logger="dsh_tool_todo"):
+        result = run(agent_with(model, owners=place), "fix it", thread("t1"))
+    answers = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in answers] == ["success", "error"]
+    assert answers[1].content == NOT_RECORDED
+    assert result["todos"] == PLAN_A  # the state holds only what the log held
+    assert "its session could not be opened: [Errno 17] File exists" in caplog.text
+
+
+@pytest.fixture
+def unreachable() -> Iterator[OwnerRegistry]:
+    """Owners in a PostgreSQL that cannot be reached: a pool that gives up after 0.5 s."""
+    with (
+        ConnectionPool(
+            "postgresql://postgres@127.0.0.1:1/none", min_size=1, timeout=0.5, open=True
+        ) as pool,
+        OwnerRegistry(open_session=lambda key: PostgresSession(pool, key)) as owners,
+    ):
+        yield owners
+
+
+def test_a_database_out_of_reach_is_answered_not_recorded_with_the_cause_logged(
+    run: Run,
+    agent_with: Callable[..., Any],
+    unreachable: OwnerRegistry,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    script = [tool_calls(todo_write_call(PLAN_A)), AIMessage("sorry")]
+    agent = agent_with(script, owners=unreachable, clear_on_new_turn=False)
+    with caplog.at_level(logging.ERROR, logger="dsh_tool_todo"):
+        result = run(agent, "fix it", thread("t1"))
+    (answer,) = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert (answer.content, answer.status) == (NOT_RECORDED, "error")
+    (record,) = [r for r in caplog.records if r.name == "dsh_tool_todo"]
+    assert re.search(r"its session could not be opened: .*127\.0\.0\.1:1/none", record.getMessage())

@@ -28,7 +28,7 @@ from dsh_tool_todo.core.schema import parameters
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.integrations.llama_index import TodoWriteLlamaTool, todo_write_llama_tool
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
+from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply, opener
 from tests.integrations.scripted_llama_index import Script
 
 # A workflow looks its steps up with inspect.getmembers, which touches pydantic's deprecated
@@ -58,7 +58,7 @@ def run_agent(tool: Any, script: Script, ctx_user: str | None = None) -> list[An
 
 
 def registry_of(session: Any) -> OwnerRegistry:
-    return OwnerRegistry(open_session=lambda key: session)
+    return OwnerRegistry(open_session=opener(session))
 
 
 class LlamaIndexDriver:

@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 import selectors
+import shutil
 import subprocess
 import sys
 import time
@@ -258,16 +259,17 @@ def test_strict_by_default_parallel_on_request() -> None:
 def test_a_failure_to_record_is_an_error_result_with_the_cause_logged(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    owners = OwnerRegistry(tmp_path)
-    owners.session(DEFAULT_OWNER).close()  # every append now fails: a ToolFailure
-    with caplog.at_level(logging.ERROR, logger="dsh_tool_todo"):
-        (result,) = results_of_calls(
-            build_server(allow_parallel_in_progress=False, owners=owners), PLAN
-        )
+    with OwnerRegistry(tmp_path / "plans") as owners:
+        owners.session(DEFAULT_OWNER)
+        shutil.rmtree(tmp_path / "plans")  # the open log's file is gone: its append fails
+        with caplog.at_level(logging.ERROR, logger="dsh_tool_todo"):
+            (result,) = results_of_calls(
+                build_server(allow_parallel_in_progress=False, owners=owners), PLAN
+            )
     assert result_of(result) == text_result(contract.NOT_RECORDED, error=True)
     (record,) = [r for r in caplog.records if r.name == "dsh_tool_todo"]
     assert "was not recorded" in record.getMessage()
-    assert "the session log is closed" in record.getMessage()
+    assert "the log was deleted or moved" in record.getMessage()
 
 
 def test_concurrent_calls_are_recorded_one_at_a_time_in_arrival_order() -> None:
@@ -707,7 +709,7 @@ def test_print_config_says_the_log_dir_does_not_exist_yet(tmp_path: Path) -> Non
     assert json.loads(run.stdout)["mcpServers"]["todo"]["args"][2] == str(tmp_path / "plans")
     assert run.stderr == (
         f"dsh-todo mcp: note: --log-dir {tmp_path / 'plans'} does not exist yet; the server "
-        "creates it when it starts\n"
+        "creates it when it first records\n"
     )
     assert not (tmp_path / "plans").exists()
 
@@ -1131,3 +1133,57 @@ def test_the_pages_subscription_example_runs_on_the_installed_line(tmp_path: Pat
     )
 
     assert run.returncode == 0, run.stderr
+
+
+# --- a server's own log, made by its first call -------------------------------------------
+
+
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+def test_a_server_with_no_owner_makes_no_log_until_its_first_call(
+    tmp_path: Path, mode: str
+) -> None:
+    """Every start made an empty `mcp-<date>-<time>-<pid>` log, which `show` and `watch`
+    then picked as the newest; a read of the plan before any call made it too."""
+    plans = tmp_path / "plans"
+    updates = Updates()
+
+    async def run() -> list[Any]:
+        errlog = tmp_path / "server.err"
+        async with (
+            spawned(
+                "--log-dir", str(plans), errlog=errlog, message_handler=updates.handler, mode=mode
+            ) as client,
+            subscribed(client, updates),
+        ):
+            seen = [await read_plan(client), sorted(plans.iterdir()) if plans.exists() else []]
+            await client.call_tool("todo_write", PLAN)
+            await updates.wait_for(1)  # a subscriber from before the log was made is told
+            seen.append(await read_plan(client))
+            return seen
+
+    first, logs_before, after = asyncio.run(run())
+    assert (first, logs_before, after) == ({"todos": []}, [], PLAN)
+    (log,) = plans.iterdir()
+    assert log.name.startswith(f"{DEFAULT_OWNER}-")
+    assert current_plan(log) == PLAN["todos"]
+    assert (tmp_path / "server.err").read_text(encoding="utf-8") == ""
+
+
+def test_a_server_with_no_owner_that_no_call_reaches_leaves_no_log(tmp_path: Path) -> None:
+    plans = tmp_path / "plans"
+    with raw_server("--log-dir", str(plans), errlog=tmp_path / "server.err") as server:
+        server.initialize()
+        answer = server.request("resources/read", {"uri": PLAN_URI})
+        assert json.loads(answer["result"]["contents"][0]["text"]) == {"todos": []}
+    assert not plans.exists() or list(plans.iterdir()) == []
+
+
+def test_a_named_owner_is_still_held_from_the_start(tmp_path: Path) -> None:
+    """`--owner NAME` keeps its log opened (and waited for) before serving: a second server
+    on it is refused at once with --wait-owner 0, even before the first one's first call."""
+    plans = tmp_path / "plans"
+    with raw_server("--log-dir", str(plans), "--owner", "ada", errlog=tmp_path / "a.err") as one:
+        one.initialize()
+        second = run_mcp("--log-dir", str(plans), "--owner", "ada", "--wait-owner", "0")
+    assert second.returncode == 2
+    assert str(plans / "ada.jsonl") in second.stderr

@@ -99,7 +99,7 @@ def test_each_clients_config_records_to_dsh_todo_home_by_absolute_path(
     assert run.returncode == 0, run.stderr
     assert run.stderr == (
         f"dsh-todo mcp: note: the default place {home} (DSH_TODO_HOME) does not exist yet; the "
-        "server creates it when it starts\n"
+        "server creates it when it first records\n"
     )
     entry = entry_of(json.loads(run.stdout), client)
     assert Path(entry["command"]).is_absolute()
@@ -291,3 +291,26 @@ def test_each_client_has_a_section_naming_its_file_and_its_printed_shape() -> No
         assert set(shown_entry) == set(printed_shape[SHAPES[client]]["todo"])
         if client != "claude":
             assert f"--client {client}" in found[title]
+
+
+def test_the_help_and_pages_say_what_a_server_with_no_owner_records() -> None:
+    """`mcp --help`, docs/cli.md and this page said `--owner` defaulted to `mcp`, and the page's
+    first configuration carried `--owner mcp`: with none, a server records a log of its own
+    (`mcp-<date>-<time>-<pid>`), and `--print-config` prints no `--owner`."""
+    run = printed("--help")
+    helped = " ".join(run.stdout.split())
+    cli_page = " ".join((PAGE.parents[1] / "cli.md").read_text(encoding="utf-8").split())
+    page = PAGE.read_text(encoding="utf-8")
+    (first,) = re.findall(r"```json\n(.*?)```", page.split("\n## ")[1], flags=re.S)
+    assert "(default: mcp)" not in helped
+    assert "mcp-<date>-<time>-<pid>" in helped
+    assert "(default: mcp)" not in cli_page
+    assert "(default `mcp`)" not in cli_page
+    assert "mcp-<date>-<time>-<pid>" in cli_page
+    default = argparse.Namespace(parallel=False, log_dir="/x", owner=None, wait_owner=None)
+    (entry,) = json.loads(first)["mcpServers"].values()
+    assert [arg for arg in entry["args"] if arg.startswith("--")] == [
+        arg
+        for arg in mcp_client_config(default)["mcpServers"]["todo"]["args"]
+        if arg.startswith("--")
+    ]

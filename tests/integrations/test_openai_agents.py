@@ -6,6 +6,7 @@ import asyncio
 import copy
 import json
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -117,15 +118,16 @@ def test_the_run_context_picks_the_owner() -> None:
 def test_a_failure_to_record_reads_not_recorded_and_logs_the_cause(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    owners = OwnerRegistry(tmp_path)
-    owners.session("me").close()  # every append now fails
-    tool = todo_write_function_tool(allow_parallel_in_progress=False, owner="me", owners=owners)
-    with caplog.at_level(logging.ERROR, logger="dsh_tool_todo"):
-        _, model = run(tool, [function_call("todo_write", PLAN, call_id="c")])
+    with OwnerRegistry(tmp_path / "plans") as owners:
+        owners.session("me")
+        shutil.rmtree(tmp_path / "plans")  # the open log's file is gone: its next append fails
+        tool = todo_write_function_tool(allow_parallel_in_progress=False, owner="me", owners=owners)
+        with caplog.at_level(logging.ERROR, logger="dsh_tool_todo"):
+            _, model = run(tool, [function_call("todo_write", PLAN, call_id="c")])
     assert outputs(model) == {"c": contract.NOT_RECORDED}
     (record,) = [r for r in caplog.records if r.name == "dsh_tool_todo"]
     assert "todo_write for owner 'me' was not recorded" in record.getMessage()
-    assert "the session log is closed" in record.getMessage()
+    assert "me.jsonl: the log was deleted or moved" in record.getMessage()
 
 
 def test_raw_json_reaches_our_validation_untouched() -> None:

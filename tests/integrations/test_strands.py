@@ -22,7 +22,7 @@ from dsh_tool_todo.core import contract
 from dsh_tool_todo.integrations.strands import TodoWriteAgentTool, todo_write_strands_tool
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply
+from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply, opener
 from tests.integrations.scripted_strands import ScriptedModel
 
 PLAN = {"todos": [{"content": "Read the code", "status": "in_progress"}]}
@@ -55,7 +55,7 @@ class StrandsDriver:
         return spec["name"], spec["description"], spec["inputSchema"]["json"]
 
     def turn(self, calls: Sequence[tuple[str, Any]], session: Any) -> list[Reply]:
-        owners = OwnerRegistry(open_session=lambda key: session)
+        owners = OwnerRegistry(open_session=opener(session))
         tool = todo_write_strands_tool(allow_parallel_in_progress=False, owner="me", owners=owners)
         results = results_of(run(tool, calls))
         replies = []

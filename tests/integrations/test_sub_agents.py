@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agents import Agent as OpenAIAgent
 from agents import RunConfig, Runner
+from agents.exceptions import UserError as SdkUserError
 from agents.testing import ScriptedModel, assistant_message, function_call
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
@@ -28,6 +30,7 @@ from dsh_tool_todo.integrations.pydantic_ai import linked_toolset, todo_write_to
 from dsh_tool_todo.plans.fleet import FleetNode, read_fleet
 from dsh_tool_todo.stores import open_reader
 from dsh_tool_todo.stores.jsonl import read_events
+from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name
 from tests._builders import plan
 from tests.integrations.scripted_pydantic_ai import replying
@@ -59,6 +62,15 @@ def tree(directory: Path) -> list[tuple[int, str, str | None, tuple[str, ...]]]:
 
 def head(log: Path) -> dict[str, Any]:
     return read_events(log)[0]
+
+
+def last(log: Path) -> tuple[str, Any]:
+    """The type and data of the log's newest event."""
+    event = read_events(log)[-1]
+    return event["type"], event["data"]
+
+
+FINISHED = ("session/end", {"outcome": "finished"})
 
 
 # --- OpenAI Agents SDK: agent.as_tool() ------------------------------------------------
@@ -127,6 +139,10 @@ def test_openai_agents_as_tools_give_each_sub_agent_a_linked_plan(tmp_path: Path
         "parent": "ada%2fresearcher%40l2",
         "parentCallId": "r2",
     }
+    # each delegated run's session is ended by its own delegating call; the root never is
+    assert last(tmp_path / "ada%2fresearcher%40l2.jsonl") == FINISHED
+    assert last(tmp_path / "ada%2fresearcher%40l2%2fchecker%40r2.jsonl") == FINISHED
+    assert last(tmp_path / "ada.jsonl")[0] == "todo/write"
     # the wrapped tool is offered exactly as the SDK made it
     wrapped = linked_agent_tool(research)
     assert (wrapped.name, wrapped.description, wrapped.params_json_schema) == (
@@ -134,6 +150,96 @@ def test_openai_agents_as_tools_give_each_sub_agent_a_linked_plan(tmp_path: Path
         research.description,
         research.params_json_schema,
     )
+
+
+def failing_research_output(tmp_path: Path, *, linked: bool) -> str:
+    """Run a lead whose researcher writes a plan and then fails (its model raises); the
+    text the lead's model was given for the delegating call."""
+    with OwnerRegistry(tmp_path) as owners:
+        todo = todo_write_function_tool(
+            allow_parallel_in_progress=False, owner="ada", owners=owners
+        )
+        researcher = OpenAIAgent(
+            name="researcher",
+            model=ScriptedModel(
+                [
+                    [function_call("todo_write", started("Search"), call_id="r1")],
+                    RuntimeError("search backend down"),
+                ]
+            ),
+            tools=[todo],
+        )
+        research = researcher.as_tool(tool_name="research", tool_description="Research")
+        lead_model = ScriptedModel(
+            [
+                [function_call("research", {"input": "q"}, call_id="l2")],
+                [assistant_message("done")],
+            ]
+        )
+        tools = [todo, linked_agent_tool(research) if linked else research]
+        lead = OpenAIAgent(name="lead", model=lead_model, tools=tools)
+        config = RunConfig(tracing_disabled=True)
+        assert asyncio.run(Runner.run(lead, "go", run_config=config)).final_output == "done"
+    assert lead_model.last_call is not None
+    (output,) = [
+        item["output"]
+        for item in lead_model.last_call.input
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
+    return str(output)
+
+
+def test_openai_agents_a_failing_sub_agent_ends_failed_and_the_model_reads_the_sdks_text(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def sdk_logged() -> list[str]:
+        found = [r.getMessage() for r in caplog.records if r.name == "openai.agents"]
+        caplog.clear()
+        return [line for line in found if "failed" in line]
+
+    with caplog.at_level(logging.DEBUG, logger="openai.agents"):
+        linked = failing_research_output(tmp_path / "linked", linked=True)
+        linked_logged = sdk_logged()
+        plain = failing_research_output(tmp_path / "plain", linked=False)
+        plain_logged = sdk_logged()
+    assert linked == plain  # the SDK's own failure text, unchanged by the wrapper
+    assert linked.startswith("An error occurred while running the tool")
+    assert linked_logged == plain_logged != []  # and the SDK's own log of it
+    log = tmp_path / "linked" / "ada%2fresearcher%40l2.jsonl"
+    assert last(log) == ("session/end", {"outcome": "failed", "error": "search backend down"})
+    assert [event["type"] for event in read_events(log)] == [
+        "session/link",
+        "todo/write",
+        "session/end",
+    ]
+
+
+def test_openai_agents_a_sub_agent_tool_that_raises_still_raises_after_its_end(
+    tmp_path: Path,
+) -> None:
+    with OwnerRegistry(tmp_path) as owners:
+        todo = todo_write_function_tool(
+            allow_parallel_in_progress=False, owner="ada", owners=owners
+        )
+        researcher = OpenAIAgent(
+            name="researcher",
+            model=ScriptedModel(
+                [
+                    [function_call("todo_write", started("Search"), call_id="r1")],
+                    RuntimeError("search backend down"),
+                ]
+            ),
+            tools=[todo],
+        )
+        # failure_error_function=None: the SDK raises instead of answering the model
+        research = researcher.as_tool(
+            tool_name="research", tool_description="Research", failure_error_function=None
+        )
+        lead = delegating_lead(todo, research)
+        with pytest.raises(SdkUserError, match="Error running tool research: search backend down"):
+            asyncio.run(Runner.run(lead, "go", run_config=RunConfig(tracing_disabled=True)))
+    log = tmp_path / "ada%2fresearcher%40l2.jsonl"
+    assert last(log) == ("session/end", {"outcome": "failed", "error": "search backend down"})
 
 
 def test_linked_agent_tool_refuses_what_is_not_a_function_tool() -> None:
@@ -201,6 +307,81 @@ def test_pydantic_ai_delegation_gives_the_sub_agent_a_linked_plan(tmp_path: Path
         "parent": "bob%0a",
         "parentCallId": "l2",
     }
+
+
+def test_pydantic_ai_sub_agent_sessions_end_finished_or_failed_with_the_error(
+    tmp_path: Path,
+) -> None:
+    owners = OwnerRegistry(tmp_path)
+    todo = todo_write_toolset(allow_parallel_in_progress=False, owners=owners)
+    researcher = researcher_planning_its_question(todo)
+
+    async def research(ctx: RunContext[str], question: str) -> str:
+        result = await researcher.run(question, deps=ctx.deps, usage=ctx.usage)
+        if question == "fail":
+            raise RuntimeError(f"index unavailable\x00 {'x' * 300}")
+        return result.output
+
+    def lead(*turns: ModelResponse) -> Any:
+        return Agent(
+            replying(*turns),
+            name="lead",
+            deps_type=str,
+            toolsets=[todo, linked_toolset(FunctionToolset([research]))],
+        )
+
+    asyncio.run(lead(call("research", {"question": "q"}, "l2"), said("done")).run("go", deps="bob"))
+    failing = lead(call("research", {"question": "fail"}, "l3"), said("done"))
+    with pytest.raises(RuntimeError, match="index unavailable"):
+        asyncio.run(failing.run("go", deps="bob"))
+    owners.close()
+    assert last(tmp_path / "bob%2fresearcher%40l2.jsonl") == FINISHED
+    kind, data = last(tmp_path / "bob%2fresearcher%40l3.jsonl")
+    assert kind == "session/end"
+    # a short reason a store can hold: NUL replaced, at most 200 characters
+    assert data == {"outcome": "failed", "error": ("index unavailable? " + "x" * 300)[:200]}
+    assert not (tmp_path / "bob.jsonl").exists()  # the lead wrote no plan: nothing to end
+    assert [event["type"] for event in read_events(tmp_path / "bob%2fresearcher%40l3.jsonl")] == [
+        "session/link",
+        "todo/write",
+        "session/end",
+    ]
+
+
+class EndRefusingSession(MemorySession):
+    """A store session whose ``session/end`` append fails (a full disk, a lost database)."""
+
+    def append(self, type: str, data: Mapping[str, Any], /) -> dict[str, Any]:
+        if type == "session/end":
+            raise OSError("no space left on device")
+        return super().append(type, data)
+
+
+def test_an_end_that_cannot_be_written_is_logged_and_the_parents_call_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sessions: dict[str, MemorySession] = {}
+
+    def open_session(key: str) -> MemorySession:
+        return sessions.setdefault(key, EndRefusingSession(key=key))
+
+    owners = OwnerRegistry(open_session=open_session)
+    lead = linked_research_lead(
+        owners,
+        call("research", {"question": "q"}, "l2"),
+        said("done"),
+    )
+    with caplog.at_level(logging.WARNING, logger="dsh_tool_todo"):
+        result = asyncio.run(lead.run("go", deps="bob"))
+    assert result.output == "done"
+    child = sessions["bob/researcher@l2"]
+    assert [event["type"] for event in child.events] == ["session/link", "todo/write"]
+    (record,) = [r for r in caplog.records if r.name == "dsh_tool_todo"]
+    assert record.levelno == logging.WARNING
+    assert record.getMessage() == (
+        "the end (finished) of sub-agent session 'bob/researcher@l2' was not recorded: "
+        "no space left on device"
+    )
 
 
 @pytest.mark.parametrize("call_id", ["l" * 5000, "l\x00", "\udc80"])
@@ -274,7 +455,8 @@ def test_each_run_of_a_sub_agent_has_its_own_session_at_once_or_one_after_the_ot
         log = tmp_path / f"ada%2fresearcher%40{call_id}.jsonl"
         events = read_events(log)
         assert events[0]["data"] == {"parent": "ada", "parentCallId": call_id}
-        assert [e["data"]["todos"][0]["content"] for e in events[1:]] == [f"Research {question}"]
+        assert [e["data"]["todos"][0]["content"] for e in events[1:-1]] == [f"Research {question}"]
+        assert events[-1]["type"] == "session/end"
 
 
 def test_without_the_wrapper_a_sub_agent_shares_its_parents_plan(tmp_path: Path) -> None:

@@ -303,11 +303,12 @@ def _agent_class_from_the_docs() -> Any:
 TodoAgent = _agent_class_from_the_docs()
 
 
-def test_the_docs_agent_is_a_whole_acp_agent() -> None:
-    agent = TodoAgent(json.loads)
-    for method in ("initialize", "new_session", "prompt", "cancel"):
+def test_the_docs_agent_is_a_whole_acp_agent(tmp_path: Path) -> None:
+    agent = TodoAgent(json.loads, str(tmp_path))
+    for method in ("initialize", "new_session", "prompt", "cancel", "close"):
         assert asyncio.iscoroutinefunction(getattr(agent, method)), method
     assert asyncio.run(agent.cancel(session_id="session-1")) is None
+    asyncio.run(agent.close())
 
 
 class PlanClient:
@@ -327,11 +328,36 @@ class PlanClient:
             ]
 
 
+async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, kept: bytearray) -> None:
+    try:
+        while data := await source.read(1 << 16):
+            kept += data
+            sink.write(data)
+            await sink.drain()
+    except ConnectionError:
+        pass  # the other end went first
+    finally:
+        if not sink.is_closing():  # half-closed: what the other way still carries gets through
+            sink.write_eof()
+
+
 @asynccontextmanager
-async def _connected(agent: Any, client: PlanClient) -> AsyncIterator[ClientSideConnection]:
-    agent_end, client_end = socket.socketpair()
+async def connected(
+    agent: Any, client: Any, sent: bytearray | None = None
+) -> AsyncIterator[ClientSideConnection]:
+    """The SDK's agent-side and client-side connections over local socket pairs, through a
+    relay that keeps in ``sent`` every byte the agent sends."""
+    sent = bytearray() if sent is None else sent
+    agent_end, agent_relay = socket.socketpair()
+    client_relay, client_end = socket.socketpair()
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_end)
+    from_agent, to_agent = await asyncio.open_connection(sock=agent_relay)
+    from_client, to_client = await asyncio.open_connection(sock=client_relay)
     client_reader, client_writer = await asyncio.open_connection(sock=client_end)
+    pumps = [
+        asyncio.create_task(_pump(from_agent, to_client, sent)),
+        asyncio.create_task(_pump(from_client, to_agent, bytearray())),
+    ]
     serving = asyncio.create_task(run_agent(agent, agent_writer, agent_reader))  # type: ignore[arg-type]
     connection = connect_to_agent(client, client_writer, client_reader)  # type: ignore[arg-type]
     try:
@@ -343,29 +369,63 @@ async def _connected(agent: Any, client: PlanClient) -> AsyncIterator[ClientSide
         await asyncio.wait_for(serving, timeout=5)
         agent_writer.close()
         await agent_writer.wait_closed()
+        await asyncio.wait_for(asyncio.gather(*pumps), timeout=5)
+        for relay in (to_agent, to_client):
+            relay.close()
+        await agent.close()
 
 
-def _prompt(*calls: Mapping[str, Any]) -> list[Any]:
+def plan_lines(sent: bytes) -> list[bytes]:
+    """The ``session/update`` notifications among the bytes an agent sent, a line each."""
+    return [line for line in sent.split(b"\n") if b'"method":"session/update"' in line]
+
+
+# What the forwarder sent before it knew of identified plans, byte for byte, for the writes of
+# test_end_to_end_plan_reaches_the_client: a client without them still gets exactly this.
+LEGACY_BYTES = [
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"session-1","update":'
+    b'{"entries":[{"content":"Add the --json flag","priority":"medium","status":"in_progress"},'
+    b'{"content":"Write tests","priority":"medium","status":"pending"}],'
+    b'"sessionUpdate":"plan"}}}',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"session-1","update":'
+    b'{"entries":[{"content":"Read the report command","priority":"medium",'
+    b'"status":"completed"},{"content":"Add the --json flag","priority":"medium",'
+    b'"status":"in_progress"},{"content":"Write tests","priority":"medium",'
+    b'"status":"pending"}],"sessionUpdate":"plan"}}}',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"session-2","update":'
+    b'{"entries":[],"sessionUpdate":"plan"}}}',
+]
+
+
+def prompt(*calls: Mapping[str, Any]) -> list[Any]:
     return [text_block(json.dumps(list(calls)))]
 
 
-async def _with_timeout(step: Callable[[], Any]) -> Any:
-    return await asyncio.wait_for(step(), timeout=5)
+async def within(step: Callable[[], Any]) -> Any:
+    return await asyncio.wait_for(step(), timeout=10)
 
 
-def test_end_to_end_plan_reaches_the_client() -> None:
-    async def main() -> tuple[Any, PlanClient]:
-        agent, client = TodoAgent(json.loads), PlanClient()
-        async with _connected(agent, client) as connection:
-            await _with_timeout(lambda: connection.initialize(protocol_version=1))
-            first = await _with_timeout(lambda: connection.new_session(cwd="/"))
-            second = await _with_timeout(lambda: connection.new_session(cwd="/"))
+# the session-2 prompt of the end-to-end test: a refused write, then an empty plan
+REFUSED_THEN_EMPTY = (
+    {  # refused: this deployment allows one in_progress at a time
+        "todos": [todo("Lint", "in_progress"), todo("Test", "in_progress")]
+    },
+    {"todos": []},
+)
+
+
+def test_end_to_end_plan_reaches_the_client(tmp_path: Path) -> None:
+    async def main() -> tuple[Any, PlanClient, bytearray]:
+        agent, client, sent = TodoAgent(json.loads, str(tmp_path)), PlanClient(), bytearray()
+        async with connected(agent, client, sent) as connection:
+            await within(lambda: connection.initialize(protocol_version=1))
+            first = await within(lambda: connection.new_session(cwd="/"))
+            second = await within(lambda: connection.new_session(cwd="/"))
             assert (first.session_id, second.session_id) == ("session-1", "session-2")
 
-            response = await _with_timeout(
+            response = await within(
                 lambda: connection.prompt(
-                    session_id="session-1",
-                    prompt=_prompt(todos(*PLAN[1:]), todos(*PLAN)),
+                    session_id="session-1", prompt=prompt(todos(*PLAN[1:]), todos(*PLAN))
                 )
             )
             assert response.stop_reason == "end_turn"
@@ -385,24 +445,15 @@ def test_end_to_end_plan_reaches_the_client() -> None:
                 ]
             }
 
-            await _with_timeout(
+            await within(
                 lambda: connection.prompt(
-                    session_id="session-2",
-                    prompt=_prompt(
-                        {  # refused: this deployment allows one in_progress at a time
-                            "todos": [
-                                todo("Lint", "in_progress"),
-                                todo("Test", "in_progress"),
-                            ]
-                        },
-                        {"todos": []},
-                    ),
+                    session_id="session-2", prompt=prompt(*REFUSED_THEN_EMPTY)
                 )
             )
-            await _with_timeout(lambda: connection.cancel(session_id="session-2"))
-        return agent, client
+            await within(lambda: connection.cancel(session_id="session-2"))
+        return agent, client, sent
 
-    agent, client = asyncio.run(main())
+    agent, client, sent = asyncio.run(main())
     assert agent.replies == [
         "Updated todo list: 1 pending, 1 in progress, 0 completed.",
         "Updated todo list: 1 pending, 1 in progress, 1 completed.",
@@ -411,6 +462,7 @@ def test_end_to_end_plan_reaches_the_client() -> None:
     ]
     assert client.plans["session-2"] == []
     # exactly what went over the wire, in order
+    assert plan_lines(sent) == LEGACY_BYTES
     assert client.notifications == [
         {
             "sessionId": "session-1",

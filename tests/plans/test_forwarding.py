@@ -14,7 +14,7 @@ import dsh_tool_todo
 from dsh_tool_todo.core.contract import EVENT_TYPE, TURN_START
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.host import Host, HostAgent, MemorySession
-from dsh_tool_todo.plans.forwarding import OrderedForwarder, event_loop
+from dsh_tool_todo.plans.forwarding import MAX_KEPT_ERRORS, OrderedForwarder, event_loop
 from tests._builders import options, todo, todos
 
 
@@ -132,6 +132,19 @@ def test_a_failing_convert_never_fails_the_append_and_is_raised_by_drain_once() 
             await forwarder.drain()
         await forwarder.drain()  # reported once
         assert sink.sent == [["later"]]
+
+    asyncio.run(main())
+
+
+def test_failures_no_one_drains_are_kept_up_to_a_bound() -> None:
+    async def main() -> None:
+        session, _sink, forwarder = _forwarded_session()
+        for n in range(MAX_KEPT_ERRORS + 50):
+            session.append(EVENT_TYPE, {"items": [n]})  # each convert raises KeyError
+        assert len(forwarder._errors) == MAX_KEPT_ERRORS
+        with pytest.raises(KeyError, match="todos"):
+            await forwarder.drain()
+        await forwarder.drain()
 
     asyncio.run(main())
 

@@ -390,7 +390,11 @@ def test_start_turn_clears_the_plan_for_that_owner_only(tmp_path: Path) -> None:
 def test_a_second_registry_in_the_same_process_is_refused_too(tmp_path: Path) -> None:
     with OwnerRegistry(tmp_path) as first, OwnerRegistry(tmp_path) as second:
         first.call("alice", TOOL, plan("A"))
-        with pytest.raises(UsageError, match=re.escape(str(tmp_path / "alice.jsonl"))):
+        # the store's refusal, not the caller's mistake: not recorded, and a later call may do
+        with pytest.raises(
+            ToolFailure,
+            match=re.escape(f"{tmp_path / 'alice.jsonl'}: another session is writing this log"),
+        ):
             second.call("alice", TOOL, plan("B"))
         assert "alice" not in second
         assert second.call("bob", TOOL, plan("B")).startswith("Updated")
@@ -673,8 +677,10 @@ def test_an_open_session_that_raises_leaves_nothing_behind() -> None:
         raise ConnectionError(f"no store for {key}")
 
     owners = OwnerRegistry(open_session=refuse)
-    with pytest.raises(ConnectionError, match="no store for a"):
+    # a store out of reach: the call is not recorded (ToolFailure), the store's error its cause
+    with pytest.raises(ToolFailure, match=r"^owner 'a': .* opened: no store for a$") as failure:
         owners.call("a", TOOL, plan("A"))
+    assert isinstance(failure.value.__cause__, ConnectionError)
     assert len(owners) == 0
 
 

@@ -31,7 +31,8 @@ SCREENS = ("plans", "cli", "web")
 
 def test_the_picker_is_the_picker_only() -> None:
     lines = Path(stores.__file__).read_text(encoding="utf-8").splitlines()
-    assert len(lines) <= 90, f"stores/__init__.py has {len(lines)} lines: the picker only"
+    # 95: `open_reader(check=True)`, the one check a viewer makes before it serves, joined it
+    assert len(lines) <= 95, f"stores/__init__.py has {len(lines)} lines: the picker only"
 
 
 def _imported(path: Path) -> list[tuple[int, str]]:
@@ -153,6 +154,18 @@ def test_a_database_url_goes_to_the_database_backend() -> None:
         stores.current_plan("postgresql://127.0.0.1:1/none")
     with pytest.raises(UsageError, match=r"a database URL needs --session ID"):
         stores.follow_plans("postgres://127.0.0.1:1/none")
+
+
+def test_open_reader_checked_refuses_an_unreadable_source_at_once(tmp_path: Path) -> None:
+    """What `dsh-todo serve` opens: a database that does not answer fails here, in one line
+    without its password, before a reader's pool would retry (and log) for its whole timeout."""
+    with pytest.raises(TodoError, match=r"^PostgreSQL at 127\.0\.0\.1:1/none: ") as info:
+        stores.open_reader("postgresql://u:s3cr3t@127.0.0.1:1/none", check=True)
+    assert "s3cr3t" not in str(info.value)
+    assert "\n" not in str(info.value)
+    with pytest.raises(UsageError, match=r"not a directory of session logs"):
+        stores.open_reader(tmp_path / "none", check=True)
+    stores.open_reader("postgresql://u:s3cr3t@127.0.0.1:1/none")  # unchecked: nothing connects
 
 
 def test_a_path_is_named_as_the_cli_always_named_it(

@@ -152,14 +152,117 @@ def test_bad_arguments_get_one_line_and_exit_2(args: list[str], message: str) ->
         "postgres://viewer:hunter2-secret@127.0.0.1:1/agents?sslmode=disable",
     ],
 )
-def test_the_banner_names_a_database_without_its_password(serve_process: Starter, url: str) -> None:
-    child = serve_process(url)
-    child.interrupt()
+def test_a_database_that_cannot_be_read_is_one_line_before_any_banner(url: str) -> None:
+    """It printed "Serving..." and then a line per reconnection attempt of its pool."""
+    result = run_cli("serve", url)
+
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith("dsh-todo: error: PostgreSQL at 127.0.0.1:1/agents: ")
+    assert result.stderr.count("\n") == 1
+    assert "hunter2-secret" not in result.stderr
+
+
+@pytest.mark.parametrize("form", ["user", "query", "scheme"])
+def test_the_banner_names_a_database_without_its_password(
+    serve_process: Starter, form: str
+) -> None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    from dsh_tool_todo.stores import postgres
+
+    from ..stores.conftest import fresh_database
+
+    with fresh_database() as dsn:
+        postgres.setup(dsn)
+        params = conninfo_to_dict(dsn)
+        where = f"{params.get('host', '127.0.0.1')}:{params.get('port', 5432)}/{params['dbname']}"
+        user = params.get("user", "postgres")
+        url = {
+            "user": f"postgresql://{user}:hunter2-secret@{where}",
+            "query": f"postgresql://{user}@{where}?password=hunter2-secret",
+            "scheme": f"postgres://{user}:hunter2-secret@{where}?sslmode=disable",
+        }[form]
+        child = serve_process(url)
+        child.interrupt()
     assert child.process.stderr is not None
     said = "\n".join(child.first_lines) + child.process.stderr.read()
 
     assert "hunter2-secret" not in said
-    assert child.first_lines[0].startswith("Serving PostgreSQL at 127.0.0.1:1/agents (read-only)")
+    assert child.first_lines[0].startswith(f"Serving PostgreSQL at {where} (read-only)")
+
+
+def test_a_store_that_goes_away_while_served_is_said_once_per_episode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A database gone while served flooded stderr, a line per reconnection attempt of its
+    pool (and per retry of the list's changes): one line now, again once it answered."""
+    import io
+    import logging
+
+    import uvicorn
+
+    from dsh_tool_todo.web import server
+
+    pool, ours = logging.getLogger("psycopg.pool"), logging.getLogger("dsh_tool_todo")
+    refused = "connection failed: connection refused\n\tIs the server running on that host?"
+
+    def run(self: object, sockets: object = None) -> None:
+        for _ in range(5):  # one episode: the pool tries again and again
+            pool.warning("error connecting in %r: %s", "pool-1", refused)
+            ours.warning("session list changes: %s; asking again in %.0f s", "gone", 2.0)
+        pool.info("adding new connection to the pool")  # it answers again
+        for _ in range(3):  # a second episode
+            pool.warning("error connecting in %r: %s", "pool-1", refused)
+
+    monkeypatch.setattr(uvicorn.Server, "run", run)
+    err = io.StringIO()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    server.serve(
+        str(tmp_path),
+        host="127.0.0.1",
+        port=port,
+        expose=False,
+        allow_hosts=[],
+        out=io.StringIO(),
+        err=err,
+    )
+
+    pool_line = (
+        f"dsh-todo serve: warning: {tmp_path}: error connecting in 'pool-1': connection failed: "
+        "connection refused (said once until it answers again)"
+    )
+    list_line = (
+        "dsh-todo serve: warning: session list changes: gone; asking again in 2 s (said once "
+        "until it answers again)"
+    )
+    assert err.getvalue().splitlines() == [pool_line, list_line, pool_line]
+    assert capsys.readouterr().err == ""
+    assert (pool.handlers, pool.propagate, ours.handlers, ours.propagate) == ([], True, [], True)
+
+
+def test_a_pool_that_connects_ends_its_episode_in_its_own_words() -> None:
+    """The episode's end is read from the pool's own log line: the installed psycopg_pool
+    still says so when it connects."""
+    import asyncio
+    import io
+
+    from psycopg_pool import AsyncConnectionPool
+
+    from dsh_tool_todo.web import server
+
+    from ..stores.conftest import fresh_database
+
+    async def connect(dsn: str) -> None:
+        async with AsyncConnectionPool(dsn, min_size=1, open=False) as pool:
+            await pool.wait()
+
+    with fresh_database() as dsn, server._said_once_per_episode(io.StringIO(), "db") as said:
+        said.failing[server.POOL_LOGGER] = 0.0
+        asyncio.run(connect(dsn))
+        assert server.POOL_LOGGER not in said.failing
 
 
 def test_a_key_value_dsn_is_refused_without_echoing_its_password() -> None:

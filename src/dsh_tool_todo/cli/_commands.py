@@ -12,14 +12,14 @@ from typing import TextIO
 
 from ..errors import UsageError
 from . import _mcp as mcp_command
-from ._output import drawer, print_utf8, text_out
+from ._output import drawer, print_utf8, shown_path, text_out
 from ._parser import DEFAULT_WAIT_OWNER
 
 __all__: list[str] = []
 
 
 def demo(args: argparse.Namespace, out: TextIO) -> int:
-    from ._demo import demo_home, fresh_log, next_hint, paced, run_demo
+    from ._demo import demo_home, fresh_log, next_hint, paced, removed_if_empty, run_demo
 
     if not args.serve:
         for flag in ("open", "host", "port"):
@@ -38,8 +38,9 @@ def demo(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     log = args.log or fresh_log(demo_home())
     go_on = (lambda: True) if not args.pace else paced(args.pace)
-    run_demo(log, text, parallel=args.parallel, draw=draw, go_on=go_on)
-    print(next_hint(log), file=text)
+    with removed_if_empty(log):
+        run_demo(log, text, parallel=args.parallel, draw=draw, go_on=go_on)
+    print(shown_path(next_hint(log), text), file=text)  # runnable, unless it names a control
     return 0
 
 
@@ -63,8 +64,8 @@ def mcp(args: argparse.Namespace, out: TextIO) -> int:
     if args.print_config:
         if server.log_dir is not None and not server.log_dir.exists():  # a typo, perhaps
             print(
-                f"dsh-todo mcp: note: {server.named} does not exist yet; the server creates it "
-                "when it starts",
+                f"dsh-todo mcp: note: {shown_path(server.named)} does not exist yet; the server "
+                "creates it when it first records",
                 file=sys.stderr,
             )
         config = mcp_command.mcp_client_config(server, args.client or "claude")
@@ -87,7 +88,8 @@ def mcp(args: argparse.Namespace, out: TextIO) -> int:
     if sys.stdin is not None and sys.stdin.isatty():
         mcp_command.serving_a_terminal()
     wait = DEFAULT_WAIT_OWNER if server.wait_owner is None else server.wait_owner
-    if server.owner is None:
+    own = server.owner is None  # a log of this server's own, made by its first call
+    if own:
         server.owner = mcp_command.fresh_owner(DEFAULT_OWNER)
     # explicit even in memory: serve_stdio given no registry would follow DSH_TODO_HOME
     with OwnerRegistry(server.log_dir, max_owners=None) as owners:
@@ -96,6 +98,7 @@ def mcp(args: argparse.Namespace, out: TextIO) -> int:
             owners=owners,
             owner=server.owner,
             wait_owner=wait,
+            hold_owner=not own,
         )
         try:
             asyncio.run(serve)
@@ -124,7 +127,7 @@ def serve(args: argparse.Namespace, out: TextIO) -> int:
     note = None
     if _holds_no_log(source):
         demo_log = shlex.quote(os.path.join(source, "demo.jsonl"))
-        note = (
+        note = shown_path(  # one line, whatever the directory's name holds
             f"dsh-todo serve: note: {source} holds no session log yet; the view shows each one "
             f"as it appears. An agent records here with owners={source!r} or DSH_TODO_HOME="
             f"{shlex.quote(source)}; `dsh-todo demo --log {demo_log}` writes one now"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Mapping
-from contextlib import closing
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -17,6 +17,7 @@ from ..host import Host
 from ..host.loader import discover_plugins
 from ..plans.checklist import render_checklist
 from ..stores import open_session
+from ._output import shown_path
 
 __all__: list[str] = []
 
@@ -121,7 +122,7 @@ def run_demo(
         f"\n(the agent is still at work on turn {len(SCRIPT)}: its plan stays in progress)",
         file=out,
     )
-    print(f"session log: {log}", file=out, flush=True)
+    print(f"session log: {shown_path(log, out)}", file=out, flush=True)
     return True
 
 
@@ -156,22 +157,55 @@ def demo_home() -> Path:
     """The default place (:func:`~dsh_tool_todo.stores._home.default_home`) as the directory a
     demo writes its log in; a database there is refused, since the demo writes a file."""
     from ..stores import open_owners
-    from ..stores._home import HOME_VARIABLE, default_home
+    from ..stores._home import HOME_VARIABLE, default_home, is_database
+    from ._sources import check_home
 
-    with open_owners(default_home(), max_owners=1) as owners:  # the picker tells a database
-        directory = owners.directory
-    if directory is None:
+    place = default_home()
+    if not is_database(place):
+        check_home(place, otherwise=_OTHER_LOG)
+        with open_owners(place, max_owners=1) as owners:  # the picker tells a database
+            directory = owners.directory
+    if is_database(place) or directory is None:
         raise UsageError(
-            f"{HOME_VARIABLE} names a database, and the demo writes a JSONL log file: "
-            "pass --log PATH (a new file)"
+            f"{HOME_VARIABLE} names a database, and the demo writes a JSONL log file: {_OTHER_LOG}"
         )
     return directory
 
 
+_OTHER_LOG = "pass --log PATH (a new file)"
+
+
+def make_home(directory: Path) -> None:
+    """Make the default place ``directory`` if missing; one that cannot be made is said as the
+    default place it is (a bare "Not a directory" named no place)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        from ..stores._home import HOME_VARIABLE
+        from ._sources import home_named
+
+        raise UsageError(
+            f"the default place {directory} ({home_named()}) cannot be made: "
+            f"{error.strerror or error}; point {HOME_VARIABLE} at a directory, or {_OTHER_LOG}"
+        ) from None
+
+
+@contextmanager
+def removed_if_empty(log: Path) -> Iterator[None]:
+    """Run the demo into ``log``, a new file; a demo that ends having written nothing (refused,
+    failed or stopped before its first step) leaves no empty log behind for a pick to find."""
+    try:
+        yield
+    finally:
+        with suppress(OSError):
+            if log.stat().st_size == 0:
+                log.unlink()
+
+
 def fresh_log(directory: Path) -> Path:
-    """A new, empty log in ``directory`` (made if missing) that no earlier demo wrote:
-    ``demo.jsonl``, else ``demo-2.jsonl``, ``demo-3.jsonl``..."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """A new, empty log in the default place ``directory`` (made if missing) that no earlier
+    demo wrote: ``demo.jsonl``, else ``demo-2.jsonl``, ``demo-3.jsonl``..."""
+    make_home(directory)
     number = 1
     while True:
         log = directory / ("demo.jsonl" if number == 1 else f"demo-{number}.jsonl")

@@ -17,7 +17,8 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from ..errors import MissingExtra, UsageError, missing_extra
-from ._demo import demo_home, fresh_log, paced, run_demo
+from ._demo import demo_home, fresh_log, make_home, paced, removed_if_empty, run_demo
+from ._output import shown_path
 
 __all__: list[str] = []
 
@@ -29,11 +30,11 @@ Play = Callable[[Path, Callable[[], bool]], bool]
 def serve_demo(args: argparse.Namespace, out: TextIO, draw: Callable[[Any], str]) -> None:
     """Serve the directory of the demo's log on loopback and play the demo into it."""
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  # the extra is checked here, before anything is made
 
         from ..web._guard import is_loopback
         from ..web.app import create_app
-        from ..web.server import SHUTDOWN_GRACE, _listen
+        from ..web.server import _listen
     except MissingExtra:
         raise
     except ImportError as error:
@@ -51,33 +52,52 @@ def serve_demo(args: argparse.Namespace, out: TextIO, draw: Callable[[Any], str]
     listener = _taken(_listen, host, port)
     with listener:
         if args.log is None:
-            directory.mkdir(parents=True, exist_ok=True)  # a first demo makes the default place
+            make_home(directory)  # a first demo makes the default place
         app = create_app(str(directory), host=host, port=port)
         log = fresh_log(directory) if args.log is None else args.log
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            log_level="warning",
-            lifespan="on",
-            ws="none",
-            timeout_graceful_shutdown=SHUTDOWN_GRACE,  # type: ignore[arg-type]  # a float works
-            server_header=False,
-        )
-        config.load()
-        server = uvicorn.Server(config)
-        shown = f"[{host.strip('[]')}]" if ":" in host else host
-        base = f"http://{shown}:{port}/"
-        page = f"{base}s/{quote(log.stem, safe='')}"
-        print(f"Serving {directory} (read-only) at {base}", file=out)
-        print(f"The demo plays into {log}: watch it at {page}", file=out)
-        print("Press Ctrl-C to stop.", file=out, flush=True)
+        with removed_if_empty(log):
+            _serve_log(args, out, draw, log, app, (host, port), listener)
 
-        def play(log: Path, go_on: Callable[[], bool]) -> bool:
-            return run_demo(log, out, parallel=args.parallel, draw=draw, go_on=go_on)
 
-        pace = DEFAULT_PACE if args.pace is None else args.pace
-        _serve_beside(server, listener, _player(log, page, play, pace, args.open, out))
+def _serve_log(
+    args: argparse.Namespace,
+    out: TextIO,
+    draw: Callable[[Any], str],
+    log: Path,
+    app: Any,
+    address: tuple[str, int],
+    listener: socket.socket,
+) -> None:
+    """Serve ``app`` at ``address`` and play the demo into ``log`` beside it."""
+    import uvicorn
+
+    from ..web.server import SHUTDOWN_GRACE
+
+    host, port = address
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        ws="none",
+        timeout_graceful_shutdown=SHUTDOWN_GRACE,  # type: ignore[arg-type]  # a float works
+        server_header=False,
+    )
+    config.load()
+    server = uvicorn.Server(config)
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    base = f"http://{shown}:{port}/"
+    page = f"{base}s/{quote(log.stem, safe='')}"
+    print(f"Serving {shown_path(log.parent, out)} (read-only) at {base}", file=out)
+    print(f"The demo plays into {shown_path(log, out)}: watch it at {page}", file=out)
+    print("Press Ctrl-C to stop.", file=out, flush=True)
+
+    def play(log: Path, go_on: Callable[[], bool]) -> bool:
+        return run_demo(log, out, parallel=args.parallel, draw=draw, go_on=go_on)
+
+    pace = DEFAULT_PACE if args.pace is None else args.pace
+    _serve_beside(server, listener, _player(log, page, play, pace, args.open, out))
 
 
 def _taken(listen: Callable[[str, int], socket.socket], host: str, port: int) -> socket.socket:

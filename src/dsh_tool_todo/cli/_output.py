@@ -103,20 +103,24 @@ def warn_in_one_line(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    print(f"dsh-todo: warning: {message}", file=sys.stderr)
+    shown = escape_content(str(message), encoding=getattr(sys.stderr, "encoding", None))
+    print(f"dsh-todo: warning: {shown}", file=sys.stderr)
+
+
+def shown_path(path: object, out: TextIO | None = None) -> str:
+    """A path or name as a message prints it: control characters (a newline, an ESC
+    sequence) escaped as the checklist escapes content, and what ``out`` cannot encode."""
+    text = os.fsdecode(path) if isinstance(path, (str, bytes, os.PathLike)) else str(path)
+    return escape_content(text, encoding=getattr(out or sys.stderr, "encoding", None))
 
 
 def reason(error: BaseException) -> str:
     """The error's message, one line, escaped: a source named with control bytes (an ESC
-    sequence, a newline) is shown, never acted on by the terminal nor split over lines."""
-    encoding = getattr(sys.stderr, "encoding", None)
+    sequence, a newline) is shown whole, never acted on by the terminal nor split over lines
+    (the stores' own messages are one line: a server's DETAIL and HINT are left out there)."""
     if isinstance(error, OSError) and error.strerror and error.filename:
-        name = error.filename
-        shown = os.fsdecode(name) if isinstance(name, (str, bytes, os.PathLike)) else str(name)
-        return escape_content(f"{shown}: {error.strerror}", encoding=encoding)
-    text = str(error)
+        return shown_path(error.filename) + ": " + shown_path(error.strerror)
+    text = str(error).strip("\n")
     if not text:
         return type(error).__name__
-    # the first line only (a server's DETAIL and HINT follow it); split at \n alone, so a
-    # name's \r or \u2028 stays in the message, escaped
-    return escape_content(text.split("\n")[0], encoding=encoding)
+    return shown_path(text)

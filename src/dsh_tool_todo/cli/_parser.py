@@ -17,7 +17,9 @@ __all__: list[str] = []
 
 EXIT_USAGE = 2
 MIN_INTERVAL = 0.05
+MAX_INTERVAL = 3600.0  # past the platform's clock, a sleep overflows (1e10 did)
 DEFAULT_WAIT_OWNER = 30.0  # a client that starts a server per call (4 calls, 4 servers) queues
+MAX_PACE = 60.0  # seconds between two demo steps: past this a demo is only a stalled process
 
 
 class _Parser(argparse.ArgumentParser):
@@ -120,9 +122,10 @@ def _demo(demo: argparse.ArgumentParser) -> None:
     )
     demo.add_argument(
         "--pace",
-        type=_wait_seconds,
+        type=_pace,
         metavar="SECONDS",
-        help="seconds between two steps of the session (default: 1.5 with --serve, else 0)",
+        help=f"seconds between two steps of the session, 0 to {MAX_PACE:g} (default: 1.5 with "
+        "--serve, else 0)",
     )
     demo.add_argument(
         "--open", action="store_true", help="with --serve: open the view in the web browser"
@@ -151,7 +154,8 @@ def _watch(watch: argparse.ArgumentParser) -> None:
         "--interval",
         type=_interval,
         default=0.2,
-        help=f"seconds between looks, at least {MIN_INTERVAL} (default: 0.2)",
+        help=f"seconds between looks, at least {MIN_INTERVAL}, at most {MAX_INTERVAL:g} "
+        "(default: 0.2)",
     )
     watch.add_argument(
         "--wait",
@@ -220,7 +224,10 @@ def _mcp(mcp: argparse.ArgumentParser) -> None:
         "working directory)",
     )
     mcp.add_argument(
-        "--owner", metavar="NAME", help="whose log: the log is DIR/<NAME's file> (default: mcp)"
+        "--owner",
+        metavar="NAME",
+        help="whose log: the log is DIR/<NAME's file>, resumed when a server restarts on it "
+        "(default: a log of the server's own, mcp-<date>-<time>-<pid>, made by its first call)",
     )
     mcp.add_argument(
         "--in-memory",
@@ -313,9 +320,10 @@ def _interval(text: str) -> float:
         seconds = float(text)
     except ValueError:
         seconds = math.nan
-    if not (math.isfinite(seconds) and seconds >= MIN_INTERVAL):
+    if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:  # NaN, too
         raise argparse.ArgumentTypeError(
-            f"must be a finite number of seconds, at least {MIN_INTERVAL} (got {text!r})"
+            f"must be a finite number of seconds, at least {MIN_INTERVAL} and at most "
+            f"{MAX_INTERVAL:g} (got {text!r})"
         )
     return seconds
 
@@ -338,6 +346,19 @@ def _wait_seconds(text: str) -> float:
     if not (math.isfinite(seconds) and seconds >= 0):
         raise argparse.ArgumentTypeError(
             f"must be a finite number of seconds, 0 or more (got {text!r})"
+        )
+    return seconds
+
+
+def _pace(text: str) -> float:
+    """A demo's pace: bounded, so that no sleep overflows the platform's clock (1e10 did)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds <= MAX_PACE:  # NaN, too
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds from 0 to {MAX_PACE:g} (got {text!r})"
         )
     return seconds
 
@@ -404,8 +425,10 @@ _ABOUT: list[tuple[str, str, str, Callable[[argparse.ArgumentParser], None]]] = 
         "subscribe to. One agent per server; its plan lives until the client starts a new "
         "server or the model replaces it. The plan is recorded in the default place "
         "(DSH_TODO_HOME, else the per-user state directory) or --log-dir, as the log of "
-        "--owner (default: mcp), and resumed when the server restarts; --in-memory keeps it "
-        "in memory only. A server that finds its owner held by another waits for it "
+        "--owner NAME, resumed when a server restarts on it; with no --owner, each server "
+        "records a log of its own, mcp-<date>-<time>-<pid>, made by its first call. "
+        "--in-memory keeps the plan in memory only. A server that finds its owner held by "
+        "another waits for it "
         "(--wait-owner). --print-config prints the client configuration that runs this "
         "command with the same flags, by absolute paths (--client: its shape).",
         _mcp,

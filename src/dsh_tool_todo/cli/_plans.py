@@ -6,6 +6,7 @@ written one there (then said: on stderr by ``show``, in ``watch``'s title)."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..core.schema import canonical_json
 from ..plans.checklist import escape_content
 from ..stores import current_plan, follow_plans, open_log, pick_log
-from ._output import clear_screen, drawer, print_utf8, text_out
+from ._output import clear_screen, drawer, print_utf8, shown_path, text_out
 from ._sources import source_or_home
 
 if TYPE_CHECKING:
@@ -54,8 +55,10 @@ def watch(args: argparse.Namespace, out: TextIO) -> int:
     try:
         title, plans = follow_plans(target, session, wait=wait, interval=args.interval)
     except FileNotFoundError as error:
+        again = ["dsh-todo", "watch", *([] if args.log is None else [args.log])]
+        again += [*([] if args.session is None else ["--session", args.session]), "--wait"]
         raise FileNotFoundError(
-            f"{error} (to wait for it to appear: dsh-todo watch --wait)"
+            f"{error} (to wait for it to appear: {shlex.join(again)})"
         ) from None
     text = text_out(out, args.ascii)
     draw = drawer(text, args.ascii)
@@ -129,4 +132,5 @@ def _print_signals(text: TextIO, signals: Sequence[Signal]) -> None:
 
 
 def _say_waiting(what: str) -> None:
-    print(f"dsh-todo: waiting for {what} to appear (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    shown = shown_path(what)
+    print(f"dsh-todo: waiting for {shown} to appear (Ctrl-C to stop)", file=sys.stderr, flush=True)

@@ -6,11 +6,13 @@ is printed here."""
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import UsageError
 from ..plans.checklist import escape_content
 from ..stores import open_database, open_fleet, prune_logs
+from ._output import shown_path
 
 if TYPE_CHECKING:
     from ..plans.fleet import FleetNode
@@ -30,13 +32,38 @@ def source_or_home(source: str | None, *, awaited: bool = False) -> str:
     ``awaited`` (``watch --wait --session KEY``: the log is waited for, directory and all)."""
     if source is not None:
         return source
-    from ..stores._home import HOME_VARIABLE, default_home, home_from_environment, home_not_made_yet
+    from ..stores._home import HOME_VARIABLE, default_home, home_not_made_yet
 
     place = default_home()
     if not awaited and home_not_made_yet(place):
-        named = HOME_VARIABLE if home_from_environment() else "the per-user state directory"
+        named = home_named()
         raise UsageError(NOT_MADE_YET.format(place=place, named=named, variable=HOME_VARIABLE))
+    check_home(place)
     return place
+
+
+def check_home(place: str, *, otherwise: str = "name a SOURCE") -> None:
+    """Refuse a default place that is no directory (a file, a symlink to nothing), saying
+    whose it is: ``DSH_TODO_HOME``'s or the per-user state directory."""
+    from ..stores._home import HOME_VARIABLE, is_database
+
+    if is_database(place) or os.path.isdir(place) or not os.path.lexists(place):
+        return
+    if os.path.islink(place) and not os.path.exists(place):
+        what = f"a symlink to {os.readlink(place)}, which does not exist"
+    else:
+        what = "not a directory"
+    raise UsageError(
+        f"the default place {place} ({home_named()}) is {what}: plans are kept in a directory "
+        f"of logs; point {HOME_VARIABLE} at one, or {otherwise}"
+    )
+
+
+def home_named() -> str:
+    """``DSH_TODO_HOME``, or the per-user state directory: where the default place comes from."""
+    from ..stores._home import home_named
+
+    return home_named()
 
 
 def sessions(args: argparse.Namespace, out: TextIO) -> int:
@@ -83,6 +110,7 @@ def _prune(args: argparse.Namespace, out: TextIO) -> int:
     if args.delete is not None or args.json:
         raise UsageError("--prune prints what it deleted; it takes no --delete or --json")
     where, pruned = prune_logs(source_or_home(args.dsn), args.older_than, dry_run=args.dry_run)
+    where = shown_path(where, out)
     encoding = getattr(out, "encoding", None)
     verb = "would delete" if args.dry_run else "deleted"
     for name, last in pruned:
@@ -138,7 +166,7 @@ def _print_fleet(target: str, out: TextIO, *, as_json: bool = False) -> int:
         out.write(f'], "unlisted": {json.dumps(unlisted)}}}\n')
         return 0
     if not roots and not unlisted:
-        print(f"no sessions in {shown}", file=out)
+        print(f"no sessions in {shown_path(shown, out)}", file=out)
         return 0
     encoding = getattr(out, "encoding", None)
     if roots:

@@ -20,10 +20,13 @@ Everything between the framework's call and the text the model reads is here, on
 - the outcome (:class:`Outcome`): recorded (the success text), refused (the
   refusal's text, nothing recorded) or not recorded
   (:data:`~dsh_tool_todo.core.contract.NOT_RECORDED`, the cause logged on the
-  ``dsh_tool_todo`` logger);
+  ``dsh_tool_todo`` logger): an append that failed, or an owner's session that
+  could not be opened (its log held by another writer, the store out of reach,
+  the directory gone), which the registry raises as a ``ToolFailure``;
 - the no-owner refusal: the model reads the specification's text every time, the
   developer a WARNING once per binding saying why the plan stays empty;
-- a sub-agent's own session, linked once to its parent's (:meth:`Binding.alinked`).
+- a sub-agent's own session, linked once to its parent's and ended when the
+  delegating call does (:meth:`Binding.alinked`).
 
 A framework module imports from outside ``integrations/`` only the contract, the
 errors and the plan converters (``plans``), and everything else from here. See
@@ -53,7 +56,7 @@ from ..protocols import Session, StoreSession
 from ..stores import open_owners
 from ..stores._home import home_from_environment
 from ..stores.owners import OwnerRegistry
-from ._links import nested_owner
+from ._links import nested_owner, opened
 
 __all__ = [
     "Binding",
@@ -227,14 +230,25 @@ class Binding:
 
     def call(self, args: Any, key: str, *, call_id: str | None = None) -> Outcome:
         """One call for ``key`` of the owners, holding the owner's lock (sync frameworks)."""
-        with self.owners.locked(key) as session:
-            return self.call_in(args, session, call_id=call_id, key=key)
+        try:
+            with self.owners.locked(key) as session:
+                return self.call_in(args, session, call_id=call_id, key=key)
+        except ToolFailure as failure:  # the owner's session could not be opened
+            return _not_recorded(failure, key)
 
     async def acall(self, args: Any, key: str, *, call_id: str | None = None) -> Outcome:
         """:meth:`call` for asyncio frameworks: calls of one owner run one at a time, in
         arrival order, across tasks, threads and concurrent runs."""
-        async with self.owners.alocked(key) as session:
-            return await self.acall_in(args, session, call_id=call_id, key=key)
+        try:
+            async with self.owners.alocked(key) as session:
+                return await self.acall_in(args, session, call_id=call_id, key=key)
+        except ToolFailure as failure:
+            return _not_recorded(failure, key)
+
+    def not_recorded(self, failure: ToolFailure, key: object = None) -> Outcome:
+        """The answer to a call whose owner's session an adapter could not open itself
+        (``ToolFailure`` from the registry): ``NOT_RECORDED``, the cause logged at ERROR."""
+        return _not_recorded(failure, key)
 
     async def atext(self, args: Any, key: str, *, call_id: str | None = None) -> str:
         """Only the text, for frameworks whose model reads refusals as plain results: the
@@ -271,7 +285,8 @@ class Binding:
 
     async def alinked(self, key: str, agent_name: str | None) -> str:
         """The owner key this call runs under: ``key``, or inside a delegating call
-        (:mod:`._links`) the sub-agent's own, its session linked to its parent's once."""
+        (:mod:`._links`) the sub-agent's own, its session linked to its parent's once.
+        Raises ``ToolFailure`` when a session it opens cannot be (:meth:`not_recorded`)."""
         nested, parent = nested_owner(key, agent_name)
         if parent is not None and nested not in self._linked:
             parent_owner, call_id = parent
@@ -285,6 +300,8 @@ class Binding:
                 call_id = None
             await self.owners.alink(nested, parent_key, parent_call_id=call_id)
             self._linked.add(nested)
+        if parent is not None:
+            opened(self.owners, nested)  # the delegating call's end appends its session/end
         return nested
 
 

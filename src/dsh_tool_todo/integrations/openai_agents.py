@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..core.contract import TOOL_NAME
-from ..errors import UsageError
+from ..errors import ToolFailure, UsageError
 from ._binding import Binding, OwnerRegistry
 from ._extras import needs_extra
 from ._links import delegating, nested_owner
@@ -46,6 +46,7 @@ from ._reminder import aplan_of, reminder_due, todos_of
 with needs_extra("dsh_tool_todo.integrations.openai_agents", "openai-agents", module="agents"):
     # Submodules by name (never a bare `import agents`: too generic a name, a
     # user's own agents.py would pass for the SDK and fail later, deep inside).
+    from agents import tool as _sdk_tool
     from agents.items import TResponseInputItem
     from agents.run_config import CallModelData, CallModelInputFilter, ModelInputData
     from agents.tool import FunctionTool
@@ -96,7 +97,10 @@ def todo_write_function_tool(
         key = binding.key(ctx)
         if key is None:
             return binding.refused().text
-        key = await binding.alinked(key, _agent_name(ctx))  # a sub-agent's own, linked session
+        try:
+            key = await binding.alinked(key, _agent_name(ctx))  # a sub-agent's own, linked session
+        except ToolFailure as failure:  # a session it opened to link could not be opened
+            return binding.not_recorded(failure, key).text
         # The model reads refusals as plain results here: the text path is enough.
         return await binding.atext(arguments, key, call_id=ctx.tool_call_id or None)
 
@@ -123,6 +127,12 @@ def linked_agent_tool(agent_tool: FunctionTool) -> FunctionTool:
         lead = Agent(name="lead", tools=[todo, linked_agent_tool(researcher.as_tool(
             tool_name="research", tool_description="Research a question"))])
 
+    When the call returns, each sub-agent session opened during it gets
+    ``session/end`` ``finished``; when the sub-agent's run fails, ``failed`` with
+    the error's text. A failure the SDK answers the model with (``as_tool``'s
+    ``failure_error_function``, its default included) is seen here first, then
+    answered exactly as the SDK would, by the same function for the same tool.
+
     The tool itself is unchanged (name, description, schema): only its invocation
     is wrapped, and the model sees nothing new.
     """
@@ -131,13 +141,50 @@ def linked_agent_tool(agent_tool: FunctionTool) -> FunctionTool:
             f"linked_agent_tool takes the FunctionTool agent.as_tool() returns, not "
             f"{type(agent_tool).__name__}"
         )
-    invoke_agent = agent_tool.on_invoke_tool
+    invoke_agent, answer_failure = _raising(agent_tool)
 
     async def invoke(ctx: ToolContext[Any], arguments: str) -> Any:
-        with delegating(_agent_name(ctx), getattr(ctx, "tool_call_id", None)):
-            return await invoke_agent(ctx, arguments)
+        try:
+            async with delegating(_agent_name(ctx), getattr(ctx, "tool_call_id", None)):
+                return await invoke_agent(ctx, arguments)
+        except Exception as error:
+            if answer_failure is None:
+                raise
+            answer = await answer_failure(ctx, arguments, error)
+            if answer is None:  # the tool's policy is to raise
+                raise
+            return answer
 
     return dataclasses.replace(agent_tool, on_invoke_tool=invoke)
+
+
+def _raising(
+    agent_tool: FunctionTool,
+) -> tuple[Callable[..., Any], Callable[..., Awaitable[Any]] | None]:
+    """``agent_tool``'s invocation with its failures raised (the sub-agent's end is written
+    ``failed`` before any answer to the model), and the answer to a failure as the SDK gives
+    it: the tool's failure function's text (``None``: raise), logged and traced as the SDK
+    does. An SDK without these pieces: the invocation as it is (a failure it answers itself
+    is then ended ``finished``), and no answer."""
+    answer_by_policy = getattr(_sdk_tool, "maybe_invoke_function_tool_failure_error_function", None)
+    set_policy = getattr(_sdk_tool, "set_function_tool_failure_error_function", None)
+    invoker = agent_tool.on_invoke_tool
+    bind = getattr(invoker, "__agents_bind_function_tool__", None)
+    if answer_by_policy is None or set_policy is None or not callable(bind):
+        return invoker, None
+    report = getattr(invoker, "_on_handled_error", None)  # the SDK's log and span of it
+
+    async def answer(ctx: ToolContext[Any], arguments: str, error: Exception) -> Any:
+        text = await answer_by_policy(function_tool=agent_tool, context=ctx, error=error)
+        if text is not None and callable(report):
+            report(agent_tool, error, arguments, ctx)
+        return text
+
+    # an invoker answers a failure by the policy of the tool it is bound to: bind it to a
+    # copy whose policy is to raise (None), and answer by the user's tool's policy here
+    shadow = dataclasses.replace(agent_tool)
+    set_policy(shadow, None)
+    return bind(shadow), answer
 
 
 def _agent_name(ctx: ToolContext[Any]) -> str | None:

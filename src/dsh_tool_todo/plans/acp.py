@@ -1,5 +1,9 @@
 """The plan as an Agent Client Protocol (ACP) ``plan`` session update.
 
+To a client that declares identified plans, :func:`forward_plans` sends ACP's
+plan operations instead, one plan per agent: the lead's and each linked
+sub-agent's (:mod:`._acp_tree`).
+
 :func:`plan_update` needs nothing beyond this package. :func:`agent_plan_update`
 and :func:`forward_plans` need the optional SDK (the ``acp``
 extra: ``pip install '.[acp]'`` from a checkout), imported only when they are called.
@@ -17,7 +21,7 @@ from ..core.contract import EVENT_TYPE
 from ..core.model import Status
 from ..errors import AcpUnavailable, UsageError, missing_extra
 from .checklist import Todos, plan_items
-from .forwarding import OrderedForwarder, Subscribable, event_loop
+from .forwarding import OrderedForwarder, Subscribable, event_loop, running_loop
 
 __all__ = [
     "PlanConnection",
@@ -31,6 +35,9 @@ if TYPE_CHECKING:
     import asyncio  # imported where a loop is looked up: 20 ms a CLI start need not pay
 
     from acp.schema import AgentPlanUpdate
+
+    from ..protocols import LogReader
+    from ._acp_tree import PlanTree
 
 Priority = Literal["high", "medium", "low"]
 PRIORITIES: tuple[Priority, ...] = ("high", "medium", "low")
@@ -83,6 +90,9 @@ def forward_plans(
     *,
     priority: str = "medium",
     loop: asyncio.AbstractEventLoop | None = None,
+    client_capabilities: object = None,
+    reader: LogReader | None = None,
+    session_key: str | None = None,
 ) -> PlanForwarder:
     """Send each ``todo/write`` appended to ``session`` to ``connection`` as a plan update.
 
@@ -94,25 +104,43 @@ def forward_plans(
     ``call_soon_threadsafe`` from any other). So the client receives every
     plan in log order, and its last plan is the session's last.
 
+    ``client_capabilities`` are those the client sent with ``initialize``. A
+    client that declares ``plan`` gets ACP's identified plans (unstable in
+    ACP): ``plan_update`` under ``planId`` ``plan:<session key>`` for each
+    write, ``plan_removed`` for a ``turn/start`` or a ``session/end``; and,
+    with ``reader`` (the store's :class:`~dsh_tool_todo.protocols.LogReader`),
+    the same for every sub-agent session linked under this one, found as
+    ``dsh-todo sessions`` finds them, as they are linked. The key is
+    ``session_key``, else the session's ``key``, else ``session_id``. Any
+    other client gets the ``plan`` update of each write, the lead's only.
+
     ``loop`` defaults to the running loop: call this from a coroutine, or pass
     the loop. Await :meth:`PlanForwarder.drain` before answering the prompt so
-    the plan reaches the client first; call the forwarder to unsubscribe.
+    the plans reach the client first; call the forwarder (or await its
+    :meth:`~PlanForwarder.aclose`) to stop.
     """
+    # imported here: it builds on the wire formats, which build on this module
+    from ._acp_tree import PlanTree, plans_supported
+
     _check_priority(priority)
     model = _sdk_model()
-    return PlanForwarder(
-        session, connection, session_id, model, priority, event_loop(loop, "forward_plans")
-    )
+    running = event_loop(loop, "forward_plans")
+    key = session_key if session_key is not None else getattr(session, "key", None)
+    tree = None
+    if plans_supported(client_capabilities):
+        tree = PlanTree(session_id if key is None else key, priority, reader, running)
+    return PlanForwarder(session, connection, session_id, model, priority, running, tree=tree)
 
 
-class PlanForwarder(OrderedForwarder["AgentPlanUpdate"]):
+class PlanForwarder(OrderedForwarder[Any]):
     """A subscription made by :func:`forward_plans`; calling it unsubscribes.
 
     Updates wait in one first-in, first-out queue, filled by the listener in
     the appending thread (so in log order: sessions call listeners under
-    their append lock) and emptied by a single sender task on the loop. So
-    the client receives updates in log order whichever thread appended them,
-    and :meth:`drain` can wait for exactly the updates queued before it.
+    their append lock) and by the followers of sub-agent logs, and emptied by
+    a single sender task on the loop. So the client receives each session's
+    updates in its log's order whichever thread appended them, and
+    :meth:`drain` can wait for exactly the updates queued before it.
     """
 
     def __init__(
@@ -123,16 +151,51 @@ class PlanForwarder(OrderedForwarder["AgentPlanUpdate"]):
         model: type[AgentPlanUpdate],
         priority: str,
         loop: asyncio.AbstractEventLoop,
+        *,
+        tree: PlanTree | None = None,
     ) -> None:
-        def convert(event: Mapping[str, Any]) -> AgentPlanUpdate | None:
+        def legacy(event: Mapping[str, Any]) -> AgentPlanUpdate | None:
             if event.get("type") != EVENT_TYPE:
                 return None
             return model.model_validate(plan_update(event["data"]["todos"], priority=priority))
 
-        async def send(update: AgentPlanUpdate) -> None:
+        def identified(event: Mapping[str, Any]) -> Any:
+            assert tree is not None
+            return tree.convert(tree.lead_key, event)
+
+        async def send(update: Any) -> None:
             await connection.session_update(session_id=session_id, update=update)
 
-        super().__init__(session, convert, send, loop)
+        self._tree = tree
+        super().__init__(session, legacy if tree is None else identified, send, loop)
+        if tree is not None:
+            if running_loop() is loop:
+                tree.start(self._put, self._record)
+            else:
+                loop.call_soon_threadsafe(tree.start, self._put, self._record)
+
+    def __call__(self) -> None:
+        """Stop forwarding; updates already queued are still sent. Safe to call twice."""
+        super().__call__()
+        if self._tree is not None:
+            self._tree.stop()
+
+    async def drain(self) -> None:
+        """Wait until every update queued before this call has been sent (or has failed),
+        and, for identified plans, every event each sub-agent's log held at this call (its
+        list read anew); raise the first failure since the last drain."""
+        if self._tree is not None and running_loop() is self._loop:
+            try:
+                await self._tree.catch_up()
+            except Exception as error:
+                self._record(error)
+        await super().drain()
+
+    async def aclose(self) -> None:
+        """Stop forwarding and wait until the sub-agents' followers have ended."""
+        self()
+        if self._tree is not None:
+            await self._tree.stopped()
 
 
 def _check_priority(priority: str) -> Priority:

@@ -8,21 +8,25 @@ visible, with its children under it, never an error. A session in a link
 cycle (a hostile log can name any parent) is shown as a root, and so is one
 more than :data:`MAX_DEPTH` levels down a chain of links (the text and the
 JSON stay printable however long the chain). Each node
-carries its progress, the item in progress, and the health signals of its
-current turn (:mod:`dsh_tool_todo.core.health`). :func:`render_tree` is what
+carries its progress, the item in progress, the health signals of its
+current turn (:mod:`dsh_tool_todo.core.health`), and how its delegated run
+ended when its log says so (``session/end``, :func:`~dsh_tool_todo.core.links.end_of`:
+the newest of its plan events and ends is an end; a write after an end is a
+run started again). :func:`render_tree` is what
 ``dsh-todo sessions SOURCE`` prints, every name and content escaped;
 :func:`fleet_json` is its ``--json``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from ..core.contract import EVENT_TYPE, TURN_START
+from ..core.contract import EVENT_TYPE, SESSION_END_EVENT_TYPE, TURN_START
 from ..core.health import HealthOptions, Signal, turn_health
+from ..core.links import End, end_of
 from ..core.projection import PLAN_EVENTS
 from ..errors import InvalidLog, SessionNotFound
 from ..protocols import LogReader, Progress, SessionSummary, TailPage
@@ -57,6 +61,7 @@ class FleetNode:
     readable: bool = True
     cycle: bool = False
     deep: bool = False
+    end: End | None = None
     children: list[FleetNode] = field(default_factory=list)
 
 
@@ -80,10 +85,13 @@ async def _node(reader: LogReader, row: SessionSummary, options: HealthOptions |
         readable=row.progress is not None,
     )
     try:
-        writes, whole = await _turn(reader, row.name)
+        # the ends ride on the read the signals need: no second read of the log
+        events, whole = await _turn(reader, row.name, _WITH_ENDS)
     except (InvalidLog, SessionNotFound, OSError):  # broken, unreadable, or deleted since listed
         node.readable = False
         return node
+    node.end = end_of(events[-1]) if events else None
+    writes = [event for event in events if event["type"] != SESSION_END_EVENT_TYPE]
     if writes and writes[-1]["type"] == EVENT_TYPE:
         node.in_progress = tuple(
             str(item.get("content"))
@@ -113,13 +121,18 @@ async def turn_window(reader: _Tail, name: str) -> tuple[list[dict[str, Any]], b
     return await _turn(reader, name)
 
 
-async def _turn(reader: _Tail, name: str) -> tuple[list[dict[str, Any]], bool]:
+_WITH_ENDS = (*PLAN_EVENTS, SESSION_END_EVENT_TYPE)
+
+
+async def _turn(
+    reader: _Tail, name: str, types: Collection[str] = PLAN_EVENTS
+) -> tuple[list[dict[str, Any]], bool]:
     """The current turn's plan events (from its ``turn/start``), at most MAX_TURN_WRITES,
-    and whether nothing of the turn lies before them."""
+    and whether nothing of the turn lies before them (``types``: also the ends)."""
     found: list[dict[str, Any]] = []
     before: int | None = None
     while len(found) < MAX_TURN_WRITES:
-        page = await reader.tail(name, before=before, limit=PAGE, types=PLAN_EVENTS)
+        page = await reader.tail(name, before=before, limit=PAGE, types=types)
         for position in range(len(page.events) - 1, -1, -1):
             event = page.events[position]
             found.append(event)
@@ -206,6 +219,8 @@ def render_tree(roots: Sequence[FleetNode], *, encoding: str | None = None) -> s
             lines.append(f"{indent}{shown(node.key)}\t(parent not visible here)")
         else:
             fields = [f"{indent}{shown(node.key)}", _progress_text(node)]
+            if node.end is not None:
+                fields.append(_end_text(node.end, shown))
             if node.last_activity is not None:
                 fields.append("last " + _when(node.last_activity))
             if node.in_progress:
@@ -236,6 +251,12 @@ def _progress_text(node: FleetNode) -> str:
     return f"{progress.completed}/{progress.total} done"
 
 
+def _end_text(end: End, shown: Callable[[str], str]) -> str:
+    if end.error is None:
+        return end.outcome
+    return f"{end.outcome}: {shown(end.error)}"
+
+
 def _signal_text(signal: Signal) -> str:
     return f"{signal.kind}@{signal.seq}"
 
@@ -260,7 +281,35 @@ def fleet_json(roots: Sequence[FleetNode]) -> list[dict[str, Any]]:
             "signals": [signal.as_json() for signal in node.signals],
             "cycle": node.cycle,
             "deep": node.deep,
+            "end": _end_json(node.end),
             "children": [node_json(child) for child in node.children],
         }
 
     return [node_json(root) for root in roots]
+
+
+def _end_json(end: End | None) -> dict[str, str] | None:
+    if end is None:
+        return None
+    return (
+        {"outcome": end.outcome}
+        if end.error is None
+        else {"outcome": end.outcome, "error": end.error}
+    )
+
+
+def descendants(rows: Sequence[SessionSummary], name: str) -> list[tuple[str, str]]:
+    """The sessions under ``name`` in the tree ``rows`` make, as (session, its parent), each
+    after its parent: the tree :func:`read_fleet` draws (its cycles and depth bound too),
+    from the rows' links alone, with no log read."""
+    nodes = [FleetNode(row.name, parent=row.parent) for row in rows]
+    build_tree(nodes)
+    top = next((node for node in nodes if node.key == name), None)
+    found: list[tuple[str, str]] = []
+    level = [] if top is None else [top]
+    while level:
+        node = level.pop(0)
+        for child in node.children:
+            found.append((child.key, node.key))
+            level.append(child)
+    return found

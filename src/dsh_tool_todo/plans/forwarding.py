@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import asyncio  # imported where a loop is looked up: 20 ms a CLI start need not pay
 
 Update = TypeVar("Update")
+MAX_KEPT_ERRORS = 100
 
 
 class Subscribable(Protocol):
@@ -95,8 +96,11 @@ class OrderedForwarder(Generic[Update]):
         except Exception as error:
             self._record(error)
             return
-        if update is None:
-            return
+        if update is not None:
+            self._put(update)
+
+    def _put(self, update: Update) -> None:
+        """Queue ``update`` behind every update queued so far (from any thread)."""
         with self._lock:
             self._queue.append(update)
             self._queued += 1
@@ -135,7 +139,9 @@ class OrderedForwarder(Generic[Update]):
 
     def _record(self, error: Exception) -> None:
         with self._lock:
-            self._errors.append(error)
+            # drain raises the first; a forwarder no one drains keeps a bounded list
+            if len(self._errors) < MAX_KEPT_ERRORS:
+                self._errors.append(error)
 
 
 def event_loop(loop: asyncio.AbstractEventLoop | None, caller: str) -> asyncio.AbstractEventLoop:

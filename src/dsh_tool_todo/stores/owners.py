@@ -40,13 +40,13 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core.contract import TURN_START
 from ..errors import OwnerNameError, UsageError
 from ..protocols import Event, StoreSession
 from ._closing import ClosedOnAsyncExit, ClosedOnExit
-from ._owner_lock import _close_session, _Entry
+from ._owner_lock import _OPEN_FAILURES, _close_session, _Entry, _not_opened, _speaks_store
 from ._owner_names import SUFFIX
 from ._owner_names import owner_file_name as owner_file_name
 from ._owner_names import owner_key as owner_key
@@ -81,8 +81,14 @@ class OwnerRegistry(ClosedOnExit, ClosedOnAsyncExit):
     :meth:`acall`, :meth:`locked`, :meth:`alocked`); calls for different owners
     run in parallel. A blocking call that could never get its turn (nested in
     a :meth:`locked` block for the same owner, or made on an event loop whose
-    task holds the owner) is refused. A second process that opens the same
-    owner's file is refused by the JSONL store's one-writer lock.
+    task holds the owner) is refused.
+
+    A session the store cannot open (a second process holds the owner's log,
+    the database is out of reach, the directory is gone) raises
+    :class:`~dsh_tool_todo.errors.ToolFailure` from every method, the store's
+    error as its cause, and nothing is kept: the next call tries again. A
+    session its store closed meanwhile (a JSONL log deleted or replaced under
+    it) is opened afresh by the owner's next call.
 
     :meth:`close` never waits: a session whose calls are in progress or waiting
     is closed when the last of them ends; :meth:`aclose` also waits for that.
@@ -196,7 +202,7 @@ class OwnerRegistry(ClosedOnExit, ClosedOnAsyncExit):
                 with entry.opened:  # released once the opening has finished
                     pass
             self._release(entry)
-            if not entry.failed:
+            if self._usable(entry):
                 return entry.session
 
     @contextmanager
@@ -223,7 +229,8 @@ class OwnerRegistry(ClosedOnExit, ClosedOnAsyncExit):
         """One ``todo_write`` call owned by ``owner``: the text the model reads.
 
         Raises :class:`~dsh_tool_todo.errors.ToolFailure` when the call could not
-        be recorded (answer the model with ``contract.NOT_RECORDED``).
+        be recorded, its session not opened or its append failed (answer the
+        model with ``contract.NOT_RECORDED``).
         ``call_id``: the framework's id of the call, recorded with it.
         """
         entry = self._hold(owner)  # what locked does, without its generator per call
@@ -320,16 +327,17 @@ class OwnerRegistry(ClosedOnExit, ClosedOnAsyncExit):
             if self._closed:
                 raise UsageError("this owner registry is closed")
             now = self._clock()
+            # Swept first: this owner's own session, idle too long, is closed with the others
+            # and opened again below (swept after, it was closed under the caller's feet).
+            self._evict_idle(now)
             entry = self._entries.get(owner)
             opening = entry is None
             if entry is None:
-                self._evict_idle(now)
                 self._make_room()
                 entry = self._entries[owner] = _Entry(owner, now)
                 entry.lock.acquire()  # a new lock: taken at once
             else:
                 self._entries.move_to_end(owner)
-                self._evict_idle(now)
             entry.users += 1
             entry.last_used = now
         return entry, opening
@@ -339,11 +347,14 @@ class OwnerRegistry(ClosedOnExit, ClosedOnAsyncExit):
         entry is gone and its session closed before any waiter wakes."""
         session: StoreSession | None = None
         try:
-            session = (
-                self._open_default(entry.key)
-                if self._open_session is None
-                else (self._open_session(entry.key))
-            )
+            try:
+                session = (
+                    self._open_default(entry.key)
+                    if self._open_session is None
+                    else (self._open_session(entry.key))
+                )
+            except _OPEN_FAILURES as error:  # the store's, not the caller's: a later call may do
+                raise _not_opened(entry.key, error) from error
             if not _speaks_store(session):
                 raise UsageError(
                     f"open_session returned {type(session).__name__} for owner {entry.key!r}, "
@@ -383,9 +394,9 @@ class OwnerRegistry(ClosedOnExit, ClosedOnAsyncExit):
             except BaseException:
                 self._release(entry)
                 raise
-            if not entry.failed:
+            if self._usable(entry):
                 return entry
-            self._unhold(entry)  # its opening failed: open it afresh
+            self._unhold(entry)  # its opening failed, or its session closed since: open it afresh
 
     async def _ahold(self, owner: str) -> _Entry:
         """:meth:`_hold` for a task: waits without blocking its event loop."""
@@ -404,9 +415,23 @@ class OwnerRegistry(ClosedOnExit, ClosedOnAsyncExit):
             except BaseException:
                 self._release(entry)
                 raise
-            if not entry.failed:
+            if self._usable(entry):
                 return entry
             self._unhold(entry)
+
+    def _usable(self, entry: _Entry) -> bool:
+        """Whether ``entry``'s session was opened and is open still. One its store closed
+        since (a JSONL log deleted or replaced under it closes itself) is forgotten, like a
+        failed opening, so that this caller and those waiting open the owner afresh."""
+        if entry.failed:
+            return False
+        if getattr(entry.session, "closed", False) is not True:
+            return True
+        with self._lock:
+            entry.failed = True
+            if self._entries.get(entry.key) is entry:
+                del self._entries[entry.key]
+        return False
 
     def _unhold(self, entry: _Entry) -> None:
         entry.lock.release()
@@ -461,16 +486,6 @@ class OwnerRegistry(ClosedOnExit, ClosedOnAsyncExit):
         # closed (a durable log admits one writer).
         del self._entries[entry.key]
         _close_session(entry.key, entry.session)
-
-
-_STORE_METHODS = ("append", "subscribe", "latest", "close")
-
-
-def _speaks_store(session: object) -> TypeGuard[StoreSession]:
-    """``isinstance(session, StoreSession)`` as the runtime protocol decides it (each of its
-    methods present, not ``None``), without typing's walk of the protocol on every check: a
-    new owner's open paid some 58,000 instructions for it, about a steady call's worth."""
-    return all(getattr(session, name, None) is not None for name in _STORE_METHODS)
 
 
 def _link(owner: str, session: object, parent: str, parent_call_id: str | None) -> Any:

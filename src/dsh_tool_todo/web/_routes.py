@@ -33,6 +33,7 @@ from ._streams import (
     shown_name,
     wire_stream,
 )
+from ._tree_stream import tree_stream
 from ._wire_stream import WireStream, wire_format
 
 __all__ = ["Views"]
@@ -72,6 +73,21 @@ def _once(request: Request, key: str) -> str | None:
         shown = [value[:40] for value in values[:3]]
         raise _BadRequest(f"give `{key}` once (got {len(values)}: {shown!r})")
     return values[0] if values else None
+
+
+def _tree(request: Request, form: str | None) -> bool:
+    """Whether the stream carries the session's sub-agents too (``tree=1``, AG-UI only)."""
+    raw = _once(request, "tree")
+    if raw is None or raw in ("", "0"):
+        return False
+    if raw != "1":
+        raise _BadRequest(f"`tree` must be 1 or 0 (got {raw[:40]!r})")
+    if form != "ag-ui":
+        raise _BadRequest(
+            "`tree=1` goes with `format=ag-ui`, the one stream form with sub-agent events; "
+            "the others carry one session's plan: open one stream per session"
+        )
+    return True
 
 
 _MARK = re.compile(r"[0-9a-f]{12}|none")  # what a frame id says of its plan (_streams)
@@ -192,6 +208,7 @@ class Views:
             form = wire_format(request.query_params.getlist("format"))
         except ValueError as error:
             raise _BadRequest(str(error)) from None
+        tree = _tree(request, form)
         resume = request.headers.get("last-event-id") or _once(request, "after")
         after: int | None = None
         mark: str | None = None
@@ -201,6 +218,8 @@ class Views:
                 seq_text = resume  # refused as no seq, with what a seq must be
             after = _number(seq_text, "`Last-Event-ID`", -1, MAX_SEQ, "a seq")
         now = await self.plans.snapshot(name)  # an unknown session is a 404, before streaming
+        if tree:
+            return tree_stream(self.plans, self.hub, WireStream("ag-ui", name), now, self.timing)
         if form is not None:
             return wire_stream(self.plans, WireStream(form, name), now, self.timing)
         resumed_on: Event | bool | None = True

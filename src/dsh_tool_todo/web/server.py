@@ -4,14 +4,20 @@ It binds to loopback unless told otherwise. Binding to an address other
 machines can reach needs ``expose=True``, prints a warning, and requires a
 token printed at start, because session logs hold whatever the model wrote.
 Open streams never hold up Ctrl-C: uvicorn gives connections a fraction of a
-second to close, and the streams end when the server begins to stop.
+second to close, and the streams end when the server begins to stop. A source
+that cannot be read is refused before the banner; one that goes away while
+served is said once per failure episode on ``err`` (:class:`_Episodes`), not
+at each reconnection attempt of a database's pool.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import socket
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TextIO
 
 from ..errors import MissingExtra, UsageError, missing_extra
@@ -20,6 +26,9 @@ __all__ = ["serve"]
 
 SHUTDOWN_GRACE = 0.5  # seconds open connections get on Ctrl-C
 OPEN_FILES = 65536  # the soft limit on open files serve raises itself to, at most
+QUIET_AFTER = 300.0  # seconds without a failure that end an episode (a pool: a connection made)
+POOL_LOGGER = "psycopg.pool"  # its every reconnection attempt is a warning
+STORE_LOGGERS = (POOL_LOGGER, "dsh_tool_todo")
 
 
 def serve(
@@ -75,7 +84,7 @@ def serve(
             file=err,
             flush=True,
         )
-    reader = open_reader(source)  # a source it cannot read is refused before any banner
+    reader = open_reader(source, check=True)  # a source it cannot read: refused before a banner
     app = create_app(
         reader, host=host, port=port, extra_hosts=allow_hosts, token=token, warm_list=True
     )
@@ -100,8 +109,73 @@ def serve(
     print("Press Ctrl-C to stop.", file=out, flush=True)
     if note is not None:
         print(note, file=err, flush=True)
-    with listener:
+    with listener, _said_once_per_episode(err, reader.where):
         uvicorn.Server(config).run(sockets=[listener])
+
+
+class _Episodes(logging.Handler):
+    """The stores' warnings while serving, one line per failure episode: a database that went
+    away is said once, not at each of its pool's reconnection attempts (nor at each retry of
+    the list's changes); said again once it answered (a connection made) or after
+    :data:`QUIET_AFTER` seconds without a failure. What clients meet meanwhile, each request
+    answers (503, or a stream's frame)."""
+
+    def __init__(self, err: TextIO, where: str, clock: Callable[[], float] = time.monotonic):
+        super().__init__(logging.DEBUG)
+        self.err = err
+        self.where = where
+        self.clock = clock
+        self.failing: dict[str, float] = {}  # logger -> when it last said a failure
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._emit(record)
+        except Exception:
+            self.handleError(record)
+
+    def _emit(self, record: logging.LogRecord) -> None:
+        if record.levelno < logging.WARNING:
+            if record.name == POOL_LOGGER and str(record.msg).startswith("adding new connection"):
+                self.failing.pop(POOL_LOGGER, None)  # it answers again
+            return
+        now = self.clock()
+        last = self.failing.get(record.name)
+        self.failing[record.name] = now
+        if last is not None and now - last < QUIET_AFTER:
+            return
+        from ..plans.checklist import escape_content
+
+        said = record.getMessage().strip().split("\n")[0]  # its first line: no traceback
+        if record.name == POOL_LOGGER:
+            said = f"{self.where}: {said}"
+        shown = escape_content(said, encoding=getattr(self.err, "encoding", None))
+        print(
+            f"dsh-todo serve: warning: {shown} (said once until it answers again)",
+            file=self.err,
+            flush=True,
+        )
+
+
+@contextmanager
+def _said_once_per_episode(err: TextIO, where: str) -> Iterator[_Episodes]:
+    """While serving, the stores' loggers speak through :class:`_Episodes` alone (the pool's
+    at INFO too: a connection made ends its episode); as they were afterwards."""
+    handler = _Episodes(err, where)
+    loggers = [logging.getLogger(name) for name in STORE_LOGGERS]
+    saved = [(logger.level, logger.propagate) for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.propagate = False
+    pool = loggers[0]
+    if not pool.isEnabledFor(logging.INFO):
+        pool.setLevel(logging.INFO)
+    try:
+        yield handler
+    finally:
+        for logger, (level, propagate) in zip(loggers, saved, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            logger.propagate = propagate
 
 
 def _raise_open_files(limit: int = OPEN_FILES) -> int | None:

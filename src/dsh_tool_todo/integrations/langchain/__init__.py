@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from ...core.contract import EVENT_TYPE, TOOL_NAME, TURN_START
-from ...errors import UsageError
+from ...errors import ToolFailure, UsageError
 from .._binding import Binding, Outcome, OwnerRegistry, TodoItem
 from .._extras import needs_extra
 
@@ -219,7 +219,11 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         return self._tool.options.allow_parallel_in_progress
 
     def before_agent(self, state: TodoWriteState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """A new run is a new user turn: record ``turn/start``, which clears the plan."""
+        """A new run is a new user turn: record ``turn/start``, which clears the plan.
+
+        With ``owners``, a thread's session that cannot be opened (its log held by another
+        process, the database out of reach) fails the run here, before the model is
+        called: ``ToolFailure``, the store's error as its cause."""
         if not self.clear_on_new_turn:
             return None
         key = _run_key(runtime)
@@ -265,17 +269,20 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         """A call recorded in the state and copied to ``key``'s session, in the model's order."""
         call, state = request.tool_call, request.state
         capture = _Capture(state)
-        with owners.locked(key) as session:
-            for args, earlier in _earlier_calls(state, call["id"]):
-                copied = _Capture(state, session)
-                outcome = self._binding.call_in(args, copied, call_id=earlier, key=key)
-                if outcome.kind == Outcome.FAILED:
-                    # copied after a call the model made before it, it would be out of order
-                    return _answered(request, capture, outcome)
-            capture = _Capture(state, session)
-            outcome = self._binding.call_in(
-                call["args"], capture, call_id=call["id"] or None, key=key
-            )
+        try:
+            with owners.locked(key) as session:
+                for args, earlier in _earlier_calls(state, call["id"]):
+                    copied = _Capture(state, session)
+                    outcome = self._binding.call_in(args, copied, call_id=earlier, key=key)
+                    if outcome.kind == Outcome.FAILED:
+                        # copied after a call the model made before it, it would be out of order
+                        return _answered(request, capture, outcome)
+                capture = _Capture(state, session)
+                outcome = self._binding.call_in(
+                    call["args"], capture, call_id=call["id"] or None, key=key
+                )
+        except ToolFailure as failure:  # the thread's session could not be opened
+            return _answered(request, capture, self._binding.not_recorded(failure, key))
         return _answered(request, capture, outcome, key)
 
     async def awrap_tool_call(
@@ -298,16 +305,19 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
     ) -> ToolMessage | Command[Any]:
         call, state = request.tool_call, request.state
         capture = _Capture(state)
-        async with owners.alocked(key) as session:
-            for args, earlier in _earlier_calls(state, call["id"]):
-                copied = _Capture(state, session)
-                outcome = await self._binding.acall_in(args, copied, call_id=earlier, key=key)
-                if outcome.kind == Outcome.FAILED:
-                    return _answered(request, capture, outcome)
-            capture = _Capture(state, session)
-            outcome = await self._binding.acall_in(
-                call["args"], capture, call_id=call["id"] or None, key=key
-            )
+        try:
+            async with owners.alocked(key) as session:
+                for args, earlier in _earlier_calls(state, call["id"]):
+                    copied = _Capture(state, session)
+                    outcome = await self._binding.acall_in(args, copied, call_id=earlier, key=key)
+                    if outcome.kind == Outcome.FAILED:
+                        return _answered(request, capture, outcome)
+                capture = _Capture(state, session)
+                outcome = await self._binding.acall_in(
+                    call["args"], capture, call_id=call["id"] or None, key=key
+                )
+        except ToolFailure as failure:
+            return _answered(request, capture, self._binding.not_recorded(failure, key))
         return _answered(request, capture, outcome, key)
 
     def _release(self, key: str) -> None:

@@ -17,6 +17,11 @@ Python signature and drop arguments it does not know. What the client gets:
   owner's current plan; ``resources/subscribe`` (or, on the 2.x line's
   2026-07-28 wire, ``subscriptions/listen``) brings
   ``notifications/resources/updated`` after each recorded write or clear;
+- for a client whose capabilities declare MCP Apps (``io.modelcontextprotocol/ui``
+  with ``text/html;profile=mcp-app``), a view of that plan: the tool's
+  ``_meta.ui.resourceUri`` names ``ui://dsh-tool-todo/plan``, one HTML document
+  the host draws and that re-reads ``todo://plan`` through it; any other client
+  sees neither, its tool and resources unchanged;
 - a call that could not be recorded (:class:`~dsh_tool_todo.errors.ToolFailure`)
   is ``isError: true`` with :data:`~dsh_tool_todo.core.contract.NOT_RECORDED`, its
   cause logged on the ``dsh_tool_todo`` logger (stderr under ``dsh-todo mcp``:
@@ -41,7 +46,7 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 from ...core.contract import TOOL_NAME
-from ...errors import LogBusy
+from ...errors import LogBusy, ToolFailure
 from .._binding import Binding, OwnerRegistry
 from .._extras import needs_extra
 from ._plan import PLAN_URI, PlanResource
@@ -53,7 +58,15 @@ with needs_extra("dsh_tool_todo.integrations.mcp", "mcp", module="mcp"):
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
 
-from ._handlers import _DECORATORS, _plan_handlers_2x, _serve_plan_1x, _Server1x, _unknown_tool
+from ._handlers import (
+    _DECORATORS,
+    _plan_handlers_2x,
+    _serve_plan_1x,
+    _Server1x,
+    _unknown_tool,
+    _with_view,
+)
+from ._view import declares_apps
 
 __all__ = ["PLAN_URI", "build_server", "serve_stdio"]
 
@@ -104,13 +117,18 @@ def build_server(
         )
 
     call = plan.watching(call)
+    app_definition = _with_view(definition)
+
+    def tools_for(session: object) -> list[types.Tool]:
+        # Only a client that declared MCP Apps is told of the view: others see the tool unchanged.
+        return [app_definition if declares_apps(session) else definition]
 
     if _DECORATORS:
         server: Server[Any] = _Server1x(SERVER_NAME, version=Binding.version)
 
         @server.list_tools()  # type: ignore[no-untyped-call,untyped-decorator]
         async def list_tools() -> list[types.Tool]:
-            return [definition]
+            return tools_for(server.request_context.session)
 
         # Registered as the request's own handler, not with `@server.call_tool()`: that
         # decorator checks the arguments against the schema before our validator writes its
@@ -123,7 +141,7 @@ def build_server(
         return server
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[definition])
+        return types.ListToolsResult(tools=tools_for(ctx.session))
 
     async def on_call_tool(ctx: Any, params: Any) -> types.CallToolResult:
         return await call(params.name, params.arguments)
@@ -144,6 +162,7 @@ async def serve_stdio(
     owners: OwnerRegistry | None = None,
     owner: str = DEFAULT_OWNER,
     wait_owner: float = 0.0,
+    hold_owner: bool = True,
 ) -> None:
     """Serve one agent over stdin/stdout until the client closes the connection.
 
@@ -151,18 +170,23 @@ async def serve_stdio(
     (another server on the same durable owner: a client that starts one server
     per call starts several at once), this one waits up to ``wait_owner``
     seconds for it, then raises :class:`~dsh_tool_todo.errors.LogBusy`, before
-    reading anything from the client.
+    reading anything from the client. With ``hold_owner=False`` (an owner no
+    other server shares, as ``dsh-todo mcp``'s own per-server log) it is opened
+    by the first call instead: a server no call reaches makes no log, and
+    ``todo://plan`` reads an owner's log not made yet as an empty plan.
     """
     Binding.check_owner("serve_stdio", owner)
     registry = Binding.registry("serve_stdio", owners, max_owners=None)
     deadline = time.monotonic() + wait_owner
-    while True:
+    while hold_owner:
         try:
             registry.session(owner)
             break
-        except LogBusy:
-            if time.monotonic() >= deadline:
+        except ToolFailure as failure:  # the registry's; the store's refusal is its cause
+            if not isinstance(failure.__cause__, LogBusy):
                 raise
+            if time.monotonic() >= deadline:
+                raise failure.__cause__ from None
             await asyncio.sleep(_OWNER_POLL_SECONDS)
     server = build_server(
         allow_parallel_in_progress=allow_parallel_in_progress, owners=registry, owner=owner

@@ -1,5 +1,9 @@
 """The MCP SDK's side of the server: ``todo://plan``'s handlers and the protocol errors, per line.
 
+Each handler asks the request's session whether its client declared MCP Apps
+(``_view.declares_apps``): only then are the plan's view and the tool's link to
+it offered.
+
 The 1.x line registers request handlers in a table and says it takes no
 subscriptions; the 2.x line takes its handlers as constructor arguments.
 """
@@ -14,6 +18,18 @@ from mcp.shared import exceptions as _exceptions
 
 from ...core.contract import TOOL_NAME
 from ._plan import MIME_TYPE, PLAN_URI, PlanResource, unknown_resource_message
+from ._view import (
+    TOOL_META,
+    VIEW_DESCRIPTION,
+    VIEW_META,
+    VIEW_MIME_TYPE,
+    VIEW_NAME,
+    VIEW_TITLE,
+    VIEW_URI,
+    declares_apps,
+    refusal_for_app_client,
+    view_html,
+)
 
 # 2.x takes its handlers as constructor arguments; 1.x registers them with decorators.
 _DECORATORS = hasattr(Server, "call_tool")
@@ -42,12 +58,51 @@ def _invalid_params(message: str) -> Exception:
     return cast(Exception, _PROTOCOL_ERROR(types.INVALID_PARAMS, message))
 
 
-def _plan_uri(uri: object) -> str:
-    """``uri`` if it names the plan; else the invalid-params error the client reads."""
+def _plan_uri(uri: object, session: object = None) -> str:
+    """``uri`` if it names the plan; else the invalid-params error the client on ``session``
+    reads (an MCP Apps client is told of the view too)."""
     text = str(uri)
     if text != PLAN_URI:
+        if declares_apps(session):
+            raise _invalid_params(refusal_for_app_client(text))
         raise _invalid_params(unknown_resource_message(text))
     return text
+
+
+def _with_view(tool: types.Tool) -> types.Tool:
+    """``tool`` naming the plan's view, for an MCP Apps client."""
+    return tool.model_copy(update={"meta": {**(tool.meta or {}), **TOOL_META}})
+
+
+def _resources(plan: PlanResource, session: object) -> list[types.Resource]:
+    listed = [_plan_resource(plan)]
+    if declares_apps(session):
+        listed.append(
+            types.Resource.model_validate(
+                {
+                    "uri": VIEW_URI,
+                    "name": VIEW_NAME,
+                    "title": VIEW_TITLE,
+                    "description": VIEW_DESCRIPTION,
+                    "mimeType": VIEW_MIME_TYPE,
+                    "_meta": VIEW_META,
+                }
+            )
+        )
+    return listed
+
+
+async def _read(plan: PlanResource, uri: object, session: object) -> types.ReadResourceResult:
+    if str(uri) == VIEW_URI and declares_apps(session):
+        view = {
+            "uri": VIEW_URI,
+            "mimeType": VIEW_MIME_TYPE,
+            "text": view_html(),
+            "_meta": VIEW_META,
+        }
+        return types.ReadResourceResult(contents=[types.TextResourceContents.model_validate(view)])
+    _plan_uri(uri, session)
+    return await _plan_contents(plan)
 
 
 def _plan_resource(plan: PlanResource) -> types.Resource:
@@ -83,20 +138,21 @@ def _serve_plan_1x(server: Server[Any], plan: PlanResource) -> None:
     """``todo://plan`` on a 1.x server: list, read, subscribe, unsubscribe."""
 
     async def list_resources(request: types.ListResourcesRequest) -> types.ServerResult:
-        return types.ServerResult(types.ListResourcesResult(resources=[_plan_resource(plan)]))
+        resources = _resources(plan, server.request_context.session)
+        return types.ServerResult(types.ListResourcesResult(resources=resources))
 
     async def read_resource(request: types.ReadResourceRequest) -> types.ServerResult:
-        _plan_uri(request.params.uri)
-        return types.ServerResult(await _plan_contents(plan))
+        session = server.request_context.session
+        return types.ServerResult(await _read(plan, request.params.uri, session))
 
     async def subscribe(request: types.SubscribeRequest) -> types.ServerResult:
-        uri = _plan_uri(request.params.uri)
+        uri = _plan_uri(request.params.uri, server.request_context.session)
         connection: Any = server.request_context.session
         await plan.subscribe(connection, lambda: connection.send_resource_updated(uri))
         return types.ServerResult(types.EmptyResult())
 
     async def unsubscribe(request: types.UnsubscribeRequest) -> types.ServerResult:
-        _plan_uri(request.params.uri)
+        _plan_uri(request.params.uri, server.request_context.session)
         plan.unsubscribe(server.request_context.session)
         return types.ServerResult(types.EmptyResult())
 
@@ -134,20 +190,19 @@ def _plan_handlers_2x(plan: PlanResource) -> dict[str, Any]:
     the SDK serves it, the 2026-07-28 wire's ``subscriptions/listen``."""
 
     async def on_list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=[_plan_resource(plan)])
+        return types.ListResourcesResult(resources=_resources(plan, ctx.session))
 
     async def on_read_resource(ctx: Any, params: Any) -> types.ReadResourceResult:
-        _plan_uri(params.uri)
-        return await _plan_contents(plan)
+        return await _read(plan, params.uri, ctx.session)
 
     async def on_subscribe_resource(ctx: Any, params: Any) -> types.EmptyResult:
-        uri = _plan_uri(params.uri)
+        uri = _plan_uri(params.uri, ctx.session)
         connection = _connection_2x(ctx)
         await plan.subscribe(connection, lambda: connection.send_resource_updated(uri))
         return types.EmptyResult()
 
     async def on_unsubscribe_resource(ctx: Any, params: Any) -> types.EmptyResult:
-        _plan_uri(params.uri)
+        _plan_uri(params.uri, ctx.session)
         plan.unsubscribe(_connection_2x(ctx))
         return types.EmptyResult()
 
@@ -180,7 +235,7 @@ def _plan_handlers_2x(plan: PlanResource) -> dict[str, Any]:
     async def on_subscriptions_listen(ctx: Any, params: Any) -> Any:
         # The SDK honours any URI and never tells of it; an unknown one is refused here.
         for uri in params.notifications.resource_subscriptions or ():
-            _plan_uri(uri)
+            _plan_uri(uri, ctx.session)
         await plan.subscribe(bus, publish)  # one channel for every listen stream: the bus fans out
         return await listen(ctx, params)
 

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, ParamSpec, TypeVar
@@ -118,6 +119,7 @@ class PlanResource:
         self._watched: StoreSession | None = None
         self._unwatch: Callable[[], None] | None = None
         self._channels: dict[object, _Channel] = {}  # connection (or the listen bus) -> channel
+        self._late = False  # subscribed before the owner's session was open: tell on opening
 
     @property
     def description(self) -> str:
@@ -128,6 +130,8 @@ class PlanResource:
         )
 
     async def read(self) -> str:
+        if self._not_made_yet():
+            return json.dumps({"todos": plan_of(None)})
         # Under the owner's lock: a read never sees a call half-recorded.
         async with self._registry.alocked(self._owner) as session:
             self.watch(session)
@@ -139,8 +143,12 @@ class PlanResource:
         A second subscribe on one connection keeps the one subscription: the
         protocol counts none.
         """
-        async with self._registry.alocked(self._owner) as session:
-            self.watch(session)
+        if self._not_made_yet():
+            with self._watch_lock:
+                self._late = True  # watched once a call opens the session, and told then
+        else:
+            async with self._registry.alocked(self._owner) as session:
+                self.watch(session)
         loop = asyncio.get_running_loop()
         with self._lock:
             existing = self._channels.get(connection)
@@ -190,13 +198,22 @@ class PlanResource:
             previous, self._unwatch = self._unwatch, None
             self._watched = session
             self._unwatch = session.subscribe(self._on_event)
-            reopened = previous is not None
+            unseen = previous is not None or self._late  # a change may have come unheard
+            self._late = False
         if previous is not None:
             # a closed session may refuse: it calls nobody any more anyway
             with contextlib.suppress(Exception):
                 previous()
-        if reopened:
+        if unseen:
             self._poke_all()
+
+    def _not_made_yet(self) -> bool:
+        """Whether the owner's log is not there and no call has opened it: its plan is empty,
+        and reading it must not make an empty log (a server no call reaches leaves none)."""
+        registry = self._registry
+        if registry.directory is None or self._owner in registry:
+            return False
+        return not os.path.lexists(registry.path(self._owner))
 
     def _on_event(self, event: Mapping[str, Any]) -> None:
         # Called under the session's append lock, in the appending thread: only schedule.

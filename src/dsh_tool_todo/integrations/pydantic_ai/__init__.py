@@ -224,8 +224,10 @@ def linked_toolset(toolset: AbstractToolset[Any]) -> WrapperToolset[Any]:
     it runs (through a toolset of this adapter built with ``owners=``) is
     recorded in a session of its own, keyed ``<owner>/<agent name>@<call id>`` in the same
     registry, and linked to the calling agent's session with the call's id
-    (:mod:`dsh_tool_todo.core.links`); ``dsh-todo sessions`` shows the tree. Without
-    it, a sub-agent run with the same deps would write into its parent's plan::
+    (:mod:`dsh_tool_todo.core.links`); ``dsh-todo sessions`` shows the tree. When the
+    call returns, each such session gets ``session/end`` ``finished``; when it raises,
+    ``failed`` with the error's text (the error goes on unchanged). Without it, a
+    sub-agent run with the same deps would write into its parent's plan::
 
         async def research(ctx: RunContext[str], question: str) -> str:
             result = await researcher.run(question, deps=ctx.deps, usage=ctx.usage)
@@ -249,5 +251,5 @@ class _LinkedToolset(WrapperToolset[Any]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: Any
     ) -> Any:
-        with delegating(_agent_name(ctx), ctx.tool_call_id):
+        async with delegating(_agent_name(ctx), ctx.tool_call_id):
             return await super().call_tool(name, tool_args, ctx, tool)

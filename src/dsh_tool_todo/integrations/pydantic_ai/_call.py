@@ -13,6 +13,7 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
 
+from ...errors import ToolFailure
 from ...plans import wire
 from .._binding import Binding, Outcome, OwnerRegistry, Session, TodoItem
 from .._extras import needs_extra
@@ -72,7 +73,10 @@ class _RegistryCall(_Call):
         key = self.binding.key(ctx)
         if key is None:
             return self.binding.refused()
-        key = await self.binding.alinked(key, _agent_name(ctx))  # a sub-agent's own session
+        try:
+            key = await self.binding.alinked(key, _agent_name(ctx))  # a sub-agent's own session
+        except ToolFailure as failure:  # a session it opened to link could not be opened
+            return self.binding.not_recorded(failure, key)
         return await self.binding.acall(args, key, call_id=ctx.tool_call_id or None)
 
 

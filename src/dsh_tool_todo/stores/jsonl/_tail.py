@@ -7,11 +7,11 @@ sync loop (:func:`follow_plan`, what ``watch`` draws) or an async one
 (:meth:`~dsh_tool_todo.stores.jsonl.JsonlReader.follow`).
 
 :class:`_Tail` is where a follower stands: the file, held open, the end of the
-whole lines it consumed, the seq of the last of them, and that line's first
-and last bytes. Holding the file keeps its inode from being handed to a log
-created again under the same name (ext4 and tmpfs reuse a freed inode at
-once), so such a log is always told from the one read so far. It keeps no
-bytes between reads, so a line still
+whole lines it consumed, the seq of the last of them, and a digest of that
+line (of its first and last :data:`MARK` bytes, when longer). Holding the
+file keeps its inode from being handed to a log created again under the same
+name (ext4 and tmpfs reuse a freed inode at once), so such a log is always
+told from the one read so far. It keeps no bytes between reads, so a line still
 being written (or torn and later cut off) is never glued onto another, and it
 remembers how far the unfinished last line has been searched for its newline,
 so a long torn tail is read once, not at every poll.
@@ -19,14 +19,18 @@ so a long torn tail is read once, not at every poll.
 A look costs one ``stat``; while the size, mtime and ctime stay the same it
 reads nothing. When they change it reads on from where it stopped, and
 reports the log *replaced* when the file is another one (inode), shrank below
-what was consumed, was deleted, no longer holds the last line consumed, or
-goes on with a seq that is not above the last one. Every line read is checked
+what was consumed, was deleted, no longer holds the last line consumed, goes
+on with a seq that is not above the last one, or was written at the size it
+had (an append always grows a log: ``cp`` over it, the same inode and size,
+changes its mtime alone; a touch is a replacement too, read again to the same
+plan). Every line read is checked
 as ``dsh-todo show`` checks it, and every ``todo/write`` by the one deciding-
 event check, naming the path and line.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import os
@@ -55,8 +59,9 @@ from ._lines import (
 
 TAIL_SCAN = 1 << 20
 """Bytes of a log a page filtered by type reads at most; it then answers a cursor."""
-MARK = 32
-"""Bytes kept from each end of the last line consumed, to tell that the file still holds it."""
+MARK = 32 << 10
+"""Bytes read from each end of the last line consumed (a shorter line: all of it) to tell that
+the file still holds it; a digest of them is kept."""
 READ_BUDGET = 8 << 20
 """Bytes of whole lines one read takes at most; the next read goes on at once."""
 
@@ -176,7 +181,7 @@ class _Tail:
         info = os.fstat(file.fileno())
         if info.st_size < self.end:
             return None
-        if self._last_line(file) != self._mark:
+        if self._rewritten(info) or self._last_line(file) != self._mark:
             return None
         self.seen = (info.st_size, info.st_mtime_ns, info.st_ctime_ns)
         if info.st_size < self.searched or self.searched - self.end <= _lines.BLOCK_SIZE:
@@ -211,6 +216,15 @@ class _Tail:
             return None
         return [] if new == 0 else self.read()
 
+    def _rewritten(self, info: os.stat_result) -> bool:
+        """Whether the file was written since the last read without growing: an append grows
+        it, so what kept its size (``cp`` of a log as long) wrote over what was read."""
+        return (
+            self.seen is not None
+            and info.st_size == self.seen[0]
+            and info.st_mtime_ns != self.seen[1]
+        )
+
     def _check_torn(self, file: BinaryIO) -> None:
         file.seek(self.end)
         if not looks_torn(file.read(len(LINE_START))):
@@ -221,14 +235,17 @@ class _Tail:
         self._mark = self._last_line(file)
 
     def _last_line(self, file: BinaryIO) -> bytes:
-        """The first and last :data:`MARK` bytes of the last line consumed."""
+        """A digest of the last line consumed (of its first and last :data:`MARK` bytes, when
+        longer): a plan rewritten in the middle of the line is told, not only at its ends."""
         start, end = self._start, self.end
         file.seek(start)
         if end - start <= 2 * MARK:
-            return file.read(end - start)
-        head = file.read(MARK)
-        file.seek(end - MARK)
-        return head + file.read(MARK)
+            line = file.read(end - start)
+        else:
+            line = file.read(MARK)
+            file.seek(end - MARK)
+            line += file.read(MARK)
+        return hashlib.blake2b(line, digest_size=16).digest()
 
 
 def _last_newline_after(

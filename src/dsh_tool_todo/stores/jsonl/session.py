@@ -33,7 +33,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from ...core.contract import CALL_ID_KEY, EVENT_TYPE, LINK_EVENT_TYPE, TURN_START
 from ...core.links import decide_link, link_data
 from ...core.listeners import Listener, Listeners
-from ...errors import LogBusy, UsageError
+from ...errors import LogBusy, LogReplaced, UsageError
 from .._calls import call_id_of, call_key
 from .._closing import ClosedOnExit
 from ._lines import (
@@ -91,6 +91,11 @@ class JsonlSession(ClosedOnExit):
     A ``todo/write`` whose ``callId`` was recorded since the last ``turn/start``
     (read from the file at the first such append after opening) records
     nothing: :meth:`append` returns the first one's event.
+
+    An append acknowledges only what a reader of ``path`` can read: when the
+    file was deleted, moved or replaced by another since the session opened
+    it, the append takes its line back, closes the session and raises
+    :class:`~dsh_tool_todo.errors.LogReplaced` (open the log again to go on).
     """
 
     _fd = -1  # so that a session whose opening failed is collected quietly
@@ -115,6 +120,11 @@ class JsonlSession(ClosedOnExit):
         self._calls: dict[bytes, int] | None = None
         fd = _open_claimed(self.path)
         try:
+            # What the path must still name for an append to be acknowledged; absolute, so
+            # that a process changing its working directory does not look elsewhere.
+            self._where = os.path.abspath(self.path)
+            opened = os.fstat(fd)
+            self._inode = (opened.st_ino, opened.st_dev)
             # The next seq and the end of the whole lines, replaced together.
             self._next = self._recover(fd)
         except BaseException:
@@ -183,12 +193,23 @@ class JsonlSession(ClosedOnExit):
                 _write_all(fd, line)
                 if self.fsync:
                     os.fsync(fd)
-                self._next = (seq + 1, end + len(line))  # one store: recorded, or not
+                lost = _unnamed(self._where, self._inode)
+                if lost is None:
+                    self._next = (seq + 1, end + len(line))  # one store: recorded, or not
             except BaseException:
                 self._calls = None  # recorded or not, the file says: read it again if asked
                 if self._next[0] == seq:  # not recorded: take back what reached the file
                     self._discard(fd, end, len(line))
                 raise
+            if lost is not None:  # written where no reader of the path will find it
+                self._discard(fd, end, len(line))
+                if self._fd == fd:  # not closed by _discard already
+                    self._fd = -1
+                    os.close(fd)
+                raise LogReplaced(
+                    f"{self.path}: the log was {lost} since this session opened it: nothing "
+                    "was recorded, and the session is closed (open the log again to go on)"
+                )
             if type == TURN_START:
                 self._calls = {}
             elif key is not None and calls is not None:  # read above, for this call
@@ -328,6 +349,24 @@ def _open_claimed(path: str) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _unnamed(where: str, inode: tuple[int, int]) -> str | None:
+    """Why ``where`` no longer names the file the session writes, or ``None`` if it does.
+
+    One ``stat`` per append (about 1 us after a write; an ``fstat`` for the link count
+    alone costs nearly as much and misses a move): a log deleted (``rm``, its directory
+    removed whole) or replaced keeps taking appends on its old inode, which no reader sees.
+    """
+    try:
+        now = os.stat(where)
+    except FileNotFoundError:
+        return "deleted or moved"
+    except OSError as error:  # a directory on the path made a file, or made unreadable
+        return f"put out of reach ({error.strerror})"
+    if now.st_ino != inode[0] or now.st_dev != inode[1]:
+        return "replaced by another file"
+    return None
 
 
 def _write_all(fd: int, line: bytes) -> None:
