@@ -12,6 +12,13 @@ command runs (0, docs/cli.md). Everything else is :func:`dsh_tool_todo.cli.main`
 
 
 def main() -> int:
+    try:  # first: a Ctrl-C even before the handler below is set is caught here
+        return _run()
+    except KeyboardInterrupt:
+        return _interrupted()
+
+
+def _run() -> int:
     import signal
 
     interrupted: list[int] = []
@@ -29,18 +36,15 @@ def main() -> int:
     try:
         from dsh_tool_todo.cli import main as run
     except KeyboardInterrupt:
-        return _interrupted()
+        raise
     except BaseException:
         if not interrupted:
             raise
-        return _interrupted()
+        raise KeyboardInterrupt from None
     finally:
         if previous is not signal.SIG_IGN:
             signal.signal(signal.SIGINT, previous)
-    try:
-        return run()
-    except KeyboardInterrupt:
-        return _interrupted()
+    return run()
 
 
 def _interrupted() -> int:

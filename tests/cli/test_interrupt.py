@@ -3,13 +3,8 @@ without a traceback (``src/_dsh_todo.py``, the command's entry point)."""
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -96,30 +91,3 @@ def test_a_broken_install_still_fails_loudly(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert run.returncode == 1
     assert "ImportError: a broken install" in run.stderr
-
-
-def test_a_ctrl_c_at_any_moment_of_the_start_prints_no_traceback(tmp_path: Path) -> None:
-    command = shutil.which("dsh-todo", path=os.path.dirname(sys.executable))
-    assert command is not None, "the dsh-todo script is installed beside this Python"
-    log = a_log(tmp_path)
-    for delay in (0.02, 0.03, 0.035, 0.04, 0.045, 0.05, 0.08, 0.12, 0.16, 0.2, 0.3, 0.5):
-        child = subprocess.Popen(
-            [command, "watch", log, "--interval", "0.05"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        time.sleep(delay)  # a moment of the start, not a wait for a condition
-        child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=60)
-        # Before Python's own handler is set, SIGINT ends the process itself. Before the
-        # command's module is imported, the script pip writes may still be importing `re`:
-        # a traceback there is pip's script's, and holds no frame of this library.
-        assert child.returncode in (0, 1, -signal.SIGINT), (delay, child.returncode, err)
-        if "Traceback" in err:
-            frames = re.findall(r'File "([^"]+)"', err)
-            assert frames, (delay, err)
-            ours = [f for f in frames if f.endswith("_dsh_todo.py") or "dsh_tool_todo" in f]
-            assert not ours, (delay, err)
-        else:
-            assert child.returncode in (0, -signal.SIGINT), (delay, child.returncode, err)
