@@ -85,8 +85,10 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
         ),
         ("langchain middleware", lambda: bench("langchain").rows(budget.per_pair)),
         ("web view", lambda: bench("web").rows(quick=budget is QUICK)),
+        ("web tree stream", lambda: bench("tree").rows(quick=budget is QUICK)),
         ("postgres store", lambda: bench("postgres").rows(quick=budget is QUICK)),
         ("fleet list", lambda: bench("fleet").rows(quick=budget is QUICK)),
+        ("requests", lambda: bench("requests").rows(quick=budget is QUICK)),
     ]
 
 

@@ -21,6 +21,9 @@ from typing import Any
 
 from dsh_tool_todo.core.health import KINDS, plan_health
 
+# A harness's transcript holds no person's requests: its table is of the plan's own signals.
+PLAN_KINDS = tuple(kind for kind in KINDS if kind != "not_honoured")
+
 
 def events_of(path: str) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
@@ -64,7 +67,7 @@ def many(count: int, noun: str) -> str:
 
 def counted(found: Counter[str]) -> str:
     """The signals of one transcript, in the order of ``KINDS``."""
-    return ", ".join(f"{kind} {found[kind]}" for kind in KINDS if found[kind]) or "no signals"
+    return ", ".join(f"{kind} {found[kind]}" for kind in PLAN_KINDS if found[kind]) or "no signals"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{path}: {shown}; {counted(found)}")
     shown = f"{many(turns, 'user turn')}, {many(writes, 'TodoWrite call')}"
     print(f"{many(len(paths), 'transcript')}, {shown}")
-    for kind in KINDS:
+    for kind in PLAN_KINDS:
         share = f"{total[kind] / writes:.1%}" if writes else "-"
         print(f"  {kind:18} {total[kind]:4}  ({share} of writes)")
     return 0

@@ -44,7 +44,7 @@ SUBS: list[tuple[str, str]] = [
     (r"\basync_shared_pool\b", "shared_pool"),
     (r"\bAPool\b", "Pool"),
     (r"\bASource\b", "Source"),
-    (r"\ba(connect|rollback_quietly|explained|finish)\b", r"\1"),
+    (r"\ba(connect|rollback_quietly|explained|finish|borrowed|probe)\b", r"\1"),
     (r"\ba(list_sessions|read_tail|latest_event|current_plan|latest)\b", r"\1"),
 ]
 _COMPILED = [(re.compile(pattern, re.MULTILINE), repl) for pattern, repl in SUBS]

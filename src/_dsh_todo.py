@@ -9,6 +9,9 @@ command runs (0, docs/cli.md). Everything else is :func:`dsh_tool_todo.cli.main`
 
 # Nothing is imported at the top: the script pip writes imports this module before anything
 # of the command runs, and a Ctrl-C in that import could not be caught.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # for the type checker only
+    from types import FrameType
 
 
 def main() -> int:
@@ -19,6 +22,13 @@ def main() -> int:
 
 
 def _run() -> int:
+    import sys
+
+    if isinstance(getattr(sys, "last_value", None), KeyboardInterrupt):
+        # A Ctrl-C in CPython's own start, as it checked whether this script is an import
+        # path entry: it printed it and ran the script all the same.
+        raise KeyboardInterrupt
+    _keep_dropped_ctrl_c()  # before any import that is not done yet: each one is a window
     import signal
 
     interrupted: list[int] = []
@@ -42,9 +52,67 @@ def _run() -> int:
             raise
         raise KeyboardInterrupt from None
     finally:
-        if previous is not signal.SIG_IGN:
+        # Only this function's own handler is put back: one set meanwhile is giving a dropped
+        # Ctrl-C again (_keep_dropped_ctrl_c), and puts this one back once it has.
+        if signal.getsignal(signal.SIGINT) is on_ctrl_c:
             signal.signal(signal.SIGINT, previous)
     return run()
+
+
+def _keep_dropped_ctrl_c() -> None:
+    """Give again a Ctrl-C that Python dropped: an exception raised in a weakref callback or a
+    finalizer is only reported ("Exception ignored in ..."), and every import frees its module
+    lock through such a callback, so a Ctrl-C landing there was lost and ``watch`` ran on.
+    Set with modules the interpreter has loaded before any script runs; the rest is imported
+    once a Ctrl-C was dropped."""
+    import _thread
+    import sys
+
+    previous = sys.unraisablehook
+    main = _thread.get_ident()  # called from the main thread, the one Ctrl-C interrupts
+
+    def hook(unraisable: "sys.UnraisableHookArgs") -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _thread.get_ident() == main:
+            _give_again(main)
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = hook
+
+
+def _give_again(main: int) -> None:
+    """Send a Ctrl-C to the main thread again, from another thread (raised here, in a callback,
+    it would be dropped again), until its handler ran: a signal that lands just before a
+    blocking call (a sleep of ``watch --interval``) would wait for that call's end."""
+    import _thread
+    import signal
+    import time
+
+    handler = signal.getsignal(signal.SIGINT)
+    if not callable(handler):  # ignored, or not Python's to run
+        return
+    waiting = [True]
+
+    def given_again(signum: int, frame: "FrameType | None") -> None:
+        waiting.clear()
+        if signal.getsignal(signal.SIGINT) is given_again:
+            signal.signal(signal.SIGINT, handler)
+        handler(signum, frame)
+
+    kill = getattr(signal, "pthread_kill", None)  # not on Windows
+
+    def send() -> None:
+        while waiting:
+            if kill is None:
+                _thread.interrupt_main()
+            else:
+                kill(main, signal.SIGINT)
+            if signal.getsignal(signal.SIGINT) is not given_again:
+                return  # the command set a handler of its own, and was told once
+            time.sleep(0.02)
+
+    signal.signal(signal.SIGINT, given_again)
+    _thread.start_new_thread(send, ())
 
 
 def _interrupted() -> int:

@@ -92,11 +92,56 @@ class LogReplaced(TodoError):
 
 
 class StoreUnavailable(TodoError, ConnectionError):
-    """The store cannot be reached now (a PostgreSQL server that is down, say)."""
+    """The store cannot be reached now (a PostgreSQL server that is down, say; a directory of
+    logs that is not there, is a file, or may not be read or written: then the error is also
+    the system's kind, ``FileNotFoundError``, ``NotADirectoryError``, ``PermissionError``)."""
 
 
 class StoreNotReady(StoreUnavailable):
     """The store answers but is not set up for this library: the message says what to run."""
+
+
+class _NoSuchLog(SessionNotFound, FileNotFoundError):
+    """No log at the path a reader was given: also the ``FileNotFoundError`` it was."""
+
+
+class _PathMissing(StoreUnavailable, FileNotFoundError):
+    """A store's path leads nowhere (its directory, or a directory on the way, is not there)."""
+
+
+class _PathNotADirectory(StoreUnavailable, NotADirectoryError):
+    """A file stands where a store's path needs a directory."""
+
+
+class _PathIsADirectory(StoreUnavailable, IsADirectoryError):
+    """A directory stands where a store's path needs a file."""
+
+
+class _PathRefused(StoreUnavailable, PermissionError):
+    """The system refuses this user the store's path."""
+
+
+_PATH_KINDS: dict[type[OSError], type[StoreUnavailable]] = {
+    FileNotFoundError: _PathMissing,
+    NotADirectoryError: _PathNotADirectory,
+    IsADirectoryError: _PathIsADirectory,
+    PermissionError: _PathRefused,
+}
+
+
+def path_error(error: OSError, message: str, *, log: bool = False) -> TodoError:
+    """The system's ``error`` about a store's path as this library's error, with ``message``
+    (which names the path and says what to do): a :class:`StoreUnavailable` that is still the
+    same kind of ``OSError``, with its ``errno``; with ``log``, a missing file is the
+    :class:`SessionNotFound` of a log that is not there (still a ``FileNotFoundError``)."""
+    made: TodoError
+    if log and isinstance(error, FileNotFoundError):
+        made = _NoSuchLog(message)
+    else:
+        made = _PATH_KINDS.get(type(error), StoreUnavailable)(message)
+    # errno only: with strerror or filename set too, str() would be the system's words again
+    made.errno = error.errno
+    return made
 
 
 class OwnerNameError(UsageError, ValueError):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:  # the boundary imports nothing of the package when it runs
+    from .core.links import End
 
 __all__ = [
     "Agent",
@@ -208,6 +211,10 @@ class SessionSummary:
     # log could not be read or the reader does not say. Only such an event changes the plan
     # and its health, so a viewer keeps what it derived from them while this stays the same.
     plan_seq: int | None = None
+    # How a delegated run's session ended, when the newest of its plan events and
+    # ``session/end`` events is an end (``links.end_of``); None while it runs, when it never
+    # ended, or when the log could not be read.
+    end: End | None = None
 
 
 @dataclass(frozen=True)

@@ -484,7 +484,7 @@ def test_every_command_the_parser_knows_runs_a_command_function() -> None:
     assert set(commands.choices) == set(cli._COMMANDS)
     modules = [
         importlib.import_module(f"dsh_tool_todo.cli.{name}")
-        for name in ("_commands", "_plans", "_sources")
+        for name in ("_commands", "_plans", "_requests", "_sources")
     ]
     for name in commands.choices:  # each command is one function of one command module
         assert [callable(getattr(module, name, None)) for module in modules].count(True) == 1

@@ -231,6 +231,68 @@ def test_prune_and_sessions_print_a_name_with_a_newline_on_one_line(
     assert (status, out) == (0, f"no sessions in {escaped}\n")
 
 
+def test_prune_names_each_old_log_it_left_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dsh_tool_todo.stores.jsonl import JsonlSession
+
+    for key in ("stale", "held"):
+        log = _record(tmp_path, key, key)
+        os.utime(log, (time.time() - 10 * 86400, time.time() - 10 * 86400))
+    (tmp_path / "dir.jsonl").mkdir()
+    os.utime(tmp_path / "dir.jsonl", (time.time() - 10 * 86400, time.time() - 10 * 86400))
+    written = r"\(last written 20[-\d]+T[:\d]+\+00:00\)"
+
+    status, out, _ = _run(
+        capsys, "sessions", str(tmp_path), "--prune", "--older-than", "1", "--dry-run"
+    )
+    assert status == 0
+    assert re.fullmatch(
+        rf"would leave session 'dir' {written}: not a regular file", out.splitlines()[2]
+    )
+    with JsonlSession(tmp_path / owner_file_name("held")):  # a writer holds it open
+        status, out, _ = _run(capsys, "sessions", str(tmp_path), "--prune", "--older-than", "1")
+    lines = out.splitlines()
+    assert status == 0
+    assert re.fullmatch(rf"deleted session 'stale' {written}", lines[0])
+    assert re.fullmatch(rf"left session 'dir' {written}: not a regular file", lines[1])
+    assert re.fullmatch(rf"left session 'held' {written}: a writer holds it open", lines[2])
+    assert lines[3] == (
+        f"deleted 1 session last written over 1 day ago in {tmp_path}; 2 left, named above"
+    )
+
+
+# A path the system refused was its raw error ([Errno 20] ...), saying nothing of what to do.
+
+
+def test_a_path_the_system_refuses_is_one_line_naming_it_and_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _record(tmp_path, "agent", "A")
+    for command in ("show", "watch"):
+        err = _refused(capsys, command, str(log / "x.jsonl"))
+        assert err == (
+            f"dsh-todo: error: {log}/x.jsonl: a file stands where this path needs a directory: "
+            "name a directory of logs\n"
+        )
+
+
+# `db init ""` set up libpq's default database, whichever that was.
+
+
+@pytest.mark.parametrize("dsn", ["", "  "])
+def test_db_init_refuses_an_empty_database(
+    dsn: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PGHOST", "127.0.0.1")  # were it read as the default: a port with no server
+    monkeypatch.setenv("PGPORT", "1")
+    err = _refused(capsys, "db", "init", dsn)
+    assert err == (
+        "dsh-todo: error: the database is empty: give a postgresql:// URL or a libpq conninfo "
+        "(`postgresql://` alone names libpq's default database)\n"
+    )
+
+
 def test_an_error_naming_a_file_with_a_newline_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

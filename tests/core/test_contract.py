@@ -71,3 +71,19 @@ def test_the_seed_texts_are_a_head_and_a_clause() -> None:
     assert contract.CALL_HEAD + contract.DUPLICATE == contract.DUPLICATE_CONTENT
     assert contract.CALL_HEAD + contract.TOO_MANY == contract.TOO_MANY_IN_PROGRESS
     assert contract.EMPTY_CONTENT.endswith(contract.EMPTY_CONTENT_AT.format(where=""))
+
+
+def test_the_request_notice_is_what_the_contract_page_shows() -> None:
+    """docs/model-contract.md, "Request notice": the example and each kind's line, byte for byte."""
+    from dsh_tool_todo.core.requests import KINDS, Request
+    from dsh_tool_todo.plans.reminder import request_notice
+
+    page = (Path(__file__).parents[2] / "docs" / "model-contract.md").read_text(encoding="utf-8")
+    asked = Request("r1", "done", "Write the migration for the requests table", "ada", 0, 0.0)
+    assert f"```text\n{request_notice([asked])}\n```" in page
+    for kind in KINDS:
+        assert f"| `{kind}` | `{contract.REQUEST_NOTICE_ITEMS[kind]}` |" in page
+    assert contract.REQUEST_NOTICE_HEADER == "The user watching your todo list asks:"
+    assert contract.REQUEST_NOTICE_FOOTER == (
+        "Answer with todo_write (the ENTIRE list) or say why not."
+    )

@@ -251,3 +251,129 @@ def test_a_long_turn_keeps_every_signal_in_log_order() -> None:
     unchanged = [signal.seq for signal in signals if signal.kind == "unchanged"]
     assert unchanged == list(range(2, 20_001))
     assert [signal.seq for signal in signals if signal.kind == "stuck"] == [5]
+
+
+# --- whatever a log holds ---------------------------------------------------------------
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=12,
+)
+ITEM = st.fixed_dictionaries(
+    {"content": CONTENTS | JSONISH, "status": STATUS | JSONISH}, optional={"id": JSONISH}
+)
+WRITE_DATA = JSONISH | st.fixed_dictionaries({"todos": st.lists(ITEM | JSONISH, max_size=4)})
+# the types health reads, a person's requests and the end of a turn among them
+TYPES = [EVENT_TYPE, "turn/start", "turn/end", LINK_EVENT_TYPE, "request/taken"]
+TYPES += ["request/withdrawn", "request/notified"]
+REQUEST_DATA = st.dictionaries(st.sampled_from(["id", "kind", "content", "by", "note"]), JSONISH)
+SHAPED = st.fixed_dictionaries(
+    {"type": st.sampled_from(TYPES) | JSONISH},
+    optional={"seq": st.integers() | JSONISH, "data": WRITE_DATA | REQUEST_DATA},
+)
+ANY_EVENT = SHAPED | JSONISH
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(ANY_EVENT, max_size=12))
+def test_health_never_raises_on_whatever_a_log_holds(events: list[Any]) -> None:
+    """An event that is not an object, or a write the tool could not have recorded, raises
+    no signal and no error (a reader refuses such a log; health, given one, passes it by)."""
+    signals = plan_health(events)
+    tail = turn_health(events)
+    assert signals[len(signals) - len(tail) :] == tail
+    turn_health(events, partial=True)
+    projection = HealthProjection(HealthOptions(stuck_writes=2))
+    state = projection.init
+    for event in events:
+        state = projection.apply(state, event)
+    for signal in [*signals, *tail, *projection.view(state)]:
+        describe(signal)
+        signal.as_json()
+
+
+@pytest.mark.parametrize(
+    "stray", ["a line of text", None, 7, [EVENT_TYPE], {"type": EVENT_TYPE, "data": ["A"]}]
+)
+def test_an_event_that_is_not_an_object_is_passed_by(stray: Any) -> None:
+    log = history([("A", I), ("B", P)], [("A", C)])
+    with_stray = [log[0], stray, log[1]]
+
+    assert plan_health(with_stray) == plan_health(log) == [Signal("dropped", 1, ("B",), 1)]
+    assert turn_health(with_stray) == turn_health(log)
+
+
+# --- a person's requests (core.requests) ---------------------------------------------------
+
+
+def asked_event(ident: str, kind: str, content: str) -> Event:
+    data = {"id": ident, "kind": kind, "content": content, "by": "ada", "planSeq": 0, "at": 0.0}
+    return make_event("request/taken", data)
+
+
+def test_a_told_request_the_turn_ends_without_honouring_is_a_signal_of_that_turn() -> None:
+    events = [
+        {**e, "seq": n}
+        for n, e in enumerate(
+            [
+                todo_write(todo("Ship it"), todo("Docs")),
+                asked_event("r1", "done", "Ship it"),
+                asked_event("r2", "remove", "Docs"),
+                make_event("request/notified", {"ids": ["r1", "r2"]}),
+                todo_write(todo("Ship it")),  # honours the removal only
+                make_event("turn/end"),
+            ]
+        )
+    ]
+    (signal,) = turn_health(events)  # the drop a person asked for is no "dropped" signal
+    assert (signal.kind, signal.seq, signal.items, signal.count) == (
+        "not_honoured",
+        5,
+        ("Ship it",),
+        1,
+    )
+    assert describe(signal) == (
+        'not_honoured (1) at seq 5 - asked for and not done by the end of the turn: "Ship it"'
+    )
+
+
+def test_a_turn_start_ends_the_asking_turn_and_the_new_turn_starts_clean() -> None:
+    events = [
+        {**e, "seq": n}
+        for n, e in enumerate(
+            [
+                todo_write(todo("Ship it")),
+                asked_event("r1", "done", "Ship it"),
+                make_event("request/notified", {"ids": ["r1"]}),
+                turn_start(),
+                todo_write(todo("Next")),
+            ]
+        )
+    ]
+    assert kinds(plan_health(events)) == [("not_honoured", 3, ("Ship it",))]
+    assert turn_health(events) == []
+    projection = HealthProjection()
+    state = projection.init
+    for event in events[:3]:
+        state = projection.apply(state, event)
+    before = state
+    for event in events[3:]:
+        state = projection.apply(state, event)
+    assert projection.view(state) == ()
+    assert projection.view(before) == ()  # a state once made never changes
+
+
+def test_an_untold_request_raises_nothing_and_a_plan_that_has_it_already_honours_it() -> None:
+    events = [
+        {**e, "seq": n}
+        for n, e in enumerate(
+            [
+                todo_write(todo("Ship it", "completed")),
+                asked_event("r1", "done", "Ship it"),
+                asked_event("r2", "add", "Docs"),
+                make_event("turn/end"),
+            ]
+        )
+    ]
+    assert turn_health(events) == []

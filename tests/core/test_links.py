@@ -181,7 +181,7 @@ def test_the_longest_link_a_store_writes_is_read_back_and_a_longer_head_is_not_r
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_tail, "open_log", Counting)
-        _, head = _tail.read_summary(str(huge))
+        _, head, _ = _tail.read_summary(str(huge))
     assert head is None
     assert asked[0] == 16 << 10
 

@@ -66,3 +66,18 @@ def test_the_compaction_reminder_costs_what_the_docs_say() -> None:
         todo("Write tests"),
     ]
     assert tokens(plan_reminder(example) or "") == 72
+
+
+def test_a_one_request_notice_costs_under_40_tokens() -> None:
+    """docs/model-contract.md quotes 37 for an item of 43 characters; every kind stays under 40."""
+    from dsh_tool_todo.core.requests import KINDS, Request
+    from dsh_tool_todo.plans.reminder import request_notice
+
+    content = "Write the migration for the requests table"
+    assert len(content) == 42
+    costs = {
+        kind: tokens(request_notice([Request("r1", kind, content + ".", "ada", 0, 0.0)]) or "")
+        for kind in KINDS
+    }
+    assert costs["done"] == 37
+    assert max(costs.values()) < 40, costs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
+from google.adk.runners import Runner
 from google.genai import types
 from pydantic import Field
 
@@ -19,6 +21,22 @@ def calls_of(calls: Sequence[tuple[str, Any]], name: str = "todo_write") -> list
         types.Part(function_call=types.FunctionCall(id=cid, name=name, args=dict(args)))
         for cid, args in calls
     ]
+
+
+def run_through(runner: Runner, text: str, *, user: str = "u") -> Any:
+    """One user message ``text`` through ``runner``, in a session of its own, to the end; that
+    session."""
+
+    async def go() -> Any:
+        session = await runner.session_service.create_session(
+            app_name=runner.app_name, user_id=user
+        )
+        message = types.Content(role="user", parts=[types.Part(text=text)])
+        async for _ in runner.run_async(user_id=user, session_id=session.id, new_message=message):
+            pass
+        return session
+
+    return asyncio.run(go())
 
 
 class ScriptedLlm(BaseLlm):

@@ -31,13 +31,24 @@ from tests.integrations.test_claude_agent_sdk import ClaudeCode, through_the_sdk
 TOOL = "mcp__todo__todo_write"
 
 
-async def hook(cli: ClaudeCode, event: str, **fields: Any) -> dict[str, Any]:
+async def answers(cli: ClaudeCode, event: str, **fields: Any) -> list[dict[str, Any]]:
+    """Each registered callback's answer to ``event``, in order, as Claude Code asks them."""
     (matcher,) = cli.initialize["hooks"][event]
-    (callback_id,) = matcher["hookCallbackIds"]
     base = {"session_id": "s1", "transcript_path": "/dev/null", "cwd": "/"}
     hook_input = {**base, "hook_event_name": event, **fields}
-    request = {"subtype": "hook_callback", "callback_id": callback_id, "input": hook_input}
-    return await cli.control(request)
+    return [
+        await cli.control(
+            {"subtype": "hook_callback", "callback_id": callback, "input": hook_input}
+        )
+        for callback in matcher["hookCallbackIds"]
+    ]
+
+
+async def hook(cli: ClaudeCode, event: str, **fields: Any) -> dict[str, Any]:
+    """The one answer to ``event`` that says something (``{}``: none does)."""
+    said = [answer for answer in await answers(cli, event, **fields) if answer]
+    assert len(said) <= 1, said
+    return said[0] if said else {}
 
 
 async def used(cli: ClaudeCode, name: str, tool_input: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +102,11 @@ def test_off_by_default_registers_no_compaction_hooks() -> None:
     async def script(cli: ClaudeCode) -> dict[str, Any]:
         return cli.initialize["hooks"]
 
-    assert set(through_the_sdk(options(remind=False), script)) == {"UserPromptSubmit"}
+    # PostToolUse tells a person's requests, option or not (test_claude_agent_sdk_requests.py)
+    assert set(through_the_sdk(options(remind=False), script)) == {
+        "UserPromptSubmit",
+        "PostToolUse",
+    }
     assert set(through_the_sdk(options(remind=True), script)) == {
         "UserPromptSubmit",
         "PreCompact",

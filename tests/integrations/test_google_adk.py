@@ -41,15 +41,7 @@ def run(tool: TodoWriteAdkTool, calls: Sequence[tuple[str, Any]], *, user: str =
     script = [calls_of(calls), [types.Part(text="done")]] if calls else [[types.Part(text="ok")]]
     model = ScriptedLlm(model="scripted", script=script)
     runner = InMemoryRunner(agent=LlmAgent(name="planner", model=model, tools=[tool]), app_name="a")
-
-    async def go() -> Any:
-        session = await runner.session_service.create_session(app_name="a", user_id=user)
-        message = types.Content(role="user", parts=[types.Part(text="plan it")])
-        async for _ in runner.run_async(user_id=user, session_id=session.id, new_message=message):
-            pass
-        return session
-
-    return model, asyncio.run(go())
+    return model, run_through(runner, "plan it", user=user)
 
 
 def responses(model: ScriptedLlm) -> dict[str, dict[str, Any]]:

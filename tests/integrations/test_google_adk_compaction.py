@@ -66,14 +66,7 @@ def run_agent(*, remind: bool, compact: bool = True) -> list[list[bytes]]:
         event_retention_size=2,
     )
     runner = InMemoryRunner(app=App(name="a", root_agent=agent, events_compaction_config=config))
-
-    async def go() -> None:
-        session = await runner.session_service.create_session(app_name="a", user_id="ada")
-        message = types.Content(role="user", parts=[types.Part(text="Fix the parser bug")])
-        async for _ in runner.run_async(user_id="ada", session_id=session.id, new_message=message):
-            pass
-
-    asyncio.run(go())
+    run_through(runner, "Fix the parser bug", user="ada")
     return model.request_lines
 
 

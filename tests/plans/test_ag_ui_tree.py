@@ -183,6 +183,8 @@ def test_the_sessions_under_a_lead_are_the_fleets_tree_below_it() -> None:
     assert descendants(rows, "lead") == [("b", "lead"), ("a", "lead"), ("c", "b")]
     assert descendants(rows, "x") == []
     assert descendants(rows, "nobody") == []
+    # a lead no row is (its log in another store): what sessions draws under it, not visible
+    assert descendants(rows, "elsewhere") == [("stray", "elsewhere")]
     chain = [row("s0"), *(row(f"s{i}", parent=f"s{i - 1}") for i in range(1, MAX_DEPTH + 5))]
     # a chain deeper than the fleet draws goes on as a tree of its own there, and here
     assert len(descendants(chain, "s0")) == MAX_DEPTH

@@ -23,7 +23,8 @@ from typing import Any, Protocol, TypeVar
 
 import pytest
 
-from dsh_tool_todo.core.contract import EVENT_TYPE
+from dsh_tool_todo.core.contract import EVENT_TYPE, SESSION_END_EVENT_TYPE
+from dsh_tool_todo.core.links import End, end_data
 from dsh_tool_todo.errors import InvalidLog, LogReplaced, SessionNotFound
 from dsh_tool_todo.protocols import LogReader, StoreSession
 from tests._builders import plan
@@ -399,6 +400,37 @@ class ReaderContract(abc.ABC):
         assert rows["child"].working_on == "B"
         assert (rows["orphan"].parent, rows["orphan"].last_seq) == (None, 0)
         assert rows["orphan"].working_on is None
+
+    def test_a_summary_carries_how_the_run_ended_while_its_end_is_the_newest_plan_fact(
+        self, run: Runner, reader: LogReader, write_raw: RawWriter, open_writer: Writer
+    ) -> None:
+        """The row says what ``dsh-todo sessions`` says: the end when the newest of the plan
+        events and ends is a well-formed ``session/end``; a write after it starts a run again."""
+        self.write(open_writer, "done", [(EVENT_TYPE, plan("A"))])
+        self.write(open_writer, "failed", [(EVENT_TYPE, plan("B")), ("message/user", {})])
+        self.write(open_writer, "never", [(SESSION_END_EVENT_TYPE, end_data("finished"))])
+        self.write(open_writer, "running", [(EVENT_TYPE, plan("C"))])
+
+        def ends() -> dict[str, End | None]:
+            return {row.name: row.end for row in run(reader.sessions("", 10))[0]}
+
+        # read once before the other ends: nothing kept stale after them
+        assert ends() == {"done": None, "failed": None, "never": End("finished"), "running": None}
+        self.write(open_writer, "done", [(SESSION_END_EVENT_TYPE, end_data("finished"))])
+        self.write(open_writer, "failed", [(SESSION_END_EVENT_TYPE, end_data("failed", "down"))])
+        self.write(open_writer, "failed", [("message/user", {})])  # not a plan fact: still ended
+        self.write(open_writer, "running", [(SESSION_END_EVENT_TYPE, end_data("finished"))])
+        self.write(open_writer, "running", [(EVENT_TYPE, plan("C again"))])  # run again
+        write_raw("odd", {"seq": 0, "type": EVENT_TYPE, "data": plan("D")})
+        write_raw("odd", {"seq": 1, "type": SESSION_END_EVENT_TYPE, "data": {"outcome": "x"}})
+
+        assert ends() == {
+            "done": End("finished"),
+            "failed": End("failed", "down"),
+            "never": End("finished"),
+            "running": None,
+            "odd": None,  # an end no wrapper writes is no end
+        }
 
     def test_changes_name_the_sessions_appended_to_created_and_deleted(
         self, run: Runner, reader: LogReader, open_writer: Writer, delete: Deleter

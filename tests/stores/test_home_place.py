@@ -45,6 +45,14 @@ def test_a_path_that_merely_contains_an_equals_sign_stays_a_path(tmp_path: Path)
     assert not is_database(str(named))
 
 
+@pytest.mark.parametrize("scheme", ["POSTGRESQL", "Postgres"])
+def test_a_url_home_is_a_database_whatever_the_case_of_its_scheme(scheme: str) -> None:
+    place = home_from_environment({"DSH_TODO_HOME": f"{scheme}://127.0.0.1/plans"})
+    assert place == f"{scheme.lower()}://127.0.0.1/plans"  # as libpq reads a URL
+    assert is_database(f"{scheme}://127.0.0.1/plans")
+    assert not home_not_made_yet(f"{scheme}://127.0.0.1/plans")
+
+
 def test_owners_given_a_conninfo_are_refused_not_made_a_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,7 +15,14 @@ from psycopg_pool import ConnectionPool
 
 from dsh_tool_todo import todo_write_tool
 from dsh_tool_todo.core.contract import EVENT_TYPE
-from dsh_tool_todo.errors import LogBusy, LogReplaced, StoreUnavailable, ToolFailure, UsageError
+from dsh_tool_todo.errors import (
+    InvalidLog,
+    LogBusy,
+    LogReplaced,
+    StoreUnavailable,
+    ToolFailure,
+    UsageError,
+)
 from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.jsonl import JsonlSession, read_events
 from dsh_tool_todo.stores.owners import OwnerRegistry
@@ -133,6 +140,24 @@ def test_a_log_another_writer_holds_is_a_tool_failure_and_nothing_is_kept(
         plan("held")["todos"],
         plan("later")["todos"],
     ]
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_a_log_that_is_no_session_log_is_a_tool_failure_saying_what_to_do(
+    tmp_path: Path, way: str
+) -> None:
+    (tmp_path / "ada.jsonl").write_text('{"not": "an event"}\n')
+    with OwnerRegistry(tmp_path) as owners:
+        with pytest.raises(
+            ToolFailure,
+            match=r"^owner 'ada': its session could not be opened: .*ada\.jsonl, line 1: not a "
+            r"session event .*; nothing was recorded: move the log aside .* or repair it",
+        ) as failure:
+            through(way, owners, "ada", plan("refused"))
+        assert isinstance(failure.value.__cause__, InvalidLog)
+        assert "ada" not in owners
+        os.replace(tmp_path / "ada.jsonl", tmp_path / "ada.jsonl.bad")  # as the message says
+        assert through(way, owners, "ada", plan("after")) == ONE_PENDING
 
 
 def test_a_directory_that_became_a_file_is_a_tool_failure_naming_it(tmp_path: Path) -> None:

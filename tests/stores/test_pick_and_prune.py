@@ -4,9 +4,11 @@ a directory of JSONL logs; a database's side is ``postgres/test_prune.py``."""
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +16,7 @@ from dsh_tool_todo import stores
 from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.stores.jsonl import JsonlSession
-from dsh_tool_todo.stores.jsonl._prune import DAY, _delete_unchanged, prune_directory
+from dsh_tool_todo.stores.jsonl._prune import CHANGED, DAY, GONE, _delete_unchanged, prune_directory
 from dsh_tool_todo.stores.owners import owner_file_name
 from tests.conftest import todo
 
@@ -116,14 +118,16 @@ def test_prune_deletes_the_logs_last_written_before_the_cutoff(tmp_path: Path) -
     (tmp_path / "notes.txt").write_text("", encoding="utf-8")
     os.utime(tmp_path / "notes.txt", (NOW - 10 * DAY, NOW - 10 * DAY))
 
-    where, named = stores.prune_logs(tmp_path, 3, dry_run=True)
+    where, named, left = stores.prune_logs(tmp_path, 3, dry_run=True)
     assert where == str(tmp_path)
     assert [name for name, _ in named] == ["old", "stale"]
+    assert left == []
     assert (tmp_path / "old.jsonl").exists()
 
-    where, pruned = stores.prune_logs(str(tmp_path), 3)
+    where, pruned, left = stores.prune_logs(str(tmp_path), 3)
 
     assert pruned == named
+    assert left == []
     assert abs(pruned[1][1].timestamp() - (NOW - 10 * DAY)) < 1
     assert pruned[1][1].utcoffset() is not None
     assert sorted(path.name for path in tmp_path.iterdir()) == [
@@ -142,7 +146,11 @@ def test_prune_never_follows_a_symlink_out_of_the_directory(tmp_path: Path) -> N
     os.utime(logs / "link.jsonl", (NOW - 10 * DAY, NOW - 10 * DAY), follow_symlinks=False)
     (logs / "dir.jsonl").symlink_to(tmp_path, target_is_directory=True)
 
-    assert stores.prune_logs(logs, 1) == (str(logs), [])
+    where, pruned, left = stores.prune_logs(logs, 1)
+    assert (where, pruned) == (str(logs), [])
+    assert [(name, why) for name, _, why in left] == [
+        ("link", "a symlink: never followed nor deleted")  # named, as every old one left is
+    ]
     assert elsewhere.exists()
     assert (logs / "link.jsonl").is_symlink()
 
@@ -152,8 +160,10 @@ def test_prune_leaves_a_log_a_writer_holds_open(tmp_path: Path) -> None:
     with JsonlSession(log) as session:
         session.append(EVENT_TYPE, {"todos": [todo("Held")]})
         os.utime(log, (NOW - 10 * DAY, NOW - 10 * DAY))
-        assert prune_directory(str(tmp_path), 1) == []
-    assert prune_directory(str(tmp_path), 1, now=NOW)[0][0] == "busy"
+        pruned, left = prune_directory(str(tmp_path), 1)
+        assert pruned == []
+        assert [(name, why) for name, _, why in left] == [("busy", "a writer holds it open")]
+    assert prune_directory(str(tmp_path), 1, now=NOW)[0][0][0] == "busy"
     assert not log.exists()
 
 
@@ -162,20 +172,20 @@ def test_prune_leaves_a_log_written_or_replaced_after_it_was_judged_old(tmp_path
     judged = written.stat()
     with JsonlSession(written) as session:
         session.append(EVENT_TYPE, {"todos": [todo("Again")]})
-    assert not _delete_unchanged(str(written), judged)
+    assert _delete_unchanged(str(written), judged) == CHANGED
     assert written.exists()
 
     replaced = _log(tmp_path / "replaced.jsonl", "R", age_days=10)
     judged = replaced.stat()
     newer = _log(tmp_path / "newer.jsonl", "N", age_days=10)
     newer.replace(replaced)
-    assert not _delete_unchanged(str(replaced), judged)
+    assert _delete_unchanged(str(replaced), judged) == CHANGED
     assert replaced.exists()
 
     gone = _log(tmp_path / "gone.jsonl", "G", age_days=10)
     judged = gone.stat()
     gone.unlink()
-    assert not _delete_unchanged(str(gone), judged)
+    assert _delete_unchanged(str(gone), judged) == GONE  # deleted by another: not reported
 
 
 def test_prune_refuses_what_is_not_a_directory_of_logs(tmp_path: Path) -> None:
@@ -183,3 +193,44 @@ def test_prune_refuses_what_is_not_a_directory_of_logs(tmp_path: Path) -> None:
         stores.prune_logs(tmp_path / "nope", 1)
     with pytest.raises(UsageError, match=r"the source is empty"):
         stores.prune_logs("", 1)
+
+
+def _refusing(monkeypatch: pytest.MonkeyPatch, name: str, refused: Path) -> None:
+    """``os.<name>`` refuses ``refused`` with EACCES (a mode refuses no one under root, so the
+    system's answer is faked); every other path is the system's."""
+    real = getattr(os, name)
+
+    def refusing(path: Any, *args: Any, **options: Any) -> Any:
+        if str(path) == str(refused):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real(path, *args, **options)
+
+    monkeypatch.setattr(os, name, refusing)
+
+
+@pytest.mark.parametrize(("refuse", "why"), [("open", "opened"), ("unlink", "deleted")])
+def test_prune_names_an_old_log_it_cannot_open_or_delete(
+    refuse: str, why: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unreadable = _log(tmp_path / "unreadable.jsonl", "U", age_days=10)
+    _log(tmp_path / "stale.jsonl", "S", age_days=10)
+    (tmp_path / "dir.jsonl").mkdir()
+    os.utime(tmp_path / "dir.jsonl", (NOW - 10 * DAY, NOW - 10 * DAY))
+    _refusing(monkeypatch, refuse, unreadable)
+    if refuse == "open":  # a dry run opens each log too (and locks none)
+        _, named, would_leave = stores.prune_logs(tmp_path, 1, dry_run=True)
+        assert [name for name, _ in named] == ["stale"]
+        assert [(name, reason) for name, _, reason in would_leave][1] == (
+            "unreadable",
+            "cannot be opened: Permission denied",
+        )
+
+    _, pruned, left = stores.prune_logs(tmp_path, 1)
+
+    assert [name for name, _ in pruned] == ["stale"]  # the others are still pruned
+    assert [(name, reason) for name, _, reason in left] == [
+        ("dir", "not a regular file"),
+        ("unreadable", f"cannot be {why}: Permission denied"),
+    ]
+    assert abs(left[1][1].timestamp() - (NOW - 10 * DAY)) < 1
+    assert unreadable.exists()

@@ -7,15 +7,19 @@ module (``tests/test_house.py``); nothing under ``stores/`` prints or imports a 
 from __future__ import annotations
 
 import ast
+import errno
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from dsh_tool_todo import stores
 from dsh_tool_todo.core.contract import EVENT_TYPE
-from dsh_tool_todo.errors import TodoError, UsageError
+from dsh_tool_todo.errors import SessionNotFound, StoreUnavailable, TodoError, UsageError
+from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.jsonl import JsonlSession
 from tests.conftest import todo
 
@@ -113,6 +117,65 @@ def test_a_missing_log_is_named(tmp_path: Path) -> None:
         stores.current_plan(tmp_path / "nope.jsonl")
     with pytest.raises(FileNotFoundError, match=r"nope\.jsonl: no such session log$"):
         stores.follow_plans(tmp_path / "nope.jsonl")
+    with pytest.raises(SessionNotFound, match=r"nope\.jsonl: no such session log$") as missing:
+        stores.open_log(tmp_path / "nope.jsonl")  # was a reader failing at its first read
+    assert isinstance(missing.value, FileNotFoundError)
+    assert missing.value.errno == errno.ENOENT
+
+
+def test_a_path_the_system_refuses_is_the_librarys_error_naming_it_and_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "agent.jsonl"
+    _write_plan(log, "a")
+    nowhere = tmp_path / "nowhere"
+    with pytest.raises(
+        StoreUnavailable, match=rf"^{nowhere}/a\.jsonl: its directory {nowhere} does not exist: "
+    ) as missing:
+        stores.open_session(nowhere / "a.jsonl")
+    assert isinstance(missing.value, FileNotFoundError)  # and still the system's kind
+    assert missing.value.errno == errno.ENOENT
+    inside_a_file = rf"^{log}/x\.jsonl: a file stands where this path needs a directory"
+    for call in (stores.open_session, stores.current_plan, stores.follow_plans):
+        with pytest.raises(StoreUnavailable, match=inside_a_file) as not_a_directory:
+            call(log / "x.jsonl")
+        assert isinstance(not_a_directory.value, NotADirectoryError)
+
+    locked = tmp_path / "locked"  # a mode refuses no one under root: the system's answer, faked
+    locked.mkdir()
+    real_open = os.open
+
+    def refusing(path: Any, *args: Any, **options: Any) -> int:
+        if str(path).startswith(str(locked)):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, *args, **options)
+
+    monkeypatch.setattr(os, "open", refusing)
+    with pytest.raises(
+        StoreUnavailable, match=rf"^{locked}/a\.jsonl: permission denied: .* give it access"
+    ) as refused:
+        stores.open_session(locked, "a")
+    assert isinstance(refused.value, PermissionError)
+
+
+@pytest.mark.parametrize("scheme", ["POSTGRESQL", "Postgres", "PostgreSQL"])
+def test_a_database_url_is_one_whatever_the_case_of_its_scheme(
+    scheme: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = f"{scheme}://u:s3cr3t@127.0.0.1:1/none"
+    assert stores.pick_log(url, "s1") == (f"{scheme.lower()}://u:s3cr3t@127.0.0.1:1/none", "s1")
+    try:
+        for call in (
+            lambda: stores.open_reader(url, check=True),
+            lambda: stores.open_session(url, "s1"),
+            lambda: stores.open_fleet(url),
+        ):
+            with pytest.raises(StoreUnavailable, match=r"PostgreSQL at 127\.0\.0\.1:1/none: "):
+                call()
+    finally:
+        postgres.close_shared_pools()
+    assert list(tmp_path.iterdir()) == []  # no directory named after it
 
 
 def test_a_session_id_goes_with_a_directory_or_a_database_not_a_file(tmp_path: Path) -> None:
@@ -241,6 +304,12 @@ def test_open_database_for_deleting_refuses_a_directory_and_an_empty_source(
         stores.open_database("", deleting=True)
     database = stores.open_database("postgresql://someone:s3cr3t@127.0.0.1:1/none")
     assert database.name == "PostgreSQL at 127.0.0.1:1/none"
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_open_database_refuses_an_empty_one_libpq_would_read_as_its_default(empty: str) -> None:
+    with pytest.raises(UsageError, match=r"^the database is empty: give a postgresql:// URL"):
+        stores.open_database(empty)
 
 
 PASSWORD = "SeCrEtPw"

@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from dsh_tool_todo.core.contract import EVENT_TYPE
+from dsh_tool_todo.core.contract import EVENT_TYPE, SESSION_END_EVENT_TYPE
+from dsh_tool_todo.core.links import end_data
 from dsh_tool_todo.plans import fleet
 from dsh_tool_todo.protocols import LogReader, Snapshot, TailPage
 from dsh_tool_todo.stores import open_reader
@@ -222,6 +223,31 @@ def check_a_stuck_run_older_than_the_window_says_at_least(
         {"kind": "stuck", "seq": 15, "items": ["A"], "count": 5, "atLeast": True}
     ]
     assert rows["short"]["signals"] == [{"kind": "stuck", "seq": 5, "items": ["A"], "count": 5}]
+
+
+def check_a_row_carries_how_its_run_ended(source: str | Path, append: Append) -> None:
+    """A sub-agent whose wrapper wrote its ``session/end`` is listed as ended, with the outcome
+    and reason ``dsh-todo sessions`` shows; one written again after it runs again."""
+    append("done", [write(("A", "completed")), (SESSION_END_EVENT_TYPE, end_data("finished"))])
+    failed = end_data("failed", "search backend down")
+    append("broke", [write(("B", "in_progress")), (SESSION_END_EVENT_TYPE, failed)])
+    append("again", [write(("C", "pending")), (SESSION_END_EVENT_TYPE, end_data("finished"))])
+    append("again", [write(("C", "in_progress"))])
+    append("busy", [write(("D", "in_progress"))])
+
+    async def calls(client: httpx.AsyncClient) -> tuple[Any, Any]:
+        before = rows_of(await settled(client))
+        append("busy", [(SESSION_END_EVENT_TYPE, end_data("finished"))])
+        return before, rows_of(await settled(client))
+
+    before, after = run(create_app(source), calls)
+    assert {name: row["end"] for name, row in before.items()} == {
+        "done": {"outcome": "finished"},
+        "broke": {"outcome": "failed", "error": "search backend down"},
+        "again": None,
+        "busy": None,
+    }
+    assert after["busy"]["end"] == {"outcome": "finished"}  # the list saw the end appended
 
 
 def run(app: Any, calls: Callable[[httpx.AsyncClient], Awaitable[Any]]) -> Any:

@@ -250,11 +250,14 @@ def test_nothing_but_get_is_answered(logs: Path) -> None:
     assert run_requests(create_app(logs), call) == [405, 405, 405]
 
 
-def test_the_page_script_never_writes_html() -> None:
-    script = (Path(create_app.__code__.co_filename).parent / "static" / "app.js").read_text()
+def test_the_page_scripts_never_write_html() -> None:
+    scripts = sorted((Path(create_app.__code__.co_filename).parent / "static").glob("*.js"))
+    assert [script.name for script in scripts] == ["app.js", "requests.js"]
 
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
-        assert sink not in script
+    for script in scripts:
+        text = script.read_text()
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+            assert sink not in text, (script.name, sink)
 
 
 def test_unknown_sessions_are_404_on_every_endpoint(logs: Path) -> None:

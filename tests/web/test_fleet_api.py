@@ -20,6 +20,7 @@ from ._readers import (
     DROPPED,
     Append,
     Events,
+    check_a_row_carries_how_its_run_ended,
     check_a_stuck_run_older_than_the_window_says_at_least,
     check_signals_are_read_again_only_after_a_plan_event,
     check_signals_not_read_yet_are_pending,
@@ -294,6 +295,10 @@ def test_a_stuck_run_older_than_the_writes_read_says_at_least(
     tmp_path: Path, append_jsonl: Append, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     check_a_stuck_run_older_than_the_window_says_at_least(tmp_path, append_jsonl, monkeypatch)
+
+
+def test_a_row_says_how_its_delegated_run_ended(tmp_path: Path, append_jsonl: Append) -> None:
+    check_a_row_carries_how_its_run_ended(tmp_path, append_jsonl)
 
 
 def test_a_log_replaced_by_a_shorter_one_with_the_same_plan_seq_is_read_again(

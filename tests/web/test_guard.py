@@ -3,12 +3,16 @@ its cookie, the security headers on every answer."""
 
 from __future__ import annotations
 
+import asyncio
 import html.parser
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from starlette.types import Message
 
+from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.web._guard import CSP
 from dsh_tool_todo.web.app import create_app
 
@@ -86,7 +90,9 @@ def test_pages_carry_a_strict_csp_and_no_inline_script(logs: Path, path: str) ->
     assert scripts.sources == ["/static/app.js"]
 
 
-@pytest.mark.parametrize("asset", ["/static/app.js", "/static/app.css", "/static/favicon.svg"])
+@pytest.mark.parametrize(
+    "asset", ["/static/app.js", "/static/requests.js", "/static/app.css", "/static/favicon.svg"]
+)
 def test_static_assets_are_served_from_the_package(logs: Path, asset: str) -> None:
     response = get(create_app(logs), asset)
 
@@ -278,3 +284,121 @@ def test_a_host_without_a_port_or_on_another_port_is_still_refused(
     response = run_requests(create_app(logs, port=port, extra_hosts=allowed), call)
     assert response.status_code == 403
     assert f"restart it with --allow-host {host}" in response.text
+
+
+def asgi_get(app: Any, headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
+    """The status and body of ``GET /api/sessions`` with ``headers`` exactly as a server hands
+    them to the app (a client library would merge or drop repeated ones)."""
+    sent: list[Message] = []
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/api/sessions",
+        "raw_path": b"/api/sessions",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", ASGI_PORT),
+    }
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def main() -> None:
+        async with app.router.lifespan_context(app):
+            await app(scope, receive, send)
+
+    asyncio.run(main())
+    return sent[0]["status"], b"".join(message.get("body", b"") for message in sent[1:])
+
+
+SERVED = f"127.0.0.1:{ASGI_PORT}".encode()
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    [
+        [b"evil.example", SERVED],  # the last one names the server
+        [SERVED, b"evil.example"],
+        [SERVED, SERVED],
+        [SERVED + b", evil.example"],  # one header, two names
+        [b"evil.example, " + SERVED],
+        [SERVED + b","],
+    ],
+)
+def test_a_request_naming_more_than_one_host_is_refused(logs: Path, hosts: list[bytes]) -> None:
+    headers = [(b"host", host) for host in hosts] + [(b"accept", b"*/*")]
+
+    status, body = asgi_get(create_app(logs), headers)
+
+    assert status == 400
+    assert body == b"refused: the request must name one host, in one Host header\n"
+
+
+def test_one_host_header_among_others_is_judged_as_before(logs: Path) -> None:
+    assert asgi_get(create_app(logs), [(b"accept", b"*/*"), (b"host", SERVED)])[0] == 200
+    assert asgi_get(create_app(logs), [(b"host", b"evil.example")])[0] == 403
+
+
+@pytest.mark.parametrize(
+    "allowed",
+    [
+        "",
+        " ",
+        "http://viewer.lan",
+        "viewer.lan/",
+        "viewer.lan/path",
+        "viewer lan",
+        " viewer.lan",
+        "viewer.lan:0",
+        "viewer.lan:99999",
+        "viewer.lan:abc",
+        "viewer.lan:",
+        "viewer.lan:+80",
+        "viewer.lan:٨٠",  # non-ASCII digits
+        "*",
+        "*.lan",
+        "user@viewer.lan",
+        "::1",  # a v6 address is bracketed in a Host header
+        "[::1",
+        "[not-v6]:80",
+        "viewer..lan",
+        "viewér.lan",
+        "viewer.lan\n",
+    ],
+)
+def test_an_allowed_host_that_no_host_header_can_carry_is_refused(logs: Path, allowed: str) -> None:
+    with pytest.raises(UsageError, match=r"give name, name:port or \[v6\]:port"):
+        create_app(logs, extra_hosts=["viewer.lan", allowed])
+
+
+def test_allowed_hosts_given_as_one_string_are_refused(logs: Path) -> None:
+    with pytest.raises(UsageError, match="extra_hosts takes a list of names, not one string"):
+        create_app(logs, extra_hosts="viewer.lan")
+
+
+@pytest.mark.parametrize(
+    ("allowed", "host"),
+    [
+        ("viewer.lan", "viewer.lan"),
+        ("Viewer.LAN:8443", "viewer.lan:8443"),
+        ("viewer.lan.", "viewer.lan.:8765"),
+        ("192.168.1.20:8765", "192.168.1.20:8765"),
+        ("[fd00::1]:8765", "[fd00::1]:8765"),
+        ("[fd00::1]", "[fd00::1]"),
+        ("my_host-1", "my_host-1:8765"),
+    ],
+)
+def test_allowed_hosts_in_each_accepted_form_are_admitted(
+    logs: Path, allowed: str, host: str
+) -> None:
+    app = create_app(logs, port=ASGI_PORT, extra_hosts=[allowed])
+
+    assert asgi_get(app, [(b"host", host.encode())])[0] == 200

@@ -21,6 +21,7 @@ from ._readers import (
     Append,
     Events,
     Spied,
+    check_a_row_carries_how_its_run_ended,
     check_a_stuck_run_older_than_the_window_says_at_least,
     check_signals_are_read_again_only_after_a_plan_event,
     check_signals_not_read_yet_are_pending,
@@ -404,6 +405,10 @@ def test_a_stuck_run_older_than_the_writes_read_says_at_least(
     dsn: str, append_rows: Append, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     check_a_stuck_run_older_than_the_window_says_at_least(dsn, append_rows, monkeypatch)
+
+
+def test_a_row_says_how_its_delegated_run_ended(dsn: str, append_rows: Append) -> None:
+    check_a_row_carries_how_its_run_ended(dsn, append_rows)
 
 
 def test_a_stream_whose_client_left_mid_backlog_stops_at_its_next_frame(dsn: str) -> None:

@@ -144,6 +144,18 @@ def test_bad_arguments_get_one_line_and_exit_2(args: list[str], message: str) ->
     assert result.stderr == f"dsh-todo: error: {message}\n"
 
 
+@pytest.mark.parametrize("allowed", ["", "http://viewer.lan", "viewer.lan:99999", "*.lan"])
+def test_an_allow_host_no_host_header_can_carry_gets_one_line_and_exit_2(allowed: str) -> None:
+    result = run_cli("serve", ".", "--allow-host", "viewer.lan", "--allow-host", allowed)
+
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"dsh-todo: error: --allow-host {allowed!r} names no host a Host header carries: give "
+        "name, name:port or [v6]:port (viewer.lan, proxy.lan:443, [fd00::1]:8765), with no "
+        "scheme, path, space or wildcard\n"
+    )
+
+
 @pytest.mark.parametrize(
     "url",
     [

@@ -74,6 +74,7 @@ _COMMANDS: dict[str, Command] = {
     "db": _lazy("_sources", "db"),
     "demo": _lazy("_commands", "demo"),
     "show": _lazy("_plans", "show"),
+    "ask": _lazy("_requests", "ask"),
     "watch": _lazy("_plans", "watch"),
     "schema": _lazy("_commands", "schema"),
     "serve": _lazy("_commands", "serve"),

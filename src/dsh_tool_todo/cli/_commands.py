@@ -141,5 +141,6 @@ def serve(args: argparse.Namespace, out: TextIO) -> int:
         out=out,
         err=sys.stderr,
         note=note,
+        requests=args.requests,
     )
     return 0

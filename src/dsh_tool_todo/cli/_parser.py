@@ -74,6 +74,11 @@ _EXAMPLES: dict[str, tuple[str, ...]] = {
         "dsh-todo show logs/ada.jsonl --format json",
         "dsh-todo show postgresql://localhost/plans --session ada",
     ),
+    "ask": (
+        'dsh-todo ask --session ada --done "Write the tests"',
+        'dsh-todo ask logs/ada.jsonl --note "use the staging database"',
+        "dsh-todo ask --session ada --list",
+    ),
     "watch": (
         "dsh-todo watch                     # the newest log of the default place, live",
         "dsh-todo watch --session ada --wait",
@@ -146,6 +151,27 @@ def _show(show: argparse.ArgumentParser) -> None:
     )
     _ascii_flag(show)
     _health_flag(show)
+
+
+def _ask(ask: argparse.ArgumentParser) -> None:
+    _log_argument(ask)
+    what = ask.add_mutually_exclusive_group(required=True)
+    for flag, meta, text in (
+        ("--done", "ITEM", "ask the agent to mark ITEM completed"),
+        ("--reopen", "ITEM", "ask the agent to reopen the completed ITEM"),
+        ("--remove", "ITEM", "ask the agent to remove ITEM from its plan"),
+        ("--add", "ITEM", "ask the agent to add ITEM to its plan"),
+        ("--note", "TEXT", "leave the agent a short note"),
+        ("--withdraw", "ID", "withdraw your pending request ID"),
+    ):
+        what.add_argument(flag, metavar=meta, help=text)
+    what.add_argument(
+        "--list",
+        action="store_true",
+        help="list the requests waiting, and how the taken ones stand",
+    )
+    ask.add_argument("--by", metavar="NAME", help="who asks (default: your login name)")
+    ask.add_argument("--json", action="store_true", help="print the request (or list) as JSON")
 
 
 def _watch(watch: argparse.ArgumentParser) -> None:
@@ -272,11 +298,18 @@ def _serve(serve: argparse.ArgumentParser) -> None:
         help="allow a --host other machines can reach (a token printed at start is then required)",
     )
     serve.add_argument(
+        "--requests",
+        action="store_true",
+        help="let the page ask an agent to change its plan (mark done, reopen, remove, add, "
+        "a note): the requests wait beside the logs for the agent, the plan's only writer",
+    )
+    serve.add_argument(
         "--allow-host",
         action="append",
         default=[],
         metavar="NAME",
-        help="another name the server is reached by, checked against the Host header",
+        help="another name the server is reached by (name, name:port or [v6]:port), checked "
+        "against the Host header",
     )
 
 
@@ -382,6 +415,17 @@ _ABOUT: list[tuple[str, str, str, Callable[[argparse.ArgumentParser], None]]] = 
         "(--session: the session; else the most recently written); with no SOURCE, the "
         "default place.",
         _show,
+    ),
+    (
+        "ask",
+        "ask a running agent to change its plan",
+        "File a request against a session's current plan: mark an item done, reopen or "
+        "remove it, add one, or leave a note. The agent stays the plan's only writer: the "
+        "request waits beside its log until the agent's next model call, which is told of it "
+        "once, and the agent answers with its next todo_write. SOURCE and --session pick the "
+        "log as for show. --list shows what waits and how each taken request stands "
+        "(honoured, not_honoured, void, delivered, withdrawn). See docs/requests.md.",
+        _ask,
     ),
     (
         "watch",

@@ -28,12 +28,7 @@ REDRAW_SEPARATOR = "----"
 def show(args: argparse.Namespace, out: TextIO) -> int:
     target, session, latest = _pick(args)
     if latest:
-        what = target if session is None else f"session '{session}'"
-        shown = escape_content(what, encoding=getattr(sys.stderr, "encoding", None))
-        print(
-            f"dsh-todo: showing {shown}, the most recently written (--session picks another)",
-            file=sys.stderr,
-        )
+        say_picked("showing", target, session)
     plan = current_plan(target, session)
     if args.format == "json":
         print_utf8(out, canonical_json(plan))
@@ -46,6 +41,9 @@ def show(args: argparse.Namespace, out: TextIO) -> int:
         print(drawer(text, args.ascii)(plan or []), file=text)
         if args.health:
             _print_signals(text, turn_signals(target, session))
+        from ._requests import print_asked
+
+        print_asked(text, target, session)
     return 0
 
 
@@ -73,6 +71,16 @@ def watch(args: argparse.Namespace, out: TextIO) -> int:
             text.flush()
         lead = clear or f"{REDRAW_SEPARATOR}\n"  # piped or TERM=dumb: redraws one after another
     return 0
+
+
+def say_picked(doing: str, target: str, session: str | None) -> None:
+    """Say on stderr which log was picked as the most recently written (``show``, ``ask``)."""
+    what = target if session is None else f"session '{session}'"
+    shown = escape_content(what, encoding=getattr(sys.stderr, "encoding", None))
+    print(
+        f"dsh-todo: {doing} {shown}, the most recently written (--session picks another)",
+        file=sys.stderr,
+    )
 
 
 def _pick(args: argparse.Namespace) -> tuple[str, str | None, bool]:

@@ -33,6 +33,12 @@ LINK_EVENT_TYPE = (
 SESSION_END_EVENT_TYPE = (
     "session/end"  # host metadata: a delegated run's session ended; never shown to the model
 )
+# A person's requests against a plan (core/requests.py), recorded by the plan's own writer:
+# host metadata, never shown to the model as events (the notice below is what it reads).
+REQUEST_TAKEN = "request/taken"
+REQUEST_WITHDRAWN = "request/withdrawn"
+REQUEST_NOTIFIED = "request/notified"
+REQUEST_EVENT_TYPES = (REQUEST_TAKEN, REQUEST_WITHDRAWN, REQUEST_NOTIFIED)
 STATUSES = ("pending", "in_progress", "completed")
 
 _DESCRIPTION_HEAD = (
@@ -202,3 +208,17 @@ REMINDER_FOOTER = (
     "To change the plan, call todo_write with the ENTIRE list, every todo with its status: "
     "each call replaces the previous list."
 )
+
+# The request notice (core/requests.py): what a person watching asked, put once after the
+# newest message of the next model request (the reminder's placement), or after a tool
+# result where there is no such hook (MCP). Request contents are escaped and cut as the
+# reminder's are. A one-item notice costs under 40 tokens (tests/core/test_tokens.py).
+REQUEST_NOTICE_HEADER = "The user watching your todo list asks:"
+REQUEST_NOTICE_ITEMS = {
+    "done": '- mark "{content}" completed',
+    "reopen": '- reopen "{content}"',
+    "remove": '- remove "{content}"',
+    "add": '- add "{content}"',
+    "note": "- note: {content}",
+}
+REQUEST_NOTICE_FOOTER = "Answer with todo_write (the ENTIRE list) or say why not."

@@ -28,6 +28,11 @@ rebinds to another item would make the signal lie. Definitions (also in
 ``unchanged``
     ``cur`` equals ``prev``: the same items, in the same order, with the same
     statuses.
+``not_honoured``
+    a person's requests (:mod:`dsh_tool_todo.core.requests`) the model was told of and
+    its turn ended without honouring, at the ``turn/end`` or ``turn/start`` that ended it
+    (items: the contents asked about). Unlike the others, it is raised by that event,
+    not by a write.
 
 The first write of a turn has no ``prev`` and raises none of them.
 
@@ -42,12 +47,13 @@ The first write of a turn has no ``prev`` and raises none of them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
 from ..errors import UsageError
-from .contract import EVENT_TYPE, TURN_START
+from .contract import EVENT_TYPE, REQUEST_EVENT_TYPES, TURN_START
+from .requests import TURN_END, _Fold, _match_key
 
 __all__ = [
     "HealthOptions",
@@ -58,14 +64,18 @@ __all__ = [
     "turn_health",
 ]
 
-SignalKind = Literal["dropped", "bulk_completed", "all_done_at_once", "stuck", "unchanged"]
+SignalKind = Literal[
+    "dropped", "bulk_completed", "all_done_at_once", "stuck", "unchanged", "not_honoured"
+]
 KINDS: tuple[SignalKind, ...] = (
     "dropped",
     "bulk_completed",
     "all_done_at_once",
     "stuck",
     "unchanged",
+    "not_honoured",
 )
+_ASKING = frozenset({*REQUEST_EVENT_TYPES, TURN_END})
 
 
 @dataclass(frozen=True)
@@ -134,6 +144,9 @@ class HealthState:
     # the first one may have begun before it.
     mid_turn: bool = False
     run_open: bool = False  # the current run was under way at the first write of such a fold
+    # A person's requests still pending (core.requests), when any was taken: copied on each
+    # step that changes them, so a state never changes once made.
+    asked: _Fold | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def signals(self) -> tuple[Signal, ...]:
@@ -147,8 +160,15 @@ class HealthState:
 
 
 def step(state: HealthState, event: Mapping[str, Any], options: HealthOptions) -> HealthState:
-    """The state after ``event``; other events than ``todo/write`` and ``turn/start`` keep it."""
-    kind = event.get("type")
+    """The state after ``event``; other events than ``todo/write`` and ``turn/start`` keep it,
+    and so does what is no event at all (not a mapping: a reader refuses it)."""
+    kind = _kind(event)
+    if type(kind) is str and (kind in _ASKING or (kind == TURN_START and state.asked)):
+        if kind == TURN_END and state.asked is None:
+            return state
+        ended = _asked(state, event, kind)
+        # a turn/start ends the turn its signal belongs to: the new turn starts without it
+        return HealthState(asked=ended.asked) if kind == TURN_START else ended
     if kind == TURN_START:
         return HealthState()
     if kind != EVENT_TYPE:
@@ -164,6 +184,8 @@ def step(state: HealthState, event: Mapping[str, Any], options: HealthOptions) -
     previous = state.previous
     if previous is not None:
         found.extend(_compare(previous, current, seq, options))
+        if state.asked is not None and state.asked.pending:
+            found = _asked_to_drop(found, state.asked)
     run = _run(state.run, current)
     if run is None:
         run_open = False
@@ -173,10 +195,66 @@ def step(state: HealthState, event: Mapping[str, Any], options: HealthOptions) -
         run_open = state.run_open
     if run is not None and run[1] == options.stuck_writes:
         found.append(Signal("stuck", seq, (run[0],), run[1], at_least=run_open))
+    asked = state.asked
+    if asked is not None and asked.pending:
+        asked = asked.pending_copy()
+        asked.apply(event)  # a write may honour them
     chain = state.found
     for signal in found:
         chain = (signal, chain)
-    return HealthState(current, run, chain, run_open=run_open)
+    return HealthState(current, run, chain, run_open=run_open, asked=asked)
+
+
+def _asked_to_drop(found: list[Signal], asked: _Fold) -> list[Signal]:
+    """``found`` without the drops a person asked for (a pending ``remove``)."""
+    removing = {
+        _match_key(state.request.content)
+        for state in asked.pending.values()
+        if state.request.kind == "remove"
+    }
+    kept = []
+    for signal in found:
+        if signal.kind == "dropped":
+            items = tuple(item for item in signal.items if _match_key(item) not in removing)
+            if not items:
+                continue
+            signal = replace(signal, items=items, count=len(items))
+        kept.append(signal)
+    return kept
+
+
+def _asked(state: HealthState, event: Mapping[str, Any], kind: object) -> HealthState:
+    """A request event, or the end of a turn: what a person asked, and was not honoured."""
+    asked = _Fold() if state.asked is None else state.asked.pending_copy()
+    if state.asked is None and state.previous is not None:  # the plan a request meets
+        asked.apply(
+            {
+                "type": EVENT_TYPE,
+                "seq": -1,
+                "data": {"todos": [{"content": c, "status": s} for c, s in state.previous]},
+            }
+        )
+    before = dict(asked.pending)
+    asked.apply(event)
+    failed = tuple(
+        before[ident].request.content
+        for ident, now in asked.states.items()
+        if ident in before and now.status == "not_honoured"
+    )
+    seq = event.get("seq", -1)
+    seq = seq if type(seq) is int else -1
+    chain = state.found
+    if failed:
+        chain = (Signal("not_honoured", seq, failed, len(failed)), chain)
+    return replace(state, found=chain, asked=asked)
+
+
+def _kind(event: object) -> object:
+    """An event's ``type``; ``None`` for what is not a mapping (a plain dict checked first: the
+    ABC check costs more than the rest of most steps)."""
+    if type(event) is dict or isinstance(event, Mapping):
+        return event.get("type")
+    return None
 
 
 def _pairs(todos: list[Any]) -> Pairs:
@@ -234,7 +312,9 @@ def plan_health(
     state = HealthState()
     chosen = options or HealthOptions()
     for event in events:
-        if event.get("type") == TURN_START:
+        if _kind(event) == TURN_START:
+            if state.asked is not None:  # what the ending turn was asked and did not do
+                state = _asked(state, event, TURN_START)
             found.extend(state.signals)
         state = step(state, event, chosen)
     found.extend(state.signals)
@@ -253,11 +333,50 @@ def turn_health(
     ``fleet.turn_window`` reads a long one), so a ``stuck`` run under way at their first
     write is marked :attr:`Signal.at_least`.
     """
-    state = HealthState(mid_turn=partial)
     chosen = options or HealthOptions()
-    for event in events:
+    listed = events if type(events) is list else list(events)
+    found = _plain_turn(listed, chosen, partial)
+    if found is not None:
+        return found
+    state = HealthState(mid_turn=partial)
+    for event in listed:
         state = step(state, event, chosen)
     return list(state.signals)
+
+
+def _plain_turn(
+    events: list[Mapping[str, Any]], options: HealthOptions, partial: bool
+) -> list[Signal] | None:
+    """:func:`turn_health` of events that are all plain ``dict`` writes and turn starts (a
+    fleet's turns, mostly), folded as :func:`step` folds them but without a state per event;
+    ``None`` when any is something else (a request, an end, a broken write): ``step`` then."""
+    found: list[Signal] = []
+    previous: Pairs | None = None
+    run: tuple[str, int] | None = None
+    mid_turn, run_open = partial, False
+    for event in events:
+        kind = event.get("type") if type(event) is dict else None
+        if kind == TURN_START:
+            found, previous, run, mid_turn, run_open = [], None, None, False, False
+            continue
+        data = event.get("data") if kind == EVENT_TYPE else None
+        todos = data.get("todos") if type(data) is dict else None
+        if type(todos) is not list:
+            return None
+        seq = event.get("seq", -1)
+        seq = seq if type(seq) is int else -1
+        current = _pairs(todos)
+        if previous is not None:
+            found.extend(_compare(previous, current, seq, options))
+        run = _run(run, current)
+        if run is None:
+            run_open = False
+        elif run[1] == 1:  # a new run: open when this is the first write of a mid-turn fold
+            run_open = mid_turn
+        if run is not None and run[1] == options.stuck_writes:
+            found.append(Signal("stuck", seq, (run[0],), run[1], at_least=run_open))
+        previous, mid_turn = current, False
+    return found
 
 
 class HealthProjection:
@@ -287,6 +406,7 @@ _TEXT = {
     "all_done_at_once": "everything left completed at once",
     "stuck": "in progress for {at_least}{count} writes",
     "unchanged": "a write that changed nothing",
+    "not_honoured": "asked for and not done by the end of the turn",
 }
 
 
@@ -298,7 +418,7 @@ def describe(signal: Signal) -> str:
     more = f" and {len(signal.items) - 3} more" if len(signal.items) > 3 else ""
     counted = (
         f" ({signal.count})"
-        if signal.kind in ("dropped", "bulk_completed", "all_done_at_once")
+        if signal.kind in ("dropped", "bulk_completed", "all_done_at_once", "not_honoured")
         else ""
     )
     body = f": {items}{more}" if items else ""

@@ -148,6 +148,18 @@ class End:
     outcome: str
     error: str | None = None
 
+    def as_json(self) -> dict[str, str]:
+        """The end as ``dsh-todo sessions --json`` and the web view's list give it.
+
+        >>> End("failed", "search backend down").as_json()
+        {'outcome': 'failed', 'error': 'search backend down'}
+        >>> End("finished").as_json()
+        {'outcome': 'finished'}
+        """
+        if self.error is None:
+            return {"outcome": self.outcome}
+        return {"outcome": self.outcome, "error": self.error}
+
 
 def end_data(outcome: object, error: object = None) -> dict[str, str]:
     """The data of the ``session/end`` event a link wrapper appends to a sub-agent's session

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["LOGGER_NAME", "Listener", "Listeners"]
+__all__ = ["LOGGER_NAME", "Listeners"]
 
 Event = dict[str, Any]
 Listener = Callable[[Event], None]

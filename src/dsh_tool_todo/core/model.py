@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field
 
 from .contract import CONTENT_DESCRIPTION, STATUS_DESCRIPTION, TODOS_DESCRIPTION
 
-__all__ = ["Status", "TodoCounts", "TodoItem", "TodoResult", "TodoWriteArgs"]
+__all__ = ["Status", "TodoCounts", "TodoItem", "TodoResult"]
 
 if sys.version_info >= (3, 12):
     from typing import TypedDict

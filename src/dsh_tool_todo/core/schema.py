@@ -16,7 +16,6 @@ from typing import Any
 from ._validation import args_adapter
 
 __all__ = [
-    "canonical_json",
     "parameters",
 ]
 

@@ -25,7 +25,6 @@ from .schema import parameters
 
 __all__ = [
     "TodoWriteTool",
-    "install_tool",
     "render_result",
     "todo_write_tool",
 ]

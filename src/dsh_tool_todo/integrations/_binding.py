@@ -52,8 +52,9 @@ from ..core.model import TodoItem
 from ..core.schema import parameters
 from ..core.tool import OwnedCall, TodoWriteTool, todo_write_tool
 from ..errors import ToolCallRejected, ToolFailure, UsageError
+from ..protocols import LogReader as LogReader
 from ..protocols import Session, StoreSession
-from ..stores import open_owners
+from ..stores import open_owners, open_reader
 from ..stores._home import home_from_environment
 from ..stores.owners import OwnerRegistry
 from ._links import nested_owner, opened
@@ -173,6 +174,12 @@ class Binding:
             f"in memory, OwnerRegistry(open_session=...) in a store of yours), not "
             f"{_described(owners)}"
         )
+
+    @staticmethod
+    def reader_of(owners: OwnerRegistry) -> LogReader | None:
+        """The reader of the directory ``owners`` records in, where the sessions linked under
+        an owner's are found (``None`` for a registry in memory or on ``open_session``)."""
+        return None if owners.directory is None else open_reader(owners.directory)
 
     @staticmethod
     def home() -> str | None:

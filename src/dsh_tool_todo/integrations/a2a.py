@@ -24,8 +24,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.contract import EVENT_TYPE, TURN_START
-from ..plans.forwarding import OrderedForwarder, Subscribable, event_loop
+from ..errors import UsageError
+from ..plans._a2a_tree import ArtifactTree
+from ..plans._follow_tree import TreeForwarder
+from ..plans.forwarding import Subscribable, event_loop
 from ..plans.wire import PlanSource, a2a_artifact_update
+from ._binding import LogReader
 from ._extras import needs_extra
 
 with needs_extra("dsh_tool_todo.integrations.a2a", "a2a", module="a2a"):
@@ -63,7 +67,12 @@ def plan_artifact_update(
     (each becomes a line feed, which JSON escapes, as the line break it is).
     Two items whose contents differ only there then read alike.
     """
-    update = a2a_artifact_update(source, task_id=task_id, context_id=context_id)
+    return _sdk_event(dict(a2a_artifact_update(source, task_id=task_id, context_id=context_id)))
+
+
+def _sdk_event(update: dict[str, Any]) -> TaskArtifactUpdateEvent:
+    """The JSON form of an artifact update as the SDK's event, its text made wire-safe; a
+    sub-agent's artifact carries its ``metadata`` (``plans._a2a_tree``)."""
     artifact = update["artifact"]
     (part,) = artifact["parts"]
     for todo in part["data"]["todos"]:
@@ -72,17 +81,28 @@ def plan_artifact_update(
     # that both give the same event.
     data = Value()
     data.struct_value.update(part["data"])
+    built = Artifact(
+        artifact_id=artifact["artifactId"],
+        name=artifact["name"],
+        parts=[Part(data=data, media_type=part["mediaType"])],
+    )
+    if "metadata" in artifact:
+        built.metadata.update(_wire_safe_json(artifact["metadata"]))
     return TaskArtifactUpdateEvent(
         task_id=update["taskId"],
         context_id=update["contextId"],
-        artifact=Artifact(
-            artifact_id=artifact["artifactId"],
-            name=artifact["name"],
-            parts=[Part(data=data, media_type=part["mediaType"])],
-        ),
+        artifact=built,
         append=update["append"],
         last_chunk=update["lastChunk"],
     )
+
+
+def _wire_safe_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return _wire_safe(value)
+    if isinstance(value, dict):
+        return {key: _wire_safe_json(item) for key, item in value.items()}
+    return value
 
 
 # The line breaks httpx's line reader (str.splitlines) splits at that a JSON text may hold
@@ -99,11 +119,13 @@ def _wire_safe(text: str) -> str:
     return _SURROGATES.sub("\ufffd", _LINE_BREAKS.sub("\n", text))
 
 
-class PlanArtifactForwarder(OrderedForwarder[TaskArtifactUpdateEvent]):
+class PlanArtifactForwarder(TreeForwarder[TaskArtifactUpdateEvent]):
     """A subscription made by :func:`forward_plan_artifacts`; calling it unsubscribes.
 
     ``await drain()`` waits until every update queued so far has been
-    enqueued (and raises the first failure since the last drain).
+    enqueued (and, with a ``reader``, every event each sub-agent's log held
+    then), and raises the first failure since the last drain; ``await
+    aclose()`` stops it and waits for the sub-agents' followers to end.
     """
 
 
@@ -114,6 +136,8 @@ def forward_plan_artifacts(
     task_id: str | None,
     context_id: str | None,
     loop: asyncio.AbstractEventLoop | None = None,
+    reader: LogReader | None = None,
+    session_key: str | None = None,
 ) -> PlanArtifactForwarder:
     """Enqueue each ``todo/write`` and ``turn/start`` appended to ``session`` as a plan artifact.
 
@@ -122,16 +146,35 @@ def forward_plan_artifacts(
     forwarder's: :func:`dsh_tool_todo.plans.acp.forward_plans`). ``task_id``
     and ``context_id`` are the request context's (``context.task_id``,
     ``context.context_id``); ``loop`` defaults to the running loop.
+
+    With ``reader`` (the store's reader: ``dsh_tool_todo.stores.open_reader``),
+    every sub-agent session linked under this one, found as ``dsh-todo
+    sessions`` finds them and as they are linked, is an artifact of its own,
+    ``plan:<its key>``, whose ``metadata`` names its agent, its parent, the
+    delegating call and how its run ended (docs/wire-trees.md). The
+    lead's key is ``session_key``, else the session's ``key``. Without
+    ``reader`` only artifact ``plan`` is sent, the lead's.
     """
     # checked now, not at the first write, so a wrong call fails where it is made
     plan_artifact_update(None, task_id=task_id, context_id=context_id)  # type: ignore[arg-type]
     task, context = str(task_id), str(context_id)
+    running = event_loop(loop, "forward_plan_artifacts")
+    tree = None
+    if reader is not None:
+        key = session_key if session_key is not None else getattr(session, "key", None)
+        if not isinstance(key, str) or not key:
+            raise UsageError(
+                "forward_plan_artifacts: a reader finds the sub-agents under the lead's session "
+                "key: pass session_key= (the name the reader lists the session by), or a "
+                f"session with a .key, not {key!r}"
+            )
+        tree = ArtifactTree(
+            key, reader, running, task_id=task, context_id=context, build=_sdk_event
+        )
 
     def convert(event: Mapping[str, Any]) -> TaskArtifactUpdateEvent | None:
         if event.get("type") not in (EVENT_TYPE, TURN_START):
             return None
         return plan_artifact_update(event, task_id=task, context_id=context)
 
-    return PlanArtifactForwarder(
-        session, convert, event_queue.enqueue_event, event_loop(loop, "forward_plan_artifacts")
-    )
+    return PlanArtifactForwarder(session, convert, event_queue.enqueue_event, running, tree=tree)

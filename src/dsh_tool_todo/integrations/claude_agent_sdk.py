@@ -21,6 +21,9 @@ What the model gets (extra ``claude-agent-sdk``):
   :data:`~dsh_tool_todo.core.contract.NOT_RECORDED` (cause logged on ``dsh_tool_todo``);
 - ``todo.hooks`` appends ``turn/start`` for the owner on each ``UserPromptSubmit``:
   a user prompt starts on an empty plan;
+- what a person watching asked (docs/requests.md) reaches the model once, as the
+  ``additionalContext`` of the next ``UserPromptSubmit`` or ``PostToolUse`` (of any tool),
+  or in the result of the next ``todo_write`` call, whichever comes first;
 - with ``remind_after_compaction=True`` (opt-in), ``todo.hooks`` also re-surfaces the plan
   after Claude Code compacted the conversation: ``PreCompact`` marks it, and the next
   ``PostToolUse`` (of any tool) returns the plan reminder as ``additionalContext``, which
@@ -37,18 +40,20 @@ import argparse
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..core.contract import TOOL_NAME
 from ..errors import UsageError
 from ._binding import Binding, OwnerRegistry
 from ._extras import needs_extra
+from ._notice import atold
 from ._reminder import aplan_of, reminder_due, todos_of
 
 with needs_extra(
     "dsh_tool_todo.integrations.claude_agent_sdk", "claude-agent-sdk", module="claude_agent_sdk"
 ):
     from claude_agent_sdk.types import (
+        HookCallback,
         HookContext,
         HookEvent,
         HookInput,
@@ -96,6 +101,8 @@ def todo_write_for_claude(
     ``PostToolUse`` answers with :func:`~dsh_tool_todo.plans.reminder.plan_reminder` as
     ``additionalContext`` (once; nothing when the plan is empty, or when that tool call is
     a ``todo_write`` of the current plan, which shows it).
+
+    What a person watching asked (docs/requests.md) is told once, always: see the module.
     """
     registry = Binding(
         "todo_write_for_claude",
@@ -115,7 +122,9 @@ def todo_write_for_claude(
         nonlocal compacted
         compacted = False  # a new turn: its plan is empty, nothing to re-surface
         await registry.astart_turn(owner)
-        return {}  # no decision: the prompt goes on as the user wrote it
+        # no decision: the prompt goes on as the user wrote it, and what a person asked for
+        # the new turn (an item to add, a note) after it
+        return _context("UserPromptSubmit", await atold(registry, owner))
 
     async def before_compaction(
         input: HookInput, tool_use_id: str | None, context: HookContext
@@ -133,23 +142,46 @@ def todo_write_for_claude(
         compacted = False
         written = [todos_of(input["tool_input"])] if input["tool_name"] == tool_name else []
         text = reminder_due(await aplan_of(registry, owner), written, [])
-        if text is None:
-            return {}
-        return {"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": text}}
+        return _context("PostToolUse", text)
 
+    tell = _telling(registry, owner)
     tool_name = f"mcp__{SERVER_KEY}__{TOOL_NAME}"
     hooks: dict[HookEvent, list[HookMatcher]] = {
         "UserPromptSubmit": [HookMatcher(hooks=[start_turn])]
     }
+    hooks["PostToolUse"] = [HookMatcher(hooks=[tell])]
     if remind_after_compaction:
         hooks["PreCompact"] = [HookMatcher(hooks=[before_compaction])]
-        hooks["PostToolUse"] = [HookMatcher(hooks=[remind])]
+        hooks["PostToolUse"] = [HookMatcher(hooks=[remind, tell])]
     return ClaudeTodo(
         server={"type": "sdk", "name": SERVER_KEY, "instance": server},
         hooks=hooks,
         owners=registry,
         owner=owner,
     )
+
+
+def _telling(registry: OwnerRegistry, owner: str) -> HookCallback:
+    """The ``PostToolUse`` hook telling what a person asked: one of its own beside the
+    reminder's, so Claude Code adds the two texts apart, never as one."""
+
+    async def tell(
+        input: HookInput, tool_use_id: str | None, context: HookContext
+    ) -> HookJSONOutput:
+        if input["hook_event_name"] != "PostToolUse":
+            return {}
+        return _context("PostToolUse", await atold(registry, owner))
+
+    return tell
+
+
+def _context(event: Literal["UserPromptSubmit", "PostToolUse"], text: str | None) -> HookJSONOutput:
+    """A hook's answer adding ``text`` after what the event shows the model (``{}``: nothing)."""
+    if text is None:
+        return {}
+    if event == "PostToolUse":  # one branch per event: the SDK types each answer by its event
+        return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
 def stdio_config(

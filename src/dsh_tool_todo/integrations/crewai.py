@@ -33,7 +33,9 @@ CrewAI runs the calls of one model message on threads unless one of them has a
 usage limit, so the tool declares one it never reaches. Its tool-result cache
 never answers for this tool (``cache_function`` is false): a repeated list is a
 new call. After CrewAI summarises a conversation that outgrew the context window,
-``remind`` (a before-LLM-call hook, opt-in) shows the model the plan again.
+``remind`` (a before-LLM-call hook, opt-in) shows the model the plan again. CrewAI's
+hooks are global, registered by the caller: ``remind``, or ``tell_requests`` alone, also
+tells the model once what a person watching asked (docs/requests.md).
 See ``docs/integrations/crewai.md``.
 """
 
@@ -48,6 +50,7 @@ from ..core.contract import TOOL_NAME
 from ..errors import UsageError
 from ._binding import Binding, OwnerRegistry
 from ._extras import needs_extra
+from ._notice import told
 from ._reminder import plan_in, reminder_due, todos_of
 
 with needs_extra("dsh_tool_todo.integrations.crewai", "crewai", module="crewai"):
@@ -156,15 +159,36 @@ class TodoWriteCrewTool(BaseTool):
         summary replaced them), it appends
         :func:`~dsh_tool_todo.plans.reminder.plan_reminder` as a user message. The
         messages are the agent's own, so the reminder stays and is added once.
+        Then it does what :meth:`tell_requests` does.
         """
-        tools = getattr(getattr(context, "agent", None), "tools", None) or []
-        if not any(tool is self for tool in tools):
+        if not self._holds(context):
             return
         messages: list[Any] = context.messages
         todos = plan_in(self.owners.session(self.owner))
         text = reminder_due(todos, _written(messages), _shown(messages))
         if text is not None:
             messages.append({"role": "user", "content": text})
+        self.tell_requests(context)
+
+    def tell_requests(self, context: Any) -> None:
+        """A before-LLM-call hook telling the model what a person asked (docs/requests.md).
+
+        Register it (or :meth:`remind`, which does this too) with
+        ``crewai.hooks.register_before_llm_call_hook(todo.tell_requests)``. Before each
+        model call of an agent that holds this tool, when the owner's inbox holds requests,
+        it appends the request notice as a user message after the newest one (after the
+        reminder, never joined to it). The messages are the agent's own: it is told once.
+        """
+        if not self._holds(context):
+            return
+        text = told(self.owners, self.owner)
+        if text is not None:
+            context.messages.append({"role": "user", "content": text})
+
+    def _holds(self, context: Any) -> bool:
+        """Whether the hook's model call is one of an agent that holds this tool."""
+        tools = getattr(getattr(context, "agent", None), "tools", None) or []
+        return any(tool is self for tool in tools)
 
 
 def _written(messages: list[Any]) -> list[object]:

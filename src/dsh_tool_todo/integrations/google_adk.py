@@ -22,7 +22,10 @@ The owner is the ADK session of the call (``ToolContext.session.id``, or what
 registry, and calls for one owner are recorded one at a time, in call order.
 Each call's ``ToolContext.function_call_id`` is recorded with it (``callId``).
 ``before_model_callback=tool.remind_after_compaction`` (opt-in) re-surfaces the plan
-when a compaction left the model without it. See ``docs/integrations/google-adk.md``.
+when a compaction left the model without it. What a person watching asked since the
+last model request (docs/requests.md) is added to the next request, once, by the tool
+itself (:meth:`TodoWriteAdkTool.process_llm_request`). See
+``docs/integrations/google-adk.md``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 from ..core.contract import TOOL_NAME
 from ._binding import Binding, Outcome, OwnerRegistry
 from ._extras import needs_extra
+from ._notice import atold
 from ._reminder import aplan_of, reminder_due, todos_of
 
 with needs_extra("dsh_tool_todo.integrations.google_adk", "google-adk", module="google.adk"):
@@ -92,6 +96,27 @@ class TodoWriteAdkTool(BaseTool):
             parameters_json_schema=Binding.parameters(),
         )
 
+    async def process_llm_request(
+        self, *, tool_context: ToolContext, llm_request: LlmRequest
+    ) -> None:
+        """Offer the tool, and tell the model what a person asked since its last request.
+
+        ADK asks each tool of the agent before each model request, once its contents are
+        built: when the owner's inbox holds requests (docs/requests.md), the request
+        notice is added as a text part at the end of the newest user content (or as a
+        user content after it), as the compaction reminder is. Taken once: ADK builds the
+        next request's contents again from its events, without it.
+        """
+        await super().process_llm_request(tool_context=tool_context, llm_request=llm_request)
+        if not llm_request.contents:
+            return
+        key = self._binding.key(tool_context)
+        if key is None:
+            return
+        text = await atold(self.owners, key)
+        if text is not None:
+            _add_last(llm_request.contents, text)
+
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
         key = self._binding.key(tool_context)
         if key is None:
@@ -120,13 +145,17 @@ class TodoWriteAdkTool(BaseTool):
         if key is None:
             return
         text = reminder_due(await aplan_of(self.owners, key), _written(contents), _shown(contents))
-        if text is None:
-            return
-        newest, part = contents[-1], types.Part(text=text)
-        if newest.role == "user":  # a copy: the contents may share their parts with the events
-            contents[-1] = newest.model_copy(update={"parts": [*(newest.parts or []), part]})
-        else:
-            contents.append(types.Content(role="user", parts=[part]))
+        if text is not None:
+            _add_last(contents, text)
+
+
+def _add_last(contents: list[types.Content], text: str) -> None:
+    """``text`` as its own part after the newest content's, changing no earlier byte."""
+    newest, part = contents[-1], types.Part(text=text)
+    if newest.role == "user":  # a copy: the contents may share their parts with the events
+        contents[-1] = newest.model_copy(update={"parts": [*(newest.parts or []), part]})
+    else:
+        contents.append(types.Content(role="user", parts=[part]))
 
 
 def _response(outcome: Outcome) -> dict[str, str]:

@@ -25,7 +25,8 @@ owner are serialised here, in call order, so two ``todo_write`` calls in one
 response end on the later list. Each call's ``ToolContext.tool_call_id`` is
 recorded with it (``callId``), so a store recognises a retried call within the
 turn. :func:`plan_reminder_filter` (opt-in, a ``RunConfig.call_model_input_filter``)
-re-surfaces the plan when a compaction left the model without it. See
+re-surfaces the plan when a compaction left the model without it, and tells the model
+what a person asked of the plan (``docs/requests.md``). See
 ``docs/integrations/openai-agents.md``.
 """
 
@@ -41,6 +42,7 @@ from ..errors import ToolFailure, UsageError
 from ._binding import Binding, OwnerRegistry
 from ._extras import needs_extra
 from ._links import delegating, nested_owner
+from ._notice import atold
 from ._reminder import aplan_of, reminder_due, todos_of
 
 with needs_extra("dsh_tool_todo.integrations.openai_agents", "openai-agents", module="agents"):
@@ -215,6 +217,11 @@ def plan_reminder_filter(
 
     ``owner`` is the owner key the tool uses, or a function of the run's context
     returning it (``lambda context: context["user"]``); ``None``: no reminder.
+
+    It also tells the model what a person asked of the plan since the last request
+    (``docs/requests.md``): the request notice, a user message of its own after the
+    newest item (and after the reminder), in that one request only; the model's answer
+    is in the history from then on.
     """
     binding = Binding(
         "plan_reminder_filter",
@@ -244,10 +251,14 @@ def plan_reminder_filter(
         # a sub-agent run under linked_agent_tool writes its own plan: read that one
         key, _ = nested_owner(key, _named(data.agent))
         text = reminder_due(await aplan_of(binding.owners, key), _written(items), _shown(items))
-        if text is None:
+        notice = await atold(binding.owners, key)
+        # each its own message: the reminder is found again by its exact text
+        added: list[TResponseInputItem] = [
+            {"role": "user", "content": shown} for shown in (text, notice) if shown is not None
+        ]
+        if not added:
             return data.model_data
-        reminder: TResponseInputItem = {"role": "user", "content": text}
-        return dataclasses.replace(data.model_data, input=[*items, reminder])
+        return dataclasses.replace(data.model_data, input=[*items, *added])
 
     return remind
 

@@ -25,9 +25,10 @@ Strands runs the tool calls of one model message concurrently; calls for one
 owner are serialised here, in call order. Each call's ``toolUseId`` is recorded
 with it (``callId``). As a hook provider, the tool appends ``turn/start`` for the
 agent's owner before each invocation (``BeforeInvocationEvent``), so each user
-request starts on an empty plan. With ``remind_after_compaction=True`` it also
-re-surfaces the plan after a conversation manager summarised or trimmed it away
-(``BeforeModelCallEvent``). See ``docs/integrations/strands.md``.
+request starts on an empty plan. Before each model call (``BeforeModelCallEvent``) it
+tells the model what a person asked of the plan (``docs/requests.md``), and with
+``remind_after_compaction=True`` re-surfaces the plan after a conversation manager
+summarised or trimmed it away. See ``docs/integrations/strands.md``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import Any
 from ..core.contract import TOOL_NAME
 from ._binding import Binding, OwnerRegistry
 from ._extras import needs_extra
+from ._notice import atold
 from ._reminder import aplan_of, reminder_due, todos_of
 
 with needs_extra("dsh_tool_todo.integrations.strands", "strands", module="strands"):
@@ -123,11 +125,12 @@ class TodoWriteAgentTool(AgentTool):
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         """``Agent(hooks=[tool])``: ``turn/start`` for the agent's owner before each
-        invocation (a new user request clears the plan); with ``remind_after_compaction``,
-        the plan reminder before a model call whose messages no longer show the plan."""
+        invocation (a new user request clears the plan); before each model call, the
+        notice of what a person asked since the last one and, with
+        ``remind_after_compaction``, the plan reminder when the messages no longer show
+        the plan."""
         registry.add_callback(BeforeInvocationEvent, self._start_turn)
-        if self.remind_after_compaction:
-            registry.add_callback(BeforeModelCallEvent, self._remind)
+        registry.add_callback(BeforeModelCallEvent, self._remind)
 
     async def _start_turn(self, event: BeforeInvocationEvent) -> None:
         key = self.owner_of(event.agent)
@@ -143,11 +146,17 @@ class TodoWriteAgentTool(AgentTool):
         key = self.owner_of(event.agent)
         if key is None:
             return
-        text = reminder_due(await aplan_of(self.owners, key), _written(messages), _shown(messages))
-        if text is not None:
-            # A text block at the end of the newest (user) message, kept in agent.messages:
-            # every message before it, and every later request's prefix, stays as it was.
-            messages[-1]["content"].append({"text": text})
+        text = None
+        if self.remind_after_compaction:
+            plan = await aplan_of(self.owners, key)
+            text = reminder_due(plan, _written(messages), _shown(messages))
+        notice = await atold(self.owners, key)
+        # Text blocks at the end of the newest (user) message, kept in agent.messages: every
+        # message before it, and every later request's prefix, stays as it was. Each its own
+        # block: the reminder is found again by its exact text.
+        for shown in (text, notice):
+            if shown is not None:
+                messages[-1]["content"].append({"text": shown})
 
 
 def _written(messages: Messages) -> list[object]:
@@ -191,6 +200,10 @@ def todo_write_strands_tool(
     call, nor an earlier reminder, left after a conversation manager summarised or
     trimmed them), :func:`~dsh_tool_todo.plans.reminder.plan_reminder` is added once as a text
     block at the end of the newest message. Nothing before it changes.
+
+    With the tool in ``hooks=``, what a person asked of the plan since the last model call
+    (``docs/requests.md``) is told to the model the same way, once: the request notice, a
+    text block of its own at the end of the newest message.
     """
     return TodoWriteAgentTool(
         allow_parallel_in_progress=allow_parallel_in_progress,

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 from ..core.contract import EVENT_TYPE
 from ..core.model import Status
 from ..errors import AcpUnavailable, UsageError, missing_extra
+from ._follow_tree import TreeForwarder
 from .checklist import Todos, plan_items
-from .forwarding import OrderedForwarder, Subscribable, event_loop, running_loop
+from .forwarding import Subscribable, event_loop
 
 __all__ = [
     "PlanConnection",
@@ -132,7 +133,7 @@ def forward_plans(
     return PlanForwarder(session, connection, session_id, model, priority, running, tree=tree)
 
 
-class PlanForwarder(OrderedForwarder[Any]):
+class PlanForwarder(TreeForwarder[Any]):
     """A subscription made by :func:`forward_plans`; calling it unsubscribes.
 
     Updates wait in one first-in, first-out queue, filled by the listener in
@@ -140,7 +141,9 @@ class PlanForwarder(OrderedForwarder[Any]):
     their append lock) and by the followers of sub-agent logs, and emptied by
     a single sender task on the loop. So the client receives each session's
     updates in its log's order whichever thread appended them, and
-    :meth:`drain` can wait for exactly the updates queued before it.
+    :meth:`drain` can wait for exactly the updates queued before it (and, for
+    identified plans, for every event each sub-agent's log held then).
+    :meth:`aclose` stops it and waits for the sub-agents' followers to end.
     """
 
     def __init__(
@@ -166,36 +169,7 @@ class PlanForwarder(OrderedForwarder[Any]):
         async def send(update: Any) -> None:
             await connection.session_update(session_id=session_id, update=update)
 
-        self._tree = tree
-        super().__init__(session, legacy if tree is None else identified, send, loop)
-        if tree is not None:
-            if running_loop() is loop:
-                tree.start(self._put, self._record)
-            else:
-                loop.call_soon_threadsafe(tree.start, self._put, self._record)
-
-    def __call__(self) -> None:
-        """Stop forwarding; updates already queued are still sent. Safe to call twice."""
-        super().__call__()
-        if self._tree is not None:
-            self._tree.stop()
-
-    async def drain(self) -> None:
-        """Wait until every update queued before this call has been sent (or has failed),
-        and, for identified plans, every event each sub-agent's log held at this call (its
-        list read anew); raise the first failure since the last drain."""
-        if self._tree is not None and running_loop() is self._loop:
-            try:
-                await self._tree.catch_up()
-            except Exception as error:
-                self._record(error)
-        await super().drain()
-
-    async def aclose(self) -> None:
-        """Stop forwarding and wait until the sub-agents' followers have ended."""
-        self()
-        if self._tree is not None:
-            await self._tree.stopped()
+        super().__init__(session, legacy if tree is None else identified, send, loop, tree=tree)
 
 
 def _check_priority(priority: str) -> Priority:

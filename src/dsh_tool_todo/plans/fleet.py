@@ -19,10 +19,10 @@ run started again). :func:`render_tree` is what
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ..core.contract import EVENT_TYPE, SESSION_END_EVENT_TYPE, TURN_START
 from ..core.health import HealthOptions, Signal, turn_health
@@ -68,15 +68,49 @@ class FleetNode:
 async def read_fleet(
     reader: LogReader, *, options: HealthOptions | None = None, limit: int = 1_000_000
 ) -> list[FleetNode]:
-    """The roots of the store's tree, newest activity first (children likewise)."""
-    rows, _ = await reader.sessions("", limit)
+    """The roots of the store's tree, newest activity first (children likewise).
+
+    A reader that hands its rows on one at a time with each log's first tail page
+    (``sessions_paged``, the JSONL reader's) is read that way: one read of a short log,
+    and only the tree's nodes kept.
+    """
     nodes = []
+    options = options or HealthOptions()  # once, not once per session
+    shared = _Shared()
+    if getattr(reader, "sessions_paged", None) is not None:
+        async for row, first in cast(_Paged, reader).sessions_paged(
+            "", limit, types=_WITH_ENDS, page=PAGE
+        ):
+            nodes.append(shared(await _node(reader, row, options, first)))
+        return build_tree(nodes)
+    rows, _ = await reader.sessions("", limit)
     for row in rows:
-        nodes.append(await _node(reader, row, options))
+        nodes.append(shared(await _node(reader, row, options)))
     return build_tree(nodes)
 
 
-async def _node(reader: LogReader, row: SessionSummary, options: HealthOptions | None) -> FleetNode:
+class _Shared(dict[object, Any]):
+    """One object for each value of a node's figures and end (frozen, so shared safely): a
+    fleet of 100,000 sessions has a few dozen of them, not 100,000 copies held to the end."""
+
+    def __call__(self, node: FleetNode) -> FleetNode:
+        node.progress = self.setdefault(node.progress, node.progress)
+        node.end = self.setdefault(node.end, node.end)
+        return node
+
+
+class _Paged(Protocol):
+    def sessions_paged(
+        self, query: str, limit: int, *, types: Collection[str], page: int
+    ) -> AsyncIterator[tuple[SessionSummary, TailPage | InvalidLog | None]]: ...
+
+
+async def _node(
+    reader: LogReader,
+    row: SessionSummary,
+    options: HealthOptions | None,
+    first: TailPage | InvalidLog | None = None,
+) -> FleetNode:
     node = FleetNode(
         row.name,
         parent=row.parent,
@@ -84,9 +118,12 @@ async def _node(reader: LogReader, row: SessionSummary, options: HealthOptions |
         progress=row.progress,
         readable=row.progress is not None,
     )
+    if isinstance(first, InvalidLog):  # the list's read of the log found it broken
+        node.readable = False
+        return node
     try:
         # the ends ride on the read the signals need: no second read of the log
-        events, whole = await _turn(reader, row.name, _WITH_ENDS)
+        events, whole = await _turn(reader, row.name, _WITH_ENDS, first)
     except (InvalidLog, SessionNotFound, OSError):  # broken, unreadable, or deleted since listed
         node.readable = False
         return node
@@ -125,14 +162,21 @@ _WITH_ENDS = (*PLAN_EVENTS, SESSION_END_EVENT_TYPE)
 
 
 async def _turn(
-    reader: _Tail, name: str, types: Collection[str] = PLAN_EVENTS
+    reader: _Tail,
+    name: str,
+    types: Collection[str] = PLAN_EVENTS,
+    first: TailPage | None = None,
 ) -> tuple[list[dict[str, Any]], bool]:
     """The current turn's plan events (from its ``turn/start``), at most MAX_TURN_WRITES,
-    and whether nothing of the turn lies before them (``types``: also the ends)."""
+    and whether nothing of the turn lies before them (``types``: also the ends; ``first``:
+    the first page, when the list's read of the log held it)."""
     found: list[dict[str, Any]] = []
     before: int | None = None
     while len(found) < MAX_TURN_WRITES:
-        page = await reader.tail(name, before=before, limit=PAGE, types=types)
+        if first is not None:
+            page, first = first, None
+        else:
+            page = await reader.tail(name, before=before, limit=PAGE, types=types)
         for position in range(len(page.events) - 1, -1, -1):
             event = page.events[position]
             found.append(event)
@@ -289,22 +333,20 @@ def fleet_json(roots: Sequence[FleetNode]) -> list[dict[str, Any]]:
 
 
 def _end_json(end: End | None) -> dict[str, str] | None:
-    if end is None:
-        return None
-    return (
-        {"outcome": end.outcome}
-        if end.error is None
-        else {"outcome": end.outcome, "error": end.error}
-    )
+    return None if end is None else end.as_json()
 
 
 def descendants(rows: Sequence[SessionSummary], name: str) -> list[tuple[str, str]]:
     """The sessions under ``name`` in the tree ``rows`` make, as (session, its parent), each
     after its parent: the tree :func:`read_fleet` draws (its cycles and depth bound too),
-    from the rows' links alone, with no log read."""
+    from the rows' links alone, with no log read. A ``name`` no row is (a lead whose log
+    is in another store) has the sessions :func:`read_fleet` draws under it, marked not
+    visible."""
     nodes = [FleetNode(row.name, parent=row.parent) for row in rows]
-    build_tree(nodes)
+    roots = build_tree(nodes)
     top = next((node for node in nodes if node.key == name), None)
+    if top is None:
+        top = next((root for root in roots if not root.visible and root.key == name), None)
     found: list[tuple[str, str]] = []
     level = [] if top is None else [top]
     while level:

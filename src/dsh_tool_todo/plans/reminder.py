@@ -18,13 +18,25 @@ True
 
 from __future__ import annotations
 
-from ..core.contract import REMINDER_FOOTER, REMINDER_HEADER, REMINDER_ITEM, REMINDER_LEFT_OUT
+from collections.abc import Sequence
+
+from ..core.contract import (
+    REMINDER_FOOTER,
+    REMINDER_HEADER,
+    REMINDER_ITEM,
+    REMINDER_LEFT_OUT,
+    REQUEST_NOTICE_FOOTER,
+    REQUEST_NOTICE_HEADER,
+    REQUEST_NOTICE_ITEMS,
+)
+from ..core.requests import MAX_TOLD, Request
 from .checklist import Todos, escape_content, plan_items
 
 __all__ = [
     "REMINDER_MAX_CONTENT",
     "REMINDER_MAX_ITEMS",
     "plan_reminder",
+    "request_notice",
 ]
 
 # Model-visible: the texts live with every other one in contract.py.
@@ -52,6 +64,28 @@ def plan_reminder(todos: Todos | None) -> str | None:
     if len(items) > REMINDER_MAX_ITEMS:
         lines.append(REMINDER_LEFT_OUT.format(count=len(items) - REMINDER_MAX_ITEMS))
     lines.append(REMINDER_FOOTER)
+    return "\n".join(lines)
+
+
+def request_notice(requests: Sequence[Request]) -> str | None:
+    """The notice that tells the model what a person asked (``None`` for no request).
+
+    At most ``core.requests.MAX_TOLD`` requests, each one line; contents are
+    escaped and cut as the reminder's are, so a request cannot forge a line.
+
+    >>> from dsh_tool_todo.core.requests import Request
+    >>> print(request_notice([Request("r1", "done", "Ship it", "ada", 3, 0.0)]))
+    The user watching your todo list asks:
+    - mark "Ship it" completed
+    Answer with todo_write (the ENTIRE list) or say why not.
+    """
+    if not requests:
+        return None
+    lines = [REQUEST_NOTICE_HEADER]
+    lines.extend(
+        REQUEST_NOTICE_ITEMS[r.kind].format(content=_cut(r.content)) for r in requests[:MAX_TOLD]
+    )
+    lines.append(REQUEST_NOTICE_FOOTER)
     return "\n".join(lines)
 
 

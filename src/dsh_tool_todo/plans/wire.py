@@ -34,7 +34,6 @@ from .acp import PlanEntryPayload, PlanUpdatePayload, plan_update
 from .checklist import Todos
 
 __all__ = [
-    "PlanSource",
     "a2a_artifact_update",
     "acp_plan",
     "acp_plan_operation",

@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ._log_file import is_conninfo
+from ._paths import is_url, source_text
 
 __all__ = [
     "HOME_VARIABLE",
@@ -41,8 +42,8 @@ def home_from_environment(environ: Mapping[str, str] | None = None) -> str | Non
     value = (os.environ if environ is None else environ).get(HOME_VARIABLE, "").strip()
     if not value:
         return None
-    if value.startswith(_URLS):
-        return value
+    if is_url(value):
+        return source_text(value)
     if is_conninfo(value):
         return _as_url(value) or value
     return os.path.expanduser(value)
@@ -51,7 +52,7 @@ def home_from_environment(environ: Mapping[str, str] | None = None) -> str | Non
 def is_database(place: str) -> bool:
     """Whether ``place`` names a database (a URL, or a conninfo no file is named after) rather
     than a directory: a message then names it by its server, never by its text."""
-    return place.startswith(_URLS) or is_conninfo(place)
+    return is_url(place) or is_conninfo(place)
 
 
 def home_named(environ: Mapping[str, str] | None = None) -> str:
@@ -85,7 +86,6 @@ def home_not_made_yet(place: str) -> bool:
     return not is_database(place) and not os.path.lexists(place)
 
 
-_URLS = ("postgresql://", "postgres://")
 # One ``key = value`` of a conninfo: a value quoted ('...', \' and \\ escaped) or bare.
 _PAIR = re.compile(r"\s*([A-Za-z_]+)\s*=\s*(?:'((?:[^'\\]|\\.)*)'|((?:[^\s'\\]|\\.)*))")
 _ESCAPE = re.compile(r"\\(.)")

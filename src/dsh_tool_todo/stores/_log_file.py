@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from ..core.projection import Plan as Plan
     from ..protocols import LogReader, StoreSession, TailPage
+    from ._inbox import Inbox
     from .owners import OwnerRegistry
     from .postgres.admin import Database
 
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
     Plans = tuple[str, Iterator[Plan]]
     Pruned = tuple[str, datetime]
     """A log pruned (or, in a dry run, to be): its session name and when it was last written."""
+    Left = tuple[str, datetime, str]
+    """An old log the prune left: its session name, when it was last written, and why."""
+    Pruning = tuple[str, list[Pruned], list[Left]]
+    """What a prune did: where, the logs deleted (or to be), and the old logs left."""
 
 __all__: list[str] = []
 
@@ -43,10 +48,13 @@ FILE_SESSION = "--session goes with a directory of logs or a postgresql:// URL, 
 
 def checked(path: str) -> Backend:
     """This module, as the backend of ``path``; an empty path is refused, not read as the
-    current directory."""
+    current directory, and a path the system refuses is said as the library's error, naming
+    it and what to do (``_paths.path_failure``)."""
+    from ._paths import Guarded
+
     if not path:
         raise UsageError(EMPTY)
-    return cast("Backend", sys.modules[__name__])
+    return cast("Backend", Guarded(sys.modules[__name__]))
 
 
 def is_conninfo(text: str) -> bool:
@@ -93,9 +101,9 @@ class Backend(Protocol):
 
     def pick_log(self, target: str, session: str | None, /) -> tuple[str, str | None]: ...
 
-    def prune_logs(
-        self, target: str, days: float, dry_run: bool, /
-    ) -> tuple[str, list[Pruned]]: ...
+    def open_inbox(self, target: str, session: str | None, /) -> Inbox: ...
+
+    def prune_logs(self, target: str, days: float, dry_run: bool, /) -> Pruning: ...
 
 
 class LogTail(Protocol):
@@ -180,7 +188,7 @@ def open_database(directory: str, /) -> Database:
 
 def open_log(path: str, session: str | None, /) -> tuple[LogTail, str]:
     """The tail of the log ``path`` and ``session`` name (:func:`_log_of`), and its name."""
-    log = _log_of(path, session)
+    log = _existing(_log_of(path, session))
     return FileTail(str(log)), path if session is None else str(log)
 
 
@@ -199,15 +207,23 @@ def pick_log(path: str, session: str | None, /) -> tuple[str, None]:
     return str(_latest(Path(path))), None
 
 
-def prune_logs(directory: str, days: float, dry_run: bool, /) -> tuple[str, list[Pruned]]:
+def open_inbox(path: str, session: str | None, /) -> Inbox:
+    """The inbox of the log ``path`` and ``session`` name: a file beside it."""
+    from ._inbox import FileInbox
+
+    return FileInbox(str(_existing(_log_of(path, session))))
+
+
+def prune_logs(directory: str, days: float, dry_run: bool, /) -> Pruning:
     """Delete the logs of ``directory`` last written over ``days`` days ago (``dry_run``: only
     name them): where, and each log's session name and last write. A log that is written, locked
-    by a writer, or replaced meanwhile is left; a symlink is never followed."""
+    by a writer, or replaced meanwhile is left, and so is a symlink (never followed) and a log
+    the system refuses to open or delete: each old one left is named, with why."""
     from .jsonl._prune import prune_directory
 
     if not os.path.isdir(directory):
         raise not_a_directory(directory)
-    return directory, prune_directory(directory, days, dry_run=dry_run)
+    return directory, *prune_directory(directory, days, dry_run=dry_run)
 
 
 def open_owners(directory: str, /, **options: Any) -> OwnerRegistry:
@@ -310,6 +326,8 @@ def _existing(log: Path) -> Path:
     """``log`` if something is there; the readers refuse what is not a regular file."""
     try:
         log.stat()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{log}: no such session log") from None
+    except FileNotFoundError as error:
+        from ..errors import path_error
+
+        raise path_error(error, f"{log}: no such session log", log=True) from None
     return log

@@ -11,7 +11,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..core.listeners import LOGGER_NAME
-from ..errors import LogBusy, StoreUnavailable, ToolFailure
+from ..errors import InvalidLog, LogBusy, StoreUnavailable, ToolFailure
 
 if TYPE_CHECKING:
     from ..protocols import StoreSession
@@ -171,14 +171,20 @@ _STORE_METHODS = ("append", "subscribe", "latest", "close")
 
 # The store's failures to open an owner's session, not the caller's mistakes: a log another
 # writer holds, a store out of reach, a file system that refuses (the directory deleted and
-# a file put in its place, no space, no permission). Nothing was recorded, and a later call
-# may succeed, so they are a ToolFailure (a model is answered NOT_RECORDED); a UsageError
-# (a key a store refuses, a missing extra) is still raised as it is.
-_OPEN_FAILURES = (LogBusy, StoreUnavailable, OSError)
+# a file put in its place, no space, no permission), a log whose content is no session log.
+# Nothing was recorded, and a later call may succeed, so they are a ToolFailure (a model is
+# answered NOT_RECORDED); a UsageError (a key a store refuses, a missing extra) is still
+# raised as it is.
+_OPEN_FAILURES = (LogBusy, StoreUnavailable, InvalidLog, OSError)
+_REPAIR = (
+    "; nothing was recorded: move the log aside (this owner's next call starts a new one) or "
+    "repair it, then call again"
+)
 
 
 def _not_opened(key: str, error: BaseException) -> ToolFailure:
-    return ToolFailure(f"owner {key!r}: its session could not be opened: {error}")
+    repair = _REPAIR if isinstance(error, InvalidLog) else ""
+    return ToolFailure(f"owner {key!r}: its session could not be opened: {error}{repair}")
 
 
 def _speaks_store(session: object) -> TypeGuard[StoreSession]:

@@ -11,6 +11,7 @@ from ..core.listeners import Event, Listener, Listeners, report
 from ..errors import UsageError
 from ._calls import call_id_of, call_key
 from ._closing import ClosedOnExit
+from ._inbox import MemoryInbox
 
 __all__ = ["AsyncMemorySession", "MemorySession"]
 
@@ -49,6 +50,8 @@ class MemorySession(ClosedOnExit):
         self._listeners: Listeners | None = None
         self._lock = threading.Lock()
         self._calls: dict[bytes, Event] = {}  # the current turn's keyed todo/writes by call_key
+        self.requests = MemoryInbox()
+        """A person's requests waiting for this session's writer (in this process only)."""
         if parent is not None:
             self.link(parent, parent_call_id=parent_call_id)
         elif parent_call_id is not None:

@@ -50,6 +50,7 @@ from ._owner_lock import _OPEN_FAILURES, _close_session, _Entry, _not_opened, _s
 from ._owner_names import SUFFIX
 from ._owner_names import owner_file_name as owner_file_name
 from ._owner_names import owner_key as owner_key
+from ._owner_requests import OwnerRequests
 
 if TYPE_CHECKING:
     from ..core.tool import TodoWriteTool
@@ -57,7 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["OwnerRegistry", "owner_file_name", "owner_key"]
 
 
-class OwnerRegistry(ClosedOnExit, ClosedOnAsyncExit):
+class OwnerRegistry(OwnerRequests, ClosedOnExit, ClosedOnAsyncExit):
     """Owner key → session, opened on first use, closed when evicted.
 
     ``directory``: where durable sessions live (``None``: in memory, lost with

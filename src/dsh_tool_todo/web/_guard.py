@@ -12,6 +12,8 @@ from urllib.parse import parse_qsl, quote, urlencode
 from starlette.responses import RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..errors import UsageError
+
 OLD_TOKEN_COOKIE = "dsh_todo_token"  # before cookies were per port; accepted for one release
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -29,6 +31,18 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 _WITH_PORT = re.compile(r"(\[[^\]]+\]|[^:\[\]]+):[0-9]{1,5}")
 _NAME = re.compile(r"(\[[^\]]+\]|[^:\[\]]+)(:[0-9]{1,5})?")
 DEFAULT_PORTS = (80, 443)  # the ports http and https leave out of the Host header
+# What --allow-host takes: a DNS name or IPv4 address, or an IPv6 address in brackets, each
+# with a port or without; ASCII only, as a browser sends a name (punycode for others).
+_ALLOWED = re.compile(
+    r"(?:(?P<name>[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?)|\[(?P<v6>[0-9a-f:.]+)\])"
+    r"(?::(?P<port>[1-9][0-9]{0,4}))?",
+    re.ASCII | re.IGNORECASE,
+)
+ALLOWED_FORMS = (
+    "give name, name:port or [v6]:port (viewer.lan, proxy.lan:443, [fd00::1]:8765), with no "
+    "scheme, path, space or wildcard"
+)
+ONE_HOST = "refused: the request must name one host, in one Host header"
 
 
 def _plain(status: int, text: str) -> Response:
@@ -46,7 +60,10 @@ def served_hosts(host: str, port: int, extra: Iterable[str] = ()) -> frozenset[s
 
     >>> print(*sorted(served_hosts("127.0.0.1", 8765, ["viewer.lan", "proxy:443"])))
     127.0.0.1:8765 [::1]:8765 localhost:8765 proxy proxy:443 viewer.lan viewer.lan:8765
+
+    A name no ``Host`` header can carry is refused (:func:`check_allowed_hosts`).
     """
+    extra = check_allowed_hosts(extra, "extra_hosts")
     bracketed = f"[{host}]" if ":" in host and not host.startswith("[") else host
     names = {bracketed.lower()}
     if is_loopback(host):
@@ -63,6 +80,30 @@ def served_hosts(host: str, port: int, extra: Iterable[str] = ()) -> frozenset[s
             if int(name.rpartition(":")[2]) in DEFAULT_PORTS:
                 hosts.add(named.group(1).lower())
     return frozenset(hosts)
+
+
+def check_allowed_hosts(values: Iterable[str], said: str) -> list[str]:
+    """``values``, once each is known to be a name a ``Host`` header can carry; else
+    ``UsageError`` naming the value as ``said`` and the accepted forms (such a name would
+    admit nothing, or not what was meant)."""
+    import ipaddress
+
+    if isinstance(values, str):
+        raise UsageError(f"{said} takes a list of names, not one string ({values!r})")
+    names = list(values)
+    for value in names:
+        allowed = _ALLOWED.fullmatch(value) if isinstance(value, str) else None
+        fits = allowed is not None and int(allowed["port"] or 1) < 65536
+        if fits and allowed is not None and allowed["v6"] is not None:
+            try:
+                ipaddress.IPv6Address(allowed["v6"])
+            except ValueError:
+                fits = False
+        if not fits:
+            raise UsageError(
+                f"{said} {value!r} names no host a Host header carries: {ALLOWED_FORMS}"
+            )
+    return names
 
 
 def is_loopback(host: str) -> bool:
@@ -122,6 +163,12 @@ class Guard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        # Judged whole: with two Host headers (or one listing two names), a proxy and this
+        # server may each read another one.
+        named = [value for key, value in scope["headers"] if key == b"host"]
+        if len(named) > 1 or b"," in b"".join(named):
+            await _plain(400, ONE_HOST)(scope, receive, send)
             return
         headers = dict(scope["headers"])
         host = headers.get(b"host", b"").decode("latin-1").lower()

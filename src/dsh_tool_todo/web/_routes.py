@@ -76,16 +76,17 @@ def _once(request: Request, key: str) -> str | None:
 
 
 def _tree(request: Request, form: str | None) -> bool:
-    """Whether the stream carries the session's sub-agents too (``tree=1``, AG-UI only)."""
+    """Whether the stream carries the session's sub-agents too (``tree=1``, with a ``format``)."""
     raw = _once(request, "tree")
     if raw is None or raw in ("", "0"):
         return False
     if raw != "1":
         raise _BadRequest(f"`tree` must be 1 or 0 (got {raw[:40]!r})")
-    if form != "ag-ui":
+    if form is None:
         raise _BadRequest(
-            "`tree=1` goes with `format=ag-ui`, the one stream form with sub-agent events; "
-            "the others carry one session's plan: open one stream per session"
+            "`tree=1` goes with `format=ag-ui` or `format=ai-sdk`, the stream forms with "
+            "sub-agents; this library's own frames carry one session's plan: open one stream "
+            "per session"
         )
     return True
 
@@ -129,6 +130,7 @@ def _row(
         "signals": [] if found is None else found,
         "signalsPending": found is None,
         "progress": None if row.progress is None else row.progress.as_json(),
+        "end": None if row.end is None else row.end.as_json(),
     }
 
 
@@ -219,7 +221,8 @@ class Views:
             after = _number(seq_text, "`Last-Event-ID`", -1, MAX_SEQ, "a seq")
         now = await self.plans.snapshot(name)  # an unknown session is a 404, before streaming
         if tree:
-            return tree_stream(self.plans, self.hub, WireStream("ag-ui", name), now, self.timing)
+            assert form is not None
+            return tree_stream(self.plans, self.hub, WireStream(form, name), now, self.timing)
         if form is not None:
             return wire_stream(self.plans, WireStream(form, name), now, self.timing)
         resumed_on: Event | bool | None = True

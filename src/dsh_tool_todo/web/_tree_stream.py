@@ -1,19 +1,22 @@
-"""The AG-UI stream of a lead session with its sub-agents (``?format=ag-ui&tree=1``).
+"""A lead session's stream with its sub-agents (``?format=ag-ui&tree=1``, ``format=ai-sdk``).
 
-One AG-UI run per connection, as the plain stream: ``RUN_STARTED``, the lead's plan
-(activity and state) and each change of it, exactly as without ``tree``. Beside it,
-each session under the lead in the fleet's tree of links
+One run (AG-UI) or one message (AI SDK) per connection, as the plain stream: the
+lead's plan and each change of it, exactly as without ``tree``. Beside it, each
+session under the lead in the fleet's tree of links
 (:func:`~dsh_tool_todo.plans.fleet.descendants` of the reader's session rows, the
 rows ``dsh-todo sessions`` builds its tree from) is followed from its log, and what
-it says becomes AG-UI's sub-agent events (:mod:`dsh_tool_todo.plans._ag_ui_tree`).
-The rows are read again whenever the reader says the list changed (the list stream's
-hub), so a sub-agent linked while the stream is open is followed from then on.
+it says becomes the format's own sub-agent events: AG-UI's ``SUBAGENT_*`` events and
+attributed activities (:mod:`dsh_tool_todo.plans._ag_ui_tree`), or a data part per
+agent (:mod:`dsh_tool_todo.plans._ai_sdk_tree`). The rows are read again whenever the
+reader says the list changed (the list stream's hub), so a sub-agent linked while the
+stream is open is followed from then on.
 
-The run never finishes: the stream follows the logs until the client leaves. So
+The stream never finishes: it follows the logs until the client leaves. So AG-UI's
 ``RUN_FINISHED``, which AG-UI refuses while a sub-agent is active, is never sent; a
-lead log that can no longer be read ends the run with ``RUN_ERROR``, which AG-UI
-takes with sub-agents still active (it ends them with the run). A sub-agent's log
-that can no longer be read ends that sub-agent alone, with ``SUBAGENT_ERROR``.
+lead log that can no longer be read ends the stream with the format's error
+(``RUN_ERROR``, which AG-UI takes with sub-agents still active, ending them with the
+run; the AI SDK's ``error`` chunk). A sub-agent's log that can no longer be read
+ends that sub-agent alone (``SUBAGENT_ERROR``; its data part emptied, ``unreadable``).
 """
 
 from __future__ import annotations
@@ -22,16 +25,19 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.responses import Response
 
 from ..core.contract import EVENT_TYPE, SESSION_END_EVENT_TYPE
-from ..core.links import End, end_of, link_of
+from ..core.links import End, end_of
 from ..core.projection import PLAN_EVENTS, checked_deciding
 from ..errors import InvalidLog, LogReplaced, SessionNotFound
-from ..plans._ag_ui_tree import SubAgents, agent_name
+from ..plans import wire
+from ..plans._ag_ui_tree import SubAgents
+from ..plans._agents import Agent, placed
+from ..plans._ai_sdk_tree import SubAgentParts
 from ..plans.fleet import descendants
 from ..protocols import Event, LogReader, Snapshot
 from ._listhub import ListHub
@@ -48,12 +54,22 @@ BACKLOG = 1000  # steps waiting to be framed: a follower ahead of a slow client 
 _TOLD = (*PLAN_EVENTS, SESSION_END_EVENT_TYPE)
 
 
+class _Teller(Protocol):
+    """What turns the sub-agents' steps into a format's events: AG-UI's or the AI SDK's."""
+
+    def place(self, name: str, parent: str, agent: str, call_id: str | None) -> None: ...
+    def read(
+        self, name: str, plan: wire.PlanSource, written: bool, end: End | None
+    ) -> list[Any]: ...
+    def write(self, name: str, source: wire.PlanSource) -> list[Any]: ...
+    def clear(self, name: str, event: wire.PlanSource) -> list[Any]: ...
+    def end(self, name: str, end: End) -> list[Any]: ...
+    def broken(self, name: str, message: str, code: str) -> list[Any]: ...
+
+
 @dataclass(frozen=True)
 class _Placed:
-    name: str
-    parent: str
-    agent: str
-    call_id: str | None
+    agent: Agent
 
 
 @dataclass(frozen=True)
@@ -86,14 +102,16 @@ _Step = _Placed | _Read | _Told | _Broken | _Lead
 def tree_stream(
     plans: LogReader, hub: ListHub, form: WireStream, first: Snapshot, timing: Timing
 ) -> Response:
-    """Session ``form.name``'s AG-UI stream with its sub-agents; ``first`` is its snapshot."""
+    """Session ``form.name``'s stream with its sub-agents; ``first`` is its snapshot."""
 
     async def frames() -> AsyncIterator[ServerSentEvent]:
-        yield ServerSentEvent(comment="dsh-todo ag-ui tree stream", retry=timing.retry_ms, sep=SEP)
+        yield ServerSentEvent(
+            comment=f"dsh-todo {form.format} tree stream", retry=timing.retry_ms, sep=SEP
+        )
         for frame in form.opening(first):
             yield frame
         steps: asyncio.Queue[_Step] = asyncio.Queue(BACKLOG)
-        tree = _Tree(plans, hub, form.name, steps)
+        tree = _Tree(plans, hub, form.name, steps, form.format)
         tree.start(first)
         try:
             while True:
@@ -118,13 +136,18 @@ class _Tree:
     putting what they read into ``steps``, and the sub-agents' state those steps move."""
 
     def __init__(
-        self, plans: LogReader, hub: ListHub, lead: str, steps: asyncio.Queue[_Step]
+        self,
+        plans: LogReader,
+        hub: ListHub,
+        lead: str,
+        steps: asyncio.Queue[_Step],
+        form: str = "ag-ui",
     ) -> None:
         self.plans = plans
         self.hub = hub
         self.lead = lead
         self.steps = steps
-        self.agents = SubAgents(lead)
+        self.agents: _Teller = SubAgentParts(lead) if form == "ai-sdk" else SubAgents(lead)
         self.followed: set[str] = set()
         self.tasks: set[asyncio.Task[None]] = set()
 
@@ -156,7 +179,8 @@ class _Tree:
     def _events(self, step: _Step) -> list[Any]:
         agents = self.agents
         if isinstance(step, _Placed):
-            agents.place(step.name, step.parent, step.agent, step.call_id)
+            agent = step.agent
+            agents.place(agent.session, agent.parent, agent.name, agent.call_id)
             return []
         if isinstance(step, _Read):
             deciding = step.snapshot.deciding
@@ -199,22 +223,10 @@ class _Tree:
                 for name, parent in descendants(rows, self.lead):
                     if name not in self.followed:
                         self.followed.add(name)
-                        await self.steps.put(await self._placed(name, parent))
+                        await self.steps.put(_Placed(await placed(self.plans, name, parent)))
                         self._spawn(self._follow(name))
                 await handle.rung.wait()
                 await asyncio.sleep(LIST_GAP)
-
-    async def _placed(self, name: str, parent: str) -> _Placed:
-        """Where ``name`` sits and who it is: its agent's name, from its key and its parent's,
-        and the delegating call its head link names."""
-        owner_of = self.plans.owner_of
-        agent = agent_name(owner_of(name) or name, owner_of(parent) or parent)
-        try:
-            head = await self.plans.tail(name, before=1, limit=1)
-        except (InvalidLog, SessionNotFound, OSError):  # its follower says what is wrong
-            return _Placed(name, parent, agent, None)
-        link = link_of(head.events[0]) if head.events and head.events[0]["seq"] == 0 else None
-        return _Placed(name, parent, agent, None if link is None else link.parent_call_id)
 
     async def _follow(self, name: str) -> None:
         """A sub-agent's log: as it is now (its plan, its end), then each plan event and end."""

@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator, Collection
 from pathlib import Path
 
-from ..errors import needs_extra
+from ..errors import UsageError, needs_extra
 
 with needs_extra("the web view", "web"):
     import sse_starlette  # noqa: F401  # the streams' framework: its absence named here
@@ -65,6 +66,7 @@ def create_app(
     retry_ms: int = 1000,
     send_timeout: float = 30.0,
     warm_list: bool = False,
+    requests: bool | str | Path = False,
 ) -> Starlette:
     """The web view of ``source`` (a :class:`LogReader`, a directory, or a ``postgresql://`` URL).
 
@@ -76,7 +78,19 @@ def create_app(
     ``dsh-todo serve`` does), the reader holds its list's index between lists
     (:meth:`~dsh_tool_todo.protocols.LogReader.hold_list`), and the page's first list is
     read once at start.
+
+    With ``requests`` (``dsh-todo serve --requests``), the page may file a person's requests
+    against a session's plan (docs/requests.md): the one route that changes anything, under
+    guards of its own (``_requests``). ``True`` for a ``source`` given as a directory or URL;
+    with a reader, the directory or URL it reads.
     """
+    if requests is True:
+        if not isinstance(source, (str, Path)):
+            raise UsageError(
+                "requests=True needs the source as a directory or a postgresql:// URL; with a "
+                "reader, pass requests= the directory or URL it reads"
+            )
+        requests = source
     plans = open_reader(source) if isinstance(source, (str, Path)) else source
     hub = ListHub(plans)
     health = SignalCache(plans, on_late=hub.ring)
@@ -104,10 +118,18 @@ def create_app(
             await plans.aclose()
 
     views = Views(plans, hub, health, Timing(ping, retry_ms, send_timeout))
-    app = Starlette(routes=views.routes(), lifespan=lifespan, exception_handlers=views.errors())
+    hosts = served_hosts(host, port, extra_hosts)
+    routes = views.routes()
+    from ._requests import RequestRoutes, off_routes
+
+    if requests:
+        routes[-1:-1] = RequestRoutes(os.fspath(requests), plans, hosts).routes()
+    else:
+        routes[-1:-1] = off_routes()
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=views.errors())
     app.add_middleware(
         Guard,
-        hosts=served_hosts(host, port, extra_hosts),
+        hosts=hosts,
         token=token,
         cookie=token_cookie(port),
     )

@@ -18,7 +18,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..errors import MissingExtra, UsageError, missing_extra
 
@@ -41,15 +41,17 @@ def serve(
     out: TextIO,
     err: TextIO,
     note: str | None = None,
+    requests: bool = False,
 ) -> None:
     """Serve ``source`` (a directory or a database URL, opened by
     :func:`~dsh_tool_todo.stores.open_reader`) at ``host:port`` until interrupted; ``note``
-    is said on ``err`` once it serves."""
+    is said on ``err`` once it serves. With ``requests``, the page may file a person's
+    requests against a plan (docs/requests.md)."""
     try:
         import uvicorn
 
         from ..stores import open_reader
-        from ._guard import is_loopback, new_token
+        from ._guard import check_allowed_hosts, is_loopback, new_token
         from .app import create_app
     except MissingExtra:
         raise
@@ -57,6 +59,7 @@ def serve(
         raise missing_extra("dsh-todo serve", "web", error) from None
     if not 0 < port < 65536:
         raise UsageError(f"--port must be from 1 to 65535 (got {port})")
+    check_allowed_hosts(allow_hosts, "--allow-host")
     token = None
     if expose and is_loopback(host):
         print(
@@ -86,10 +89,34 @@ def serve(
         )
     reader = open_reader(source, check=True)  # a source it cannot read: refused before a banner
     app = create_app(
-        reader, host=host, port=port, extra_hosts=allow_hosts, token=token, warm_list=True
+        reader,
+        host=host,
+        port=port,
+        extra_hosts=allow_hosts,
+        token=token,
+        warm_list=True,
+        requests=source if requests else False,
     )
     _raise_open_files()  # each open stream holds a socket and its log: 1024 is soon reached
     listener = _listen(host, port)  # a taken port is one line and status 2, before any banner
+    config = _config(app, host, port)
+    shown = f"[{host}]" if ":" in host else host
+    address = f"http://{shown}:{port}/"
+    mode = "read-only" if not requests else "read-only; requests to agents on"
+    print(f"Serving {reader.where} ({mode}) at {address}", file=out, flush=True)
+    if token is not None:
+        print(f"Token: {token}\nOpen {address}?token={token}", file=out, flush=True)
+    print("Press Ctrl-C to stop.", file=out, flush=True)
+    if note is not None:
+        print(note, file=err, flush=True)
+    with listener, _said_once_per_episode(err, reader.where):
+        uvicorn.Server(config).run(sockets=[listener])
+
+
+def _config(app: Any, host: str, port: int) -> Any:
+    """uvicorn's configuration, loaded: its protocol's imports are done before the banner."""
+    import uvicorn
+
     config = uvicorn.Config(
         app,
         host=host,
@@ -100,17 +127,8 @@ def serve(
         timeout_graceful_shutdown=SHUTDOWN_GRACE,  # type: ignore[arg-type]  # a float works
         server_header=False,
     )
-    config.load()  # its protocol's imports: done before the banner says the server serves
-    shown = f"[{host}]" if ":" in host else host
-    address = f"http://{shown}:{port}/"
-    print(f"Serving {reader.where} (read-only) at {address}", file=out, flush=True)
-    if token is not None:
-        print(f"Token: {token}\nOpen {address}?token={token}", file=out, flush=True)
-    print("Press Ctrl-C to stop.", file=out, flush=True)
-    if note is not None:
-        print(note, file=err, flush=True)
-    with listener, _said_once_per_episode(err, reader.where):
-        uvicorn.Server(config).run(sockets=[listener])
+    config.load()
+    return config
 
 
 class _Episodes(logging.Handler):

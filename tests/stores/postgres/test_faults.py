@@ -29,10 +29,11 @@ import pytest
 from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
 
+from dsh_tool_todo import stores, todo_write_tool
 from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import ToolFailure
 from dsh_tool_todo.stores import postgres
-from dsh_tool_todo.stores.postgres import CommitUnknown, PostgresSession, _sql
+from dsh_tool_todo.stores.postgres import CommitUnknown, PostgresSession, _pools, _sql
 from tests.stores.contract import Event, new_host
 from tests.stores.postgres.test_session import insert_row
 
@@ -544,6 +545,65 @@ def test_a_session_on_an_unreachable_server_says_why_the_pool_got_no_connection(
         pytest.raises(postgres.PostgresUnavailable, match=r"127\.0\.0\.1:1/none.*refused"),
     ):
         PostgresSession(pool, SESSION)
+
+
+def _refused_write(how: str, conninfo: str) -> None:
+    """One write to ``conninfo`` by a sync or an async session, or by a tool call."""
+    if how == "sync":
+        PostgresSession(conninfo, SESSION).append("note", {})
+    elif how == "async":
+
+        async def write() -> None:
+            try:
+                await postgres.AsyncPostgresSession(conninfo, SESSION).append("note", {})
+            finally:
+                await postgres.close_async_shared_pools()
+
+        asyncio.run(write())
+    else:
+        tool = todo_write_tool(allow_parallel_in_progress=False)
+        with stores.open_owners(conninfo) as owners:
+            owners.call(SESSION, tool, {"todos": step_plan(0)})
+
+
+@pytest.mark.parametrize("how", ["sync", "async", "tool"])
+def test_a_server_that_refuses_connections_fails_a_write_at_once(how: str) -> None:
+    conninfo = f"postgresql://postgres@127.0.0.1:{_free_port()}/none"  # nothing listens there
+    failure = ToolFailure if how == "tool" else postgres.PostgresUnavailable
+    started = time.monotonic()
+    try:
+        with pytest.raises(failure, match=r"127\.0\.0\.1:\d+/none.*refused"):
+            _refused_write(how, conninfo)
+    finally:
+        postgres.close_shared_pools()
+    assert time.monotonic() - started < 1.5  # not the pool's 10 s timeout
+
+
+def test_a_pool_busy_past_the_first_wait_still_lends_its_connection(pg_dsn: str) -> None:
+    with ConnectionPool(pg_dsn, min_size=1, max_size=1, timeout=10) as pool:
+        session = PostgresSession(pool, SESSION)
+        held = pool.getconn()  # the only connection, busy past FIRST_WAIT
+
+        def release_once_probed() -> None:
+            deadline = time.monotonic() + 30
+            while _pools.probed(pool) is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            pool.putconn(held)
+
+        releasing = threading.Thread(target=release_once_probed)
+        releasing.start()
+        try:
+            assert session.append("note", {"n": 0})["seq"] == 0
+        finally:
+            releasing.join(timeout=30)
+        assert _pools.probed(pool) == _pools.Probe(None, refused=False)  # it answered: waited
+
+
+def test_a_server_too_slow_to_answer_a_probe_is_waited_for_not_refused() -> None:
+    pool: ConnectionPool[Any] = ConnectionPool("postgresql://127.0.0.1:1/none", open=False)
+    slow = _pools.remember(pool, psycopg.errors.ConnectionTimeout("connection timeout expired"))
+    assert not slow.refused
+    assert _pools.remember(pool, psycopg.OperationalError("Connection refused")).refused
 
 
 # --- a call id whose commit answer was lost (issue 23) --------------------------------

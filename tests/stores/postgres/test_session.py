@@ -682,7 +682,7 @@ def test_a_schema_1_database_is_upgraded_and_a_read_only_role_still_follows(
         async def main() -> None:
             async with postgres.PostgresFollower(viewer, SESSION) as follower:
                 assert [e["seq"] for e in await take(follower, 2)] == [0, 1]
-                assert await asyncio.to_thread(postgres.setup, empty_pg_dsn) == 3
+                assert await asyncio.to_thread(postgres.setup, empty_pg_dsn) == 4
                 writer = PostgresSession(empty_pg_dsn, SESSION)
                 first = await asyncio.to_thread(writer.append, EVENT_TYPE, call_write("c1"))
                 again = await asyncio.to_thread(writer.append, EVENT_TYPE, call_write("c1"))
@@ -726,8 +726,8 @@ def test_a_schema_2_database_is_upgraded_to_call_ids_by_setup(empty_pg_dsn: str)
     with pytest.raises(postgres.PostgresStoreError, match=r"version 2 is older than 3.*db init"):
         PostgresSession(empty_pg_dsn, SESSION)
     assert schema_versions(empty_pg_dsn) == [1, 2]
-    assert postgres.setup(empty_pg_dsn) == 3
-    assert schema_versions(empty_pg_dsn) == [1, 2, 3]
+    assert postgres.setup(empty_pg_dsn) == postgres.SCHEMA_VERSION == 4
+    assert schema_versions(empty_pg_dsn) == [1, 2, 3, 4]
     try:
         with PostgresSession(empty_pg_dsn, SESSION) as writer:
             first = writer.append(EVENT_TYPE, call_write("c1"))

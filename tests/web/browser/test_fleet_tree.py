@@ -8,6 +8,8 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
+from dsh_tool_todo.core.contract import SESSION_END_EVENT_TYPE
+from dsh_tool_todo.core.links import end_data
 from dsh_tool_todo.stores.jsonl import JsonlSession
 
 from ..conftest import TURN, ServeProcess, plan_write, todo
@@ -160,4 +162,27 @@ def test_a_stuck_run_older_than_the_writes_read_is_titled_at_least(
     expect(signals).to_have_attribute(
         "title", 'stuck at seq 15 (in progress for at least 5 writes): "A"'
     )
+    assert page_errors == []
+
+
+def test_an_ended_sub_agent_is_shown_ended_with_its_outcome_live(
+    tmp_path: Path, serve_process: Starter, page: Page, page_errors: PageErrors
+) -> None:
+    failed = end_data("failed", "<b>backend</b> down\x1b[31m")
+    fleet(tmp_path)
+    with JsonlSession(tmp_path / "checker.jsonl") as session:
+        session.append(SESSION_END_EVENT_TYPE, failed)
+    child = serve_process(tmp_path)
+    page.goto(f"{child.url}/")
+
+    ended = page.locator(f"{node('checker')}.ended.failed > .end")
+    expect(ended).to_have_text("ended: failed: <b>backend</b> down\\u001b[31m")
+    expect(page.locator(f"{node('researcher')} > .end")).to_have_count(0)
+    with JsonlSession(tmp_path / "researcher.jsonl") as session:
+        session.append(SESSION_END_EVENT_TYPE, end_data("finished"))
+    expect(page.locator(f"{node('researcher')}.ended > .end")).to_have_text(
+        "ended: finished", timeout=REDRAW_MS
+    )
+    expect(page.locator(f"{node('researcher')}.failed")).to_have_count(0)
+    assert page.locator("main b").count() == 0
     assert page_errors == []

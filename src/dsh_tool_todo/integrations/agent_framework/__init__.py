@@ -27,7 +27,8 @@ owner are recorded one at a time, in call order. Each call's ``call_id`` is
 recorded with it (``callId``). The provider appends ``turn/start`` for the owner
 at the start of each run (one ``agent.run`` is one user turn). With
 ``remind_after_compaction=True`` it re-surfaces the plan when a compaction left the
-model without it (:class:`RemindAfterCompaction`). See
+model without it (:class:`RemindAfterCompaction`). What a person watching asked
+(docs/requests.md) is appended to the next model request, once, as a user message. See
 ``docs/integrations/agent-framework.md``.
 """
 
@@ -55,7 +56,7 @@ with needs_extra(
         SessionContext,
     )
 
-from ._middleware import _ERROR, MarkRefusals, RemindAfterCompaction
+from ._middleware import _ERROR, MarkRefusals, RemindAfterCompaction, TellRequests
 
 __all__ = [
     "MarkRefusals",
@@ -178,6 +179,8 @@ class TodoWriteProvider(ContextProvider):
     a WARNING on the ``dsh_tool_todo`` logger.
 
     ``remind_after_compaction=True`` adds :class:`RemindAfterCompaction` (off by default).
+    What a person watching asked since the last model request (docs/requests.md) reaches
+    the next request once, as a user message after the newest one (always on).
     """
 
     def __init__(
@@ -206,6 +209,9 @@ class TodoWriteProvider(ContextProvider):
         self.middleware: list[ChatMiddleware] = [MarkRefusals()]
         if remind_after_compaction:
             self.middleware.append(RemindAfterCompaction(self.owners, self.owner_of))
+        # after the reminder's: its strategy runs inside this one's, so the notice comes last
+        fixed = owner if isinstance(owner, str) else None
+        self.middleware.append(TellRequests(self.owners, self.owner_of, fixed))
 
     def owner_of(self, session: AgentSession) -> str | None:
         """The owner key of ``session``'s calls (``None``: no owner)."""

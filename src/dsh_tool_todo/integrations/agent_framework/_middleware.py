@@ -1,4 +1,5 @@
-"""The chat middleware of the Agent Framework provider: error results marked, the plan reminded."""
+"""The chat middleware of the Agent Framework provider: error results marked, the plan reminded,
+a person's requests told."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from agent_framework import ChatContext, ChatMiddleware, Message, included_messa
 
 from ...core.contract import TOOL_NAME
 from .._binding import OwnerRegistry
+from .._notice import atold
 from .._reminder import aplan_of, reminder_due
 
 if TYPE_CHECKING:
@@ -75,7 +77,10 @@ class _Reminding:
         self.inner = inner
         self.owners = owners
         self.key = key
-        self.tokenizer = getattr(inner, "tokenizer", None)  # what the framework reads
+        # what the framework reads of a strategy: a wrapper must not hide that the inner one
+        # needs the history on the client (the client refuses a service-kept one then)
+        self.tokenizer = getattr(inner, "tokenizer", None)
+        self.requires_client_managed_history = _client_history(inner)
 
     async def __call__(self, messages: list[Message]) -> bool:
         changed = False if self.inner is None else bool(await self.inner(messages))
@@ -86,6 +91,62 @@ class _Reminding:
             return changed
         messages.append(Message(role="user", contents=[text]))
         return True
+
+
+class TellRequests(ChatMiddleware):
+    """Tells the model what a person asked since its last request (docs/requests.md).
+
+    Before each model request, when the owner's inbox holds requests, the request
+    notice is appended as a user message after the newest message, once. With a
+    compaction strategy for the request it is appended after that strategy ran (as the
+    compaction reminder is, and after it), so no strategy drops or summarises it.
+    """
+
+    def __init__(self, owners: OwnerRegistry, owner_of: OwnerOf, fixed: str | None) -> None:
+        self.owners = owners
+        self.owner_of = owner_of
+        self.fixed = fixed  # a fixed owner key: a request without a session has it too
+
+    async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
+        key = self.fixed
+        if key is None and context.session is not None:
+            key = self.owner_of(context.session)
+        if key is not None:
+            inner = context.kwargs.get("compaction_strategy")
+            if inner is None:
+                inner = getattr(context.client, "compaction_strategy", None)
+            if inner is not None:
+                context.kwargs["compaction_strategy"] = _Telling(inner, self.owners, key)
+            else:
+                text = await atold(self.owners, key)
+                if text is not None:  # a new list: the caller's messages stay as they were
+                    context.messages = [*context.messages, Message(role="user", contents=[text])]
+        await call_next()
+
+
+class _Telling:
+    """A compaction strategy: the inner one, then the request notice when there is one."""
+
+    def __init__(self, inner: Any, owners: OwnerRegistry, key: str) -> None:
+        self.inner = inner
+        self.owners = owners
+        self.key = key
+        # what the framework reads of a strategy: a wrapper must not hide that the inner one
+        # needs the history on the client (the client refuses a service-kept one then)
+        self.tokenizer = getattr(inner, "tokenizer", None)
+        self.requires_client_managed_history = _client_history(inner)
+
+    async def __call__(self, messages: list[Message]) -> bool:
+        changed = bool(await self.inner(messages))
+        text = await atold(self.owners, self.key)
+        if text is None:
+            return changed
+        messages.append(Message(role="user", contents=[text]))
+        return True
+
+
+def _client_history(strategy: object) -> bool:
+    return getattr(strategy, "requires_client_managed_history", False) is True
 
 
 def _shown_and_written(messages: Sequence[Message]) -> tuple[list[str], list[object]]:

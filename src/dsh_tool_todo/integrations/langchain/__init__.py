@@ -45,6 +45,7 @@ from ...core.contract import EVENT_TYPE, TOOL_NAME, TURN_START
 from ...errors import ToolFailure, UsageError
 from .._binding import Binding, Outcome, OwnerRegistry, TodoItem
 from .._extras import needs_extra
+from .._notice import atold, told
 
 with needs_extra("dsh_tool_todo.integrations.langchain", "langchain", module="langchain"):
     from langchain.agents.middleware.types import (
@@ -54,7 +55,7 @@ with needs_extra("dsh_tool_todo.integrations.langchain", "langchain", module="la
         ModelResponse,
         OmitFromInput,
     )
-    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
     from langchain_core.tools import StructuredTool
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
@@ -66,9 +67,10 @@ from ._parts import (
     _config_of,
     _earlier_calls,
     _message,
+    _model_update,
     _outside_the_agent,
     _prompted,
-    _reminder_update,
+    _reminder_message,
     _run_key,
     _show,
     _thread_key,
@@ -141,7 +143,9 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
     (``dsh-todo watch --session THREAD_ID``, ``dsh-todo serve``): a directory, a
     ``postgresql://`` URL or an ``OwnerRegistry``; ``None``: where ``DSH_TODO_HOME``
     names, else nowhere. The owner key is the run's ``thread_id`` (``default``
-    without one). ``self.owners`` is that registry, or ``None``.
+    without one). ``self.owners`` is that registry, or ``None``. With owners, what
+    a person asks of the plan (``docs/requests.md``) reaches the model before its
+    next call, once: one user message after the newest one, added as the reminder is.
     """
 
     state_schema = TodoWriteState
@@ -153,11 +157,13 @@ class TodoWriteMiddleware(AgentMiddleware[TodoWriteState, Any, Any]):
         remind_after_compaction: bool = False,
         **kwargs: Any,
     ) -> Any:
-        # A hook exists only when asked for: LangChain wraps every model call (and adds a
+        # A hook exists only when it has work: LangChain wraps every model call (and adds a
         # graph node before it) for a middleware class defining one, so by default none is.
+        # Requests come through the owners' inboxes: without owners no one can file one.
         if cls is TodoWriteMiddleware:
             prompted = system_prompt is not None
-            if remind_after_compaction is True:
+            owned = kwargs.get("owners") is not None or Binding.home() is not None
+            if remind_after_compaction is True or owned:
                 cls = _PromptedRemindingMiddleware if prompted else _RemindingMiddleware
             elif prompted:
                 cls = _PromptedTodoWriteMiddleware
@@ -389,20 +395,39 @@ class _PromptedTodoWriteMiddleware(TodoWriteMiddleware):
 
 
 class _RemindingMiddleware(TodoWriteMiddleware):
-    """``TodoWriteMiddleware`` with ``remind_after_compaction``: it runs before each model call."""
+    """``TodoWriteMiddleware`` that runs before each model call: with
+    ``remind_after_compaction``, or with owners (whose inboxes hold a person's requests)."""
 
     @property
     def name(self) -> str:
         return TodoWriteMiddleware.__name__
 
     def before_model(self, state: TodoWriteState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Append the plan reminder when the messages no longer show the current plan."""
-        return _reminder_update(state)
+        """Append the plan reminder when the messages no longer show the current plan, and
+        the notice of what a person asked since the last model call."""
+        notice = None
+        if self.owners is not None:
+            key = _run_key(runtime)
+            try:
+                notice = told(self.owners, key)
+            finally:
+                self._release(key)
+        return _model_update(self._reminder(state), notice)
 
     async def abefore_model(
         self, state: TodoWriteState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        return self.before_model(state, runtime)
+        notice = None
+        if self.owners is not None:
+            key = _run_key(runtime)
+            try:
+                notice = await atold(self.owners, key)
+            finally:
+                self._release(key)
+        return _model_update(self._reminder(state), notice)
+
+    def _reminder(self, state: TodoWriteState) -> HumanMessage | None:
+        return _reminder_message(state) if self.remind_after_compaction else None
 
 
 class _PromptedRemindingMiddleware(_RemindingMiddleware, _PromptedTodoWriteMiddleware):

@@ -175,8 +175,8 @@ def _prompted(request: ModelRequest[Any], prompt: str | None) -> ModelRequest[An
     return request.override(system_message=SystemMessage(content=blocks))
 
 
-def _reminder_update(state: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The state update adding the plan reminder, when the messages no longer show the plan."""
+def _reminder_message(state: Mapping[str, Any]) -> HumanMessage | None:
+    """The message holding the plan reminder, when the messages no longer show the plan."""
     messages = state.get("messages") or []
     written = [
         call["args"].get("todos")
@@ -191,8 +191,16 @@ def _reminder_update(state: Mapping[str, Any]) -> dict[str, Any] | None:
         if isinstance(message, HumanMessage) and isinstance(message.content, str)
     ]
     text = reminder_due(state.get("todos"), written, shown)
-    if text is None:
-        return None
-    # A state update, not a change to this one request: the reminder stays where it was
-    # added, so every later request starts with the same bytes.
-    return {"messages": [HumanMessage(content=text)]}
+    return None if text is None else HumanMessage(content=text)
+
+
+def _model_update(reminder: HumanMessage | None, notice: str | None) -> dict[str, Any] | None:
+    """The state update before a model call: the reminder, then the request notice, each a
+    message of its own after the newest one (the reminder is found again by its exact text).
+
+    A state update, not a change to this one request: what is added stays where it was
+    added, so every later request starts with the same bytes, and the notice is told once."""
+    added = [] if reminder is None else [reminder]
+    if notice is not None:
+        added.append(HumanMessage(content=notice))
+    return {"messages": added} if added else None

@@ -17,6 +17,13 @@ Python signature and drop arguments it does not know. What the client gets:
   owner's current plan; ``resources/subscribe`` (or, on the 2.x line's
   2026-07-28 wire, ``subscriptions/listen``) brings
   ``notifications/resources/updated`` after each recorded write or clear;
+- what a person watching asked (docs/requests.md), told once in the next recorded
+  call's result, a second text content after the success text, and listed in
+  ``todo://plan`` under ``"requests"`` until the agent's answer settles it;
+- ``todo://plan?tree=1``, read and subscribed to the same way, unlisted (asking for it
+  is asking for the tree): ``{"session", "todos", "subagents": [...]}``, the owner's
+  plan and each session linked under it, attributed to its agent
+  (docs/wire-trees.md);
 - for a client whose capabilities declare MCP Apps (``io.modelcontextprotocol/ui``
   with ``text/html;profile=mcp-app``), a view of that plan: the tool's
   ``_meta.ui.resourceUri`` names ``ui://dsh-tool-todo/plan``, one HTML document
@@ -47,7 +54,7 @@ from typing import Any, cast
 
 from ...core.contract import TOOL_NAME
 from ...errors import LogBusy, ToolFailure
-from .._binding import Binding, OwnerRegistry
+from .._binding import Binding, LogReader, OwnerRegistry
 from .._extras import needs_extra
 from ._plan import PLAN_URI, PlanResource
 
@@ -66,6 +73,7 @@ from ._handlers import (
     _unknown_tool,
     _with_view,
 )
+from ._told import telling
 from ._view import declares_apps
 
 __all__ = ["PLAN_URI", "build_server", "serve_stdio"]
@@ -81,20 +89,21 @@ def build_server(
     allow_parallel_in_progress: bool,
     owners: OwnerRegistry | None = None,
     owner: str = DEFAULT_OWNER,
+    reader: LogReader | None = None,
 ) -> Server[Any]:
     """A low-level MCP server offering ``todo_write`` for one agent, ``owner`` of ``owners``.
 
     ``owners`` defaults to an in-memory registry; pass a durable one
     (``OwnerRegistry(directory)``) to keep the plan across restarts.
+    ``todo://plan?tree=1`` lists the sessions under the owner's that ``reader`` (a
+    :class:`~dsh_tool_todo.protocols.LogReader`; default: the registry's directory's) sees.
     """
+    parallel = allow_parallel_in_progress
     binding = Binding(
-        "build_server",
-        allow_parallel_in_progress=allow_parallel_in_progress,
-        owner=owner,
-        owners=owners,
+        "build_server", allow_parallel_in_progress=parallel, owner=owner, owners=owners
     )
     tool = binding.tool
-    plan = PlanResource(binding.owners, owner)
+    plan = PlanResource(binding.owners, owner, reader)
     definition = types.Tool(
         name=tool.name,
         description=tool.description,
@@ -116,7 +125,8 @@ def build_server(
             content=[types.TextContent(type="text", text=outcome.text)], isError=outcome.is_error
         )
 
-    call = plan.watching(call)
+    # the requests are taken once the plan resource listens again: it shows them pending
+    answer = telling(plan.watching(call), binding.owners, owner)
     app_definition = _with_view(definition)
 
     def tools_for(session: object) -> list[types.Tool]:
@@ -134,7 +144,7 @@ def build_server(
         # decorator checks the arguments against the schema before our validator writes its
         # text, and turns every exception, an unknown tool's included, into a tool result.
         async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
-            return types.ServerResult(await call(request.params.name, request.params.arguments))
+            return types.ServerResult(await answer(request.params.name, request.params.arguments))
 
         server.request_handlers[types.CallToolRequest] = call_tool
         _serve_plan_1x(server, plan)
@@ -144,7 +154,7 @@ def build_server(
         return types.ListToolsResult(tools=tools_for(ctx.session))
 
     async def on_call_tool(ctx: Any, params: Any) -> types.CallToolResult:
-        return await call(params.name, params.arguments)
+        return await answer(params.name, params.arguments)
 
     server_2x = cast(Any, Server)(
         SERVER_NAME,

@@ -17,7 +17,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared import exceptions as _exceptions
 
 from ...core.contract import TOOL_NAME
-from ._plan import MIME_TYPE, PLAN_URI, PlanResource, unknown_resource_message
+from ._plan import MIME_TYPE, PLAN_URI, TREE_URI, PlanResource, unknown_resource_message
 from ._view import (
     TOOL_META,
     VIEW_DESCRIPTION,
@@ -59,10 +59,10 @@ def _invalid_params(message: str) -> Exception:
 
 
 def _plan_uri(uri: object, session: object = None) -> str:
-    """``uri`` if it names the plan; else the invalid-params error the client on ``session``
-    reads (an MCP Apps client is told of the view too)."""
+    """``uri`` if it names the plan (or the plan's tree); else the invalid-params error the
+    client on ``session`` reads (an MCP Apps client is told of the view too)."""
     text = str(uri)
-    if text != PLAN_URI:
+    if text not in (PLAN_URI, TREE_URI):
         if declares_apps(session):
             raise _invalid_params(refusal_for_app_client(text))
         raise _invalid_params(unknown_resource_message(text))
@@ -101,7 +101,8 @@ async def _read(plan: PlanResource, uri: object, session: object) -> types.ReadR
             "_meta": VIEW_META,
         }
         return types.ReadResourceResult(contents=[types.TextResourceContents.model_validate(view)])
-    _plan_uri(uri, session)
+    if _plan_uri(uri, session) == TREE_URI:
+        return _contents(TREE_URI, await plan.read_tree())
     return await _plan_contents(plan)
 
 
@@ -116,11 +117,12 @@ def _plan_resource(plan: PlanResource) -> types.Resource:
 
 
 async def _plan_contents(plan: PlanResource) -> types.ReadResourceResult:
-    text = await plan.read()
+    return _contents(PLAN_URI, await plan.read())
+
+
+def _contents(uri: str, text: str) -> types.ReadResourceResult:
     return types.ReadResourceResult(
-        contents=[
-            types.TextResourceContents(uri=cast(Any, PLAN_URI), mimeType=MIME_TYPE, text=text)
-        ]
+        contents=[types.TextResourceContents(uri=cast(Any, uri), mimeType=MIME_TYPE, text=text)]
     )
 
 
@@ -148,12 +150,12 @@ def _serve_plan_1x(server: Server[Any], plan: PlanResource) -> None:
     async def subscribe(request: types.SubscribeRequest) -> types.ServerResult:
         uri = _plan_uri(request.params.uri, server.request_context.session)
         connection: Any = server.request_context.session
-        await plan.subscribe(connection, lambda: connection.send_resource_updated(uri))
+        await plan.subscribe(connection, lambda: connection.send_resource_updated(uri), uri)
         return types.ServerResult(types.EmptyResult())
 
     async def unsubscribe(request: types.UnsubscribeRequest) -> types.ServerResult:
-        _plan_uri(request.params.uri, server.request_context.session)
-        plan.unsubscribe(server.request_context.session)
+        uri = _plan_uri(request.params.uri, server.request_context.session)
+        plan.unsubscribe(server.request_context.session, uri)
         return types.ServerResult(types.EmptyResult())
 
     async def list_resource_templates(
@@ -198,12 +200,12 @@ def _plan_handlers_2x(plan: PlanResource) -> dict[str, Any]:
     async def on_subscribe_resource(ctx: Any, params: Any) -> types.EmptyResult:
         uri = _plan_uri(params.uri, ctx.session)
         connection = _connection_2x(ctx)
-        await plan.subscribe(connection, lambda: connection.send_resource_updated(uri))
+        await plan.subscribe(connection, lambda: connection.send_resource_updated(uri), uri)
         return types.EmptyResult()
 
     async def on_unsubscribe_resource(ctx: Any, params: Any) -> types.EmptyResult:
-        _plan_uri(params.uri, ctx.session)
-        plan.unsubscribe(_connection_2x(ctx))
+        uri = _plan_uri(params.uri, ctx.session)
+        plan.unsubscribe(_connection_2x(ctx), uri)
         return types.EmptyResult()
 
     async def on_list_resource_templates(
@@ -229,14 +231,20 @@ def _plan_handlers_2x(plan: PlanResource) -> dict[str, Any]:
     bus = InMemorySubscriptionBus()
     listen = ListenHandler(bus)
 
-    async def publish() -> None:
-        await bus.publish(ResourceUpdated(uri=PLAN_URI))
+    def publisher(uri: str) -> Any:
+        async def publish() -> None:
+            await bus.publish(ResourceUpdated(uri=uri))
+
+        return publish
 
     async def on_subscriptions_listen(ctx: Any, params: Any) -> Any:
         # The SDK honours any URI and never tells of it; an unknown one is refused here.
-        for uri in params.notifications.resource_subscriptions or ():
-            _plan_uri(uri, ctx.session)
-        await plan.subscribe(bus, publish)  # one channel for every listen stream: the bus fans out
+        uris = {
+            _plan_uri(uri, ctx.session) for uri in params.notifications.resource_subscriptions or ()
+        }
+        for uri in sorted(uris or {PLAN_URI}):
+            # one channel per URI for every listen stream: the bus fans out
+            await plan.subscribe(bus, publisher(uri), uri)
         return await listen(ctx, params)
 
     handlers["on_subscriptions_listen"] = on_subscriptions_listen

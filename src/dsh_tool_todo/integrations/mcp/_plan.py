@@ -1,4 +1,5 @@
-"""The owner's plan as the MCP resource ``todo://plan``: read, subscribed to, told of changes.
+"""The owner's plan as the MCP resource ``todo://plan``: read, subscribed to, told of changes;
+and ``todo://plan?tree=1``, that plan with the sub-agents' under it.
 
 Version-neutral: the server module wires these pieces into the 1.x or the 2.x
 SDK's handlers. A subscriber is told through a *channel*: one per connection
@@ -7,6 +8,11 @@ that sent ``resources/subscribe`` (the handshake-era wire), plus one for the
 bus fans out. Channels coalesce: a write while a notification is being sent
 makes exactly one more, sent after it, so a burst of writes ends with a
 notification sent after its last write and a read then returns the last plan.
+
+The tree resource names the owner's session and lists each session under it in
+the store's reader (the fleet's tree of links, ``plans._agents.read_tree``), each
+attributed to its agent; its subscribers are told of the owner's changes and of
+each change the reader names of a session under it.
 """
 
 from __future__ import annotations
@@ -21,13 +27,18 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 from ...core.contract import EVENT_TYPE, TURN_START
+from ...plans._agents import read_tree
+from ...plans._follow_tree import LIST_LIMIT
+from ...plans._pending import PendingRequests
+from ...plans.fleet import descendants
 from ...plans.wire import plan_of
-from .._binding import Binding, OwnerRegistry, StoreSession
+from .._binding import Binding, LogReader, OwnerRegistry, StoreSession
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 PLAN_URI = "todo://plan"
+TREE_URI = PLAN_URI + "?tree=1"
 MIME_TYPE = "application/json"
 
 _log = Binding.log
@@ -109,24 +120,31 @@ class PlanResource:
     the resource is this server's ``--owner``'s plan, never another's.
     """
 
-    def __init__(self, registry: OwnerRegistry, owner: str) -> None:
+    def __init__(
+        self, registry: OwnerRegistry, owner: str, reader: LogReader | None = None
+    ) -> None:
         self._registry = registry
         self._owner = owner
+        self._reader = reader  # where the sub-agents are found; else the registry's directory
+        self._tree_watch: asyncio.Task[None] | None = None
         self._lock = threading.Lock()  # the channels; taken inside a session's append lock
         # The watched session; held while subscribing to a session, which may take that
         # session's lock: never taken by the listener, so never inside a session's lock.
         self._watch_lock = threading.Lock()
         self._watched: StoreSession | None = None
         self._unwatch: Callable[[], None] | None = None
-        self._channels: dict[object, _Channel] = {}  # connection (or the listen bus) -> channel
+        # (connection, or the listen bus; the URI) -> channel
+        self._channels: dict[tuple[object, str], _Channel] = {}
         self._late = False  # subscribed before the owner's session was open: tell on opening
+        self._requests = PendingRequests()  # a person's, taken by the owner's writer
 
     @property
     def description(self) -> str:
         return (
             f"The current todo plan of owner {self._owner!r}, as todo_write last recorded it: "
-            '{"todos": [{"content", "status"}, ...]}; [] when there is none. Subscribe to be '
-            "told when it changes."
+            '{"todos": [{"content", "status"}, ...]}; [] when there is none; with "requests" '
+            "while a person's requests wait for the agent's answer. Subscribe to be told when "
+            "it changes."
         )
 
     async def read(self) -> str:
@@ -135,10 +153,29 @@ class PlanResource:
         # Under the owner's lock: a read never sees a call half-recorded.
         async with self._registry.alocked(self._owner) as session:
             self.watch(session)
-            return plan_text(session)
+            text = plan_text(session)
+        pending = self._requests.pending()
+        return json.dumps({**json.loads(text), "requests": pending}) if pending else text
 
-    async def subscribe(self, connection: object, send: Callable[[], Awaitable[None]]) -> None:
-        """Tell ``connection`` of each change by ``send()`` until it unsubscribes or is gone.
+    async def read_tree(self) -> str:
+        """``todo://plan?tree=1``: ``{"session", "todos", "subagents": [...]}``, the owner's
+        plan as :meth:`read` gives it and each session under it, attributed."""
+        todos = json.loads(await self.read())["todos"]
+        lead = self._registry.key(self._owner)
+        reader = self._tree_reader()
+        subagents = [] if reader is None else await read_tree(reader, lead)
+        return json.dumps({"session": lead, "todos": todos, "subagents": subagents})
+
+    def _tree_reader(self) -> LogReader | None:
+        if self._reader is None:
+            self._reader = Binding.reader_of(self._registry)
+        return self._reader
+
+    async def subscribe(
+        self, connection: object, send: Callable[[], Awaitable[None]], uri: str = PLAN_URI
+    ) -> None:
+        """Tell ``connection`` of each change of ``uri`` by ``send()`` until it unsubscribes
+        or is gone.
 
         A second subscribe on one connection keeps the one subscription: the
         protocol counts none.
@@ -151,19 +188,53 @@ class PlanResource:
                 self.watch(session)
         loop = asyncio.get_running_loop()
         with self._lock:
-            existing = self._channels.get(connection)
+            existing = self._channels.get((connection, uri))
             # A channel on another loop belongs to a run that has ended (a server object
             # served again under a new asyncio.run): it could never send.
             if existing is None or existing.closed or existing.loop is not loop:
                 if existing is not None:
                     existing.closed = True
-                self._channels[connection] = _Channel(send, loop, self._drop)
+                self._channels[(connection, uri)] = _Channel(send, loop, self._drop)
+        if uri == TREE_URI:
+            self._watch_tree(loop)
 
-    def unsubscribe(self, connection: object) -> None:
+    def unsubscribe(self, connection: object, uri: str = PLAN_URI) -> None:
         with self._lock:
-            channel = self._channels.pop(connection, None)
+            channel = self._channels.pop((connection, uri), None)
         if channel is not None:
             channel.closed = True
+
+    def _watch_tree(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Follow the reader's changes on ``loop`` while the tree has subscribers."""
+        watch = self._tree_watch
+        if watch is not None and not watch.done() and watch.get_loop() is loop:
+            return
+        reader = self._tree_reader()
+        if reader is not None:
+            self._tree_watch = loop.create_task(self._tree_changes(reader))
+
+    async def _tree_changes(self, reader: LogReader) -> None:
+        """Tell the tree's subscribers of each change the reader names of a session under the
+        owner's (or one that was: a log deleted, a link gone with it)."""
+        lead = self._registry.key(self._owner)
+        changes = reader.changes()
+        try:
+            known = await _under(reader, lead)
+            async for batch in changes:
+                under = await _under(reader, lead)
+                if batch & (under | known):
+                    self._poke_all(TREE_URI)
+                known = under
+                with self._lock:
+                    if not any(uri == TREE_URI for _, uri in self._channels):
+                        return
+        except Exception as error:  # the store away: the owner's changes are still told
+            _log.debug("todo://plan?tree=1: the sub-agents cannot be watched: %r", error)
+        finally:
+            aclose = getattr(changes, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
 
     def watching(self, call: Callable[P, Awaitable[T]]) -> Callable[P, Coroutine[Any, Any, T]]:
         """``call``, then the owner's session watched again.
@@ -197,6 +268,10 @@ class PlanResource:
                 return
             previous, self._unwatch = self._unwatch, None
             self._watched = session
+            # what decides the plan now, for the requests the listener sees taken from here on
+            seeds = [session.latest((TURN_START,)), session.latest(_PLAN_EVENTS)]
+            for event in sorted((e for e in seeds if e is not None), key=lambda e: e["seq"]):
+                self._requests.add(event)
             self._unwatch = session.subscribe(self._on_event)
             unseen = previous is not None or self._late  # a change may have come unheard
             self._late = False
@@ -217,12 +292,13 @@ class PlanResource:
 
     def _on_event(self, event: Mapping[str, Any]) -> None:
         # Called under the session's append lock, in the appending thread: only schedule.
-        if event.get("type") in _PLAN_EVENTS:
+        if self._requests.add(event) or event.get("type") in _PLAN_EVENTS:
             self._poke_all()
 
-    def _poke_all(self) -> None:
+    def _poke_all(self, uri: str | None = None) -> None:
+        """Poke every channel (the owner's plan is in both resources), or those of ``uri``."""
         with self._lock:
-            channels = list(self._channels.values())
+            channels = [held for (_, on), held in self._channels.items() if uri in (None, on)]
         for channel in channels:
             channel.poke()
 
@@ -231,3 +307,8 @@ class PlanResource:
             for connection, held in list(self._channels.items()):
                 if held is channel:
                     del self._channels[connection]
+
+
+async def _under(reader: LogReader, lead: str) -> set[str]:
+    rows, _ = await reader.sessions("", LIST_LIMIT)
+    return {name for name, _ in descendants(rows, lead)}

@@ -47,12 +47,11 @@ with needs_extra("dsh_tool_todo.integrations.otel", "otel", module="opentelemetr
     from opentelemetry import trace
     from opentelemetry.trace import TracerProvider
 
-from ._spans import _METHODS, SPAN_NAME, _Spans
+from ._spans import _METHODS, _Spans
+from ._spans import SPAN_NAME as SPAN_NAME  # importable here, as before
 
 __all__ = [
     "OTHER",
-    "REFUSAL_CLASSES",
-    "SPAN_NAME",
     "Instrumentation",
     "instrument",
     "refusal_class",

@@ -162,7 +162,7 @@ def todo_write_toolset(
         takes_ctx=True,
         sequential=True,
     )
-    return _Toolset([function_tool], max_retries=max_retries, opened=opened)
+    return _Toolset([function_tool], max_retries=max_retries, opened=opened, call=call)
 
 
 def _bound(

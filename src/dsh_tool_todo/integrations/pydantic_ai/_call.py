@@ -97,8 +97,16 @@ class _Toolset(FunctionToolset[Any]):
     free for another process, and nothing is left open for the interpreter to warn about.
     The registry reopens a session, plan intact, at its owner's next call."""
 
-    def __init__(self, tools: list[Tool[Any]], *, max_retries: int, opened: OwnerRegistry | None):
+    def __init__(
+        self,
+        tools: list[Tool[Any]],
+        *,
+        max_retries: int,
+        opened: OwnerRegistry | None,
+        call: _Call,
+    ) -> None:
         super().__init__(tools, max_retries=max_retries)
+        self.call = call  # what plan_reminder_processor(toolset=...) finds the owner with
         self._opened = opened
         self._runs = 0
         self._runs_lock = threading.Lock()  # runs of one toolset may be on several loops

@@ -1,4 +1,5 @@
-"""pydantic-ai's history processor re-surfacing the plan after a compaction."""
+"""pydantic-ai's history processor: the plan re-surfaced after a compaction, and what a
+person asked of it told to the model."""
 
 from __future__ import annotations
 
@@ -15,12 +16,16 @@ from pydantic_ai.messages import (
     ToolCallPart,
     UserPromptPart,
 )
+from pydantic_ai.toolsets import FunctionToolset
 
 from ...core.contract import TOOL_NAME
 from ...errors import UsageError
 from ...plans.checklist import Todos
-from .._reminder import plan_in, reminder_due
-from ._call import _from_deps
+from .._binding import OwnerRegistry
+from .._links import nested_owner
+from .._notice import atold
+from .._reminder import aplan_of, plan_in, reminder_due
+from ._call import _agent_name, _from_deps, _HomeCall, _RegistryCall, _Toolset
 
 if TYPE_CHECKING:
     from . import PlanOf
@@ -28,7 +33,9 @@ if TYPE_CHECKING:
 _HistoryProcessor = Callable[[RunContext[Any], list[ModelMessage]], Awaitable[list[ModelMessage]]]
 
 
-def plan_reminder_processor(*, plan: PlanOf | None = None) -> _HistoryProcessor:
+def plan_reminder_processor(
+    *, plan: PlanOf | None = None, toolset: FunctionToolset[Any] | None = None
+) -> _HistoryProcessor:
     """A history processor re-surfacing the plan after a compaction (opt-in).
 
     Pass it last in ``Agent(history_processors=[...])``, after the processor that
@@ -43,23 +50,70 @@ def plan_reminder_processor(*, plan: PlanOf | None = None) -> _HistoryProcessor:
     ``plan`` finds the current plan from the ``RunContext``; by default the
     latest ``todo/write`` (or ``turn/start``) event of the run's session, found
     as :func:`todo_write_toolset` finds it (``ctx.deps.session`` or ``ctx.deps``).
+
+    ``toolset``: the :func:`todo_write_toolset` the agent runs, when it was built with
+    ``owners=`` (or under ``DSH_TODO_HOME``). The processor then reads the plan of the
+    run's owner as the tool records it (unless ``plan`` is given), and tells the model
+    what a person asked of it since the last request (``docs/requests.md``): the
+    request notice, a user prompt part of its own after the reminder's place, once.
     """
     if plan is not None and not callable(plan):
         raise UsageError(f"plan must be a function of the RunContext, not {type(plan).__name__}")
-    find = _plan_from_deps if plan is None else plan
+    owned = _registry_call(toolset)
 
     async def remind(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         if not messages or not isinstance(messages[-1], ModelRequest):
             return messages
-        found = find(ctx)
-        todos = await found if inspect.isawaitable(found) else found
-        text = reminder_due(todos, _written(messages), _shown(messages))
-        if text is None:
+        owner = None if owned is None else _owner(owned, ctx)
+        if plan is not None:
+            found = plan(ctx)
+            todos = await found if inspect.isawaitable(found) else found
+        elif owner is not None:
+            todos = await aplan_of(*owner)
+        elif owned is None or _from_deps(ctx) is not None:
+            todos = _plan_from_deps(ctx)
+        else:
+            todos = None  # a run the toolset finds no owner for has no plan
+        added = [reminder_due(todos, _written(messages), _shown(messages))]
+        if owner is not None:
+            added.append(await atold(*owner))  # its own part: never joined to the reminder
+        parts = [UserPromptPart(text) for text in added if text is not None]
+        if not parts:
             return messages
         newest = messages[-1]
-        return [*messages[:-1], replace(newest, parts=[*newest.parts, UserPromptPart(text)])]
+        return [*messages[:-1], replace(newest, parts=[*newest.parts, *parts])]
 
     return remind
+
+
+def _registry_call(toolset: object) -> _RegistryCall | None:
+    """The tool function of ``toolset`` when its owners are a registry's keys."""
+    if toolset is None:
+        return None
+    if not isinstance(toolset, _Toolset):
+        raise UsageError(
+            "plan_reminder_processor: toolset= takes the toolset todo_write_toolset() returned, "
+            f"not {type(toolset).__name__}"
+        )
+    call = toolset.call
+    if not isinstance(call, _RegistryCall):
+        raise UsageError(
+            "plan_reminder_processor: toolset= takes a todo_write_toolset built with owners= "
+            "(or under DSH_TODO_HOME), whose plans are in an owner registry; this one records "
+            "in the run's session"
+        )
+    return call
+
+
+def _owner(call: _RegistryCall, ctx: RunContext[Any]) -> tuple[OwnerRegistry, str] | None:
+    """The registry and owner key the tool records this run's calls under (``None``: none)."""
+    if isinstance(call, _HomeCall) and _from_deps(ctx) is not None:
+        return None  # a session of the run's own: its plan is read from it
+    key = call.binding.key(ctx)
+    if not isinstance(key, str):
+        return None
+    # a sub-agent run under linked_toolset writes its own plan: read that one
+    return call.binding.owners, nested_owner(key, _agent_name(ctx))[0]
 
 
 def _written(messages: list[ModelMessage]) -> list[object]:

@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from ...core.links import link_of
+from ...core.links import End, link_of
 from ...core.projection import progress_of
 from ...errors import InvalidLog, SessionNotFound
-from ...protocols import Progress, SessionSummary
+from ...protocols import Progress, SessionSummary, Snapshot, TailPage
 from .._summary import working_on
 from ._lines import Event
+from ._paged import read_summary_and_page
 from ._tail import read_summary
 
 __all__: list[str] = []
@@ -215,6 +216,7 @@ class _Row:
     last_seq: int | None = None
     working_on: str | None = None
     plan_seq: int | None = None
+    end: End | None = None
 
 
 class Rows:
@@ -230,48 +232,77 @@ class Rows:
     ) -> tuple[list[SessionSummary], int]:
         """The rows of the sessions in ``index`` whose name holds ``query``, newest first, at
         most ``limit``; and how many matched."""
-        needle = query.casefold()
-        found: Collection[tuple[str, Entry]] = index.items()
-        if needle:
-            found = [(name, seen) for name, seen in found if needle in name.casefold()]
-        top = heapq.nsmallest(limit, found, key=_newest_first)
+        top, count = newest(query, limit, index)
         rows = [self._summary(name, seen) for name, seen in top]
         if len(self._rows) > 2 * max(limit, len(rows)):
             for stale in [name for name in self._rows if name not in index]:
                 del self._rows[stale]
-        return rows, len(found)
+        return rows, count
 
     def _summary(self, name: str, seen: Entry) -> SessionSummary:
         row = self._rows.get(name)
         if row is None or row.key != seen.key:
             try:
-                snapshot, head = read_summary(seen.path)
-                parent = _parent(head)
+                row = _row(seen.key, read_summary(seen.path))
             except (OSError, InvalidLog):
                 row = _Row(seen.key, None)
-            else:
-                deciding = snapshot.deciding
-                row = _Row(
-                    seen.key,
-                    progress_of(deciding),
-                    parent,
-                    snapshot.last_seq,
-                    working_on(deciding),
-                    -1 if deciding is None else deciding["seq"],
-                )
             self._rows[name] = row
-        return SessionSummary(
-            name,
-            seen.mtime,
-            row.progress,
-            parent=row.parent,
-            last_seq=row.last_seq,
-            working_on=row.working_on,
-            plan_seq=row.plan_seq,
-        )
+        return _as_summary(name, seen.mtime, row)
 
     def clear(self) -> None:
         self._rows.clear()
+
+
+def newest(query: str, limit: int, index: dict[str, Entry]) -> tuple[list[tuple[str, Entry]], int]:
+    """The sessions in ``index`` whose name holds ``query``, newest first, at most ``limit``;
+    and how many matched."""
+    needle = query.casefold()
+    found: Collection[tuple[str, Entry]] = index.items()
+    if needle:
+        found = [(name, seen) for name, seen in found if needle in name.casefold()]
+    return heapq.nsmallest(limit, found, key=_newest_first), len(found)
+
+
+def _row(key: Key, read: tuple[Snapshot, Event | None, End | None]) -> _Row:
+    """A log's row from what :func:`._tail.read_summary` answered of it."""
+    snapshot, head, ended = read
+    deciding = snapshot.deciding
+    return _Row(
+        key,
+        progress_of(deciding),
+        _parent(head),
+        snapshot.last_seq,
+        working_on(deciding),
+        -1 if deciding is None else deciding["seq"],
+        ended,
+    )
+
+
+def _as_summary(name: str, mtime: float, row: _Row) -> SessionSummary:
+    return SessionSummary(
+        name,
+        mtime,
+        row.progress,
+        parent=row.parent,
+        last_seq=row.last_seq,
+        working_on=row.working_on,
+        plan_seq=row.plan_seq,
+        end=row.end,
+    )
+
+
+def paged(
+    name: str, seen: Entry, limit: int, types: Collection[str]
+) -> tuple[SessionSummary, TailPage | InvalidLog | None]:
+    """The row of log ``name`` (as :class:`Rows` reads it, but kept nowhere) and the first
+    page of its tail (``read_tail(path, None, limit, types)``) from the same read of a short
+    log: the page, the :class:`InvalidLog` its read raised, or ``None`` (read it apart)."""
+    try:
+        summary, page = read_summary_and_page(seen.path, limit, types)
+        row = _row(seen.key, summary)
+    except (OSError, InvalidLog):
+        row, page = _Row(seen.key, None), None
+    return _as_summary(name, seen.mtime, row), page
 
 
 class Kept:

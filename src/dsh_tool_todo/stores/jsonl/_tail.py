@@ -34,10 +34,11 @@ import hashlib
 import io
 import math
 import os
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import BinaryIO
 
-from ...core.contract import EVENT_TYPE
+from ...core.contract import EVENT_TYPE, SESSION_END_EVENT_TYPE
+from ...core.links import End, end_of
 from ...core.projection import PLAN_EVENTS, Plan, TodosProjection
 from ...protocols import Snapshot, TailPage
 from . import _lines
@@ -283,6 +284,23 @@ def deciding_before(file: BinaryIO, path: str, end: int) -> tuple[int, Event | N
     return last_seq, None
 
 
+def _summary_before(
+    file: BinaryIO, path: str, end: int, walked: Iterable[tuple[int, Event]] | None = None
+) -> tuple[int, Event | None, End | None]:
+    """:func:`deciding_before`, and the end when the newest of the plan events and
+    ``session/end`` events is an end: the ends newer than the plan lie on the same read back
+    (``walked``: that read back, already made, as :func:`tail_page` records it)."""
+    last_seq, ended, told = -1, None, False
+    for offset, event in events_backwards(file, path, end) if walked is None else walked:
+        if last_seq < 0:
+            last_seq = event["seq"]
+        if event["type"] in PLAN_EVENTS:
+            return last_seq, checked(event, path, file, offset), ended
+        if not told and event["type"] == SESSION_END_EVENT_TYPE:
+            told, ended = True, end_of(event)
+    return last_seq, None, ended
+
+
 def plan_of(deciding: Event | None) -> Plan:
     """The plan a deciding event leaves (``None``: no event, no plan)."""
     return _PLANS.init if deciding is None else _PLANS.apply(_PLANS.init, deciding)
@@ -391,20 +409,36 @@ def read_tail(path: str, before: int | None, limit: int, types: Collection[str] 
     :data:`TAIL_SCAN` bytes and answers the cursor to go on from. Every
     ``todo/write`` it returns is checked.
     """
-    picked: list[Event] = []
     with open_log(path) as file:
         end, _ = whole_end(file, path, os.fstat(file.fileno()).st_size)
-        start = end if before is None else end_before(file, path, end, before)
-        for offset, event in events_backwards(file, path, start):
-            seq = event["seq"]
-            if before is not None and seq >= before:
-                continue
-            if types is None or event["type"] in types:
-                if len(picked) == limit:
-                    return TailPage(picked[::-1], more=True, cursor=picked[-1]["seq"])
-                picked.append(checked(event, path, file, offset))
-            if types is not None and start - offset >= TAIL_SCAN and offset > 0:
-                return TailPage(picked[::-1], more=True, cursor=seq)
+        return tail_page(file, path, end, before, limit, types)
+
+
+def tail_page(
+    file: BinaryIO,
+    path: str,
+    end: int,
+    before: int | None,
+    limit: int,
+    types: Collection[str] | None,
+    walked: list[tuple[int, Event]] | None = None,
+) -> TailPage:
+    """:func:`read_tail` of the whole lines of ``file`` (the log at ``path``) before ``end``;
+    each event it walks back over is added to ``walked`` as (offset, event), when given."""
+    picked: list[Event] = []
+    start = end if before is None else end_before(file, path, end, before)
+    for offset, event in events_backwards(file, path, start):
+        if walked is not None:
+            walked.append((offset, event))
+        seq = event["seq"]
+        if before is not None and seq >= before:
+            continue
+        if types is None or event["type"] in types:
+            if len(picked) == limit:
+                return TailPage(picked[::-1], more=True, cursor=picked[-1]["seq"])
+            picked.append(checked(event, path, file, offset))
+        if types is not None and start - offset >= TAIL_SCAN and offset > 0:
+            return TailPage(picked[::-1], more=True, cursor=seq)
     return TailPage(picked[::-1], more=False)
 
 
@@ -421,10 +455,11 @@ def _head_event(first: bytes) -> Event | None:
     return _lines.parse_event(first[: end + 1])
 
 
-def read_summary(path: str) -> tuple[Snapshot, Event | None]:
-    """:func:`read_snapshot` of the log at ``path`` and its first event when that is a whole line
-    of at most :data:`HEAD_READ` bytes (where ``links.link_of`` finds a link), through one
-    open: what a list shows of a log. A log shorter than :data:`HEAD_READ` is read in one call."""
+def read_summary(path: str) -> tuple[Snapshot, Event | None, End | None]:
+    """:func:`read_snapshot` of the log at ``path``, its first event when that is a whole line
+    of at most :data:`HEAD_READ` bytes (where ``links.link_of`` finds a link) and how its run
+    ended (``None``: not ended), through one open: what a list shows of a log. A log shorter
+    than :data:`HEAD_READ` is read in one call."""
     with open_log(path) as file:
         info = os.fstat(file.fileno())
         first = file.read(HEAD_READ)
@@ -432,5 +467,5 @@ def read_summary(path: str) -> tuple[Snapshot, Event | None]:
         source: BinaryIO = io.BytesIO(first) if whole else file
         size = len(first) if whole else info.st_size
         end, _ = whole_end(source, path, size)
-        last_seq, deciding = deciding_before(source, path, end)
-        return Snapshot(last_seq, deciding, (info.st_ino, end)), _head_event(first)
+        last_seq, deciding, ended = _summary_before(source, path, end)
+        return Snapshot(last_seq, deciding, (info.st_ino, end)), _head_event(first), ended

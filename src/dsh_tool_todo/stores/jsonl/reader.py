@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import (
+    InvalidLog,
     LogReplaced,
     OwnerNameError,
     SessionNotFound,
@@ -157,6 +158,35 @@ class JsonlReader:
         # Not a stream's index: it may not have read yet what the watcher saw before this list.
         kept = self._keep() if self._held or self._streams else None
         return await asyncio.to_thread(self._locked_sessions, query, limit, kept)
+
+    async def sessions_paged(
+        self, query: str, limit: int, *, types: Collection[str], page: int
+    ) -> AsyncIterator[tuple[SessionSummary, TailPage | InvalidLog | None]]:
+        """The rows :meth:`sessions` gives, one at a time, each with the first page of its
+        tail (``tail(name, before=None, limit=page, types=types)``) when the read of its row
+        held it: a log shorter than 16 KiB is read once for both. That is the page, or the
+        :class:`~dsh_tool_todo.errors.InvalidLog` its read raised; ``None`` for a longer log
+        (or a row that could not be read): ask :meth:`tail` then.
+
+        What ``dsh-todo sessions`` reads: the directory once, then each log in turn (a short
+        one on the event loop, as :meth:`tail` reads it), each row handed on before the next
+        log is read: nothing of a row is kept here, so what it read is let go at once (not
+        piled up in batches, where the collector would walk it again and again).
+        """
+        # the list is emptied as its rows are read: what wakes this task with it keeps it
+        top = await asyncio.to_thread(self._oldest_last, query, limit)
+        while top:
+            name, seen = top.pop()
+            if seen.key[1] <= IN_LOOP_READ:  # size: a short log, cheaper here than a thread hop
+                yield _index.paged(name, seen, page, types)
+            else:
+                yield await asyncio.to_thread(_index.paged, name, seen, page, types)
+
+    def _oldest_last(self, query: str, limit: int) -> list[tuple[str, Entry]]:
+        """:meth:`sessions`'s rows, unread, newest last (a row is taken with ``pop()``)."""
+        top = _index.newest(query, limit, self._scan())[0]
+        top.reverse()
+        return top
 
     def _keep(self) -> Kept | None:
         """The held list's index, the watcher's queue read into it; ``None`` when unwatched."""

@@ -175,14 +175,19 @@ def wrap(where: str, error: BaseException) -> PostgresStoreError:
     return unavailable(where, error)
 
 
+OLDEST_WORKING_VERSION = 3
+"""The oldest schema sessions and readers work on: version 4 adds only the requests table
+(``_inbox.py``), which a session does without until ``db init`` adds it (its inbox is empty)."""
+
+
 def check_version(where: str, version: object) -> None:
     if version is None:
         raise SchemaNotReady(
             f"{where}: the {TABLE} schema is not set up: run `dsh-todo db init DSN` or setup()"
         )
-    if not isinstance(version, int) or version < SCHEMA_VERSION:
+    if not isinstance(version, int) or version < OLDEST_WORKING_VERSION:
         raise SchemaNotReady(
-            f"{where}: schema version {version} is older than {SCHEMA_VERSION}: "
+            f"{where}: schema version {version} is older than {OLDEST_WORKING_VERSION}: "
             "run `dsh-todo db init DSN` or setup() to upgrade"
         )
     if version > SCHEMA_VERSION:

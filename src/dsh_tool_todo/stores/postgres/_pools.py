@@ -16,13 +16,15 @@ import asyncio
 import atexit
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeAlias, TypeVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from ._core import reason
 from ._notify import Notifier
 
 if TYPE_CHECKING:
@@ -31,6 +33,12 @@ if TYPE_CHECKING:
 DEFAULT_POOL_SIZE = 10
 DEFAULT_TIMEOUT = 10.0
 """Seconds to wait for a pooled connection before an append fails."""
+FIRST_WAIT = 0.5
+"""Seconds a borrow waits for a pooled connection before it asks the server, on a connection
+of its own, whether it takes any: one that refuses (down, no such database, a password it
+refuses) fails the borrow then, not after the pool's whole timeout; one that takes it, or is
+too slow to answer within its connect timeout, leaves the borrow to wait for the rest."""
+_PROBE_REUSE = 1.0  # seconds an answer holds for every borrow of a pool: one probe, not a storm
 
 Pool: TypeAlias = "ConnectionPool[psycopg.Connection[Any]]"
 APool: TypeAlias = "AsyncConnectionPool[psycopg.AsyncConnection[Any]]"
@@ -113,6 +121,43 @@ class PerLoop(Generic[_Value]):
 
     def pop_here(self) -> dict[str, _Value]:
         return self._by_loop.pop(asyncio.get_running_loop(), {})
+
+
+class Probe(NamedTuple):
+    """The server's answer to a probe: ``why`` it refused a connection (``None``: it took one),
+    and whether that was a refusal rather than no answer in time (a slow server is waited for)."""
+
+    why: str | None
+    refused: bool
+
+
+_PROBES: weakref.WeakKeyDictionary[Any, tuple[float, Probe]] = weakref.WeakKeyDictionary()
+
+
+def first_wait(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> float:
+    """How long a borrow waits before probing (all of the pool's timeout: no probe when the
+    timeout is as short, or the pool's conninfo is no string to connect with)."""
+    if not isinstance(pool.conninfo, str):
+        return float(pool.timeout)
+    return min(FIRST_WAIT, float(pool.timeout))
+
+
+def probed(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> Probe | None:
+    """The answer of the pool's probe of the last second, if there was one."""
+    known = _PROBES.get(pool)
+    return known[1] if known is not None and time.monotonic() - known[0] < _PROBE_REUSE else None
+
+
+def remember(
+    pool: ConnectionPool[Any] | AsyncConnectionPool[Any], refused: psycopg.Error | None
+) -> Probe:
+    """Keep (as text, no traceback holding the pool) and return a probe's answer."""
+    probe = Probe(
+        None if refused is None else reason(refused),
+        refused is not None and not isinstance(refused, psycopg.errors.ConnectionTimeout),
+    )
+    _PROBES[pool] = (time.monotonic(), probe)
+    return probe
 
 
 _ASYNC_POOLS: PerLoop[APool] = PerLoop()

@@ -146,18 +146,48 @@ CALL_MIGRATION: tuple[str, ...] = (
         WHERE type = '{TURN_START}'
     """,
 )
+REQUESTS = "dsh_todo_requests"
+"""A person's requests waiting for a session's writer (stores/_inbox.py): never in the log."""
+REQUESTS_CHANNEL = "dsh_todo_requests"
+REQUESTS_MIGRATION: tuple[str, ...] = (
+    f"""
+    CREATE TABLE IF NOT EXISTS {REQUESTS} (
+        id bigserial PRIMARY KEY,
+        session_id text NOT NULL,
+        entry json NOT NULL,
+        filed_at timestamptz NOT NULL DEFAULT now()
+    )
+    """,
+    f"CREATE INDEX IF NOT EXISTS {REQUESTS}_session ON {REQUESTS} (session_id, id)",
+)
 # The position of a migration in this list is the schema version it brings.
 MIGRATIONS_BY_STATEMENT: tuple[tuple[str, ...], ...] = (
     tuple(part for part in MIGRATIONS[0].split(";") if part.strip()),
     SUMMARY_MIGRATION,
     CALL_MIGRATION,
+    REQUESTS_MIGRATION,
 )
 """Each migration as the statements to run, in order (``MIGRATIONS`` holds the first as text)."""
 SCHEMA_VERSION = len(MIGRATIONS_BY_STATEMENT)
 
+FILE_REQUEST = (
+    f"WITH filed AS (INSERT INTO {REQUESTS} (session_id, entry) VALUES (%s, %s) RETURNING id) "
+    f"SELECT id, pg_notify('{REQUESTS_CHANNEL}', %s) FROM filed"
+)
+WAITING_REQUESTS = f"SELECT count(*) FROM {REQUESTS} WHERE session_id = %s AND id > %s"
+READ_REQUESTS = (
+    f"SELECT id, entry::text FROM {REQUESTS} WHERE session_id = %s AND id > %s ORDER BY id"
+)
+# An append holds its session's summary row (KEY SHARE: appends never wait for each other)
+# from before its row is written until it commits; a prune locks the rows of the sessions it
+# deletes, skipping those held, so it never deletes a session while an append is under way.
+_HELD = (
+    f"FROM (VALUES (1)) AS one LEFT JOIN (SELECT 1 FROM {SUMMARY} "
+    "WHERE session_id = %(sid)s FOR KEY SHARE) AS held ON true"
+)
 INSERT = (
     f"INSERT INTO {TABLE} (session_id, seq, type, data) "
-    "VALUES (%(sid)s, %(seq)s, %(type)s, %(data)s)"
+    f"SELECT %(sid)s::text, %(seq)s::bigint, %(type)s::text, %(data)s::json {_HELD}"
 )
 # The notifier's transaction (see _notify.py): a NOTIFY per session, committed without waiting
 # for a WAL flush (it carries no data), so the server's notify lock is held for microseconds.
@@ -172,7 +202,8 @@ NEWEST = (
 # A repeated call id inserts nothing (rowcount 0): the after-commit notify is for rows only.
 INSERT_CALL = (
     f"INSERT INTO {TABLE} (session_id, seq, type, data, turn_seq, call_key) "
-    "VALUES (%(sid)s, %(seq)s, %(type)s, %(data)s, %(turn)s, %(call)s) "
+    "SELECT %(sid)s::text, %(seq)s::bigint, %(type)s::text, %(data)s::json, "
+    f"%(turn)s::bigint, %(call)s::bytea {_HELD} "
     "ON CONFLICT (session_id, turn_seq, call_key) WHERE call_key IS NOT NULL DO NOTHING"
 )
 READ_CALL = (
@@ -220,20 +251,27 @@ RECENT_SUMMARY = (
     f"UNION ALL SELECT NULL, count(*), NULL FROM {SUMMARY}"
 )
 DELETE = f"DELETE FROM {TABLE} WHERE session_id = %s"
+# A deleted or pruned session's requests go with it; a database at version 3 has no table.
+HAS_REQUESTS = f"SELECT to_regclass('{REQUESTS}') IS NOT NULL"
+DELETE_REQUESTS = f"DELETE FROM {REQUESTS} WHERE session_id = ANY(%s)"
 # The session written last: one step down the summary's (last_at DESC, session_id) index.
 LATEST = f"SELECT session_id FROM {SUMMARY} ORDER BY last_at DESC, session_id LIMIT 1"
 # The sessions whose newest event is older than %(days)s days (the summary's last_at: an index
-# range), by id. PRUNE deletes their rows in the same statement, whose snapshot decides which:
-# rows a writer commits meanwhile stay. The summary's rows go by its delete trigger.
+# range), by id. PRUNE locks their summary rows, skipping a row an append holds, and deletes
+# the rows of those it locked, in one statement: a row an append committed after the
+# statement's snapshot updated the summary's, which the lock reads again (too recent now:
+# kept). Each session seen old comes back, with whether it was deleted; the summary's rows go
+# by its delete trigger.
 _STALE = (
     f"SELECT session_id, last_at FROM {SUMMARY} "
     "WHERE last_at < now() - make_interval(secs => %(days)s * 86400.0)"
 )
 STALE = f"{_STALE} ORDER BY session_id"
 PRUNE = (
-    f"WITH stale AS ({_STALE}), gone AS (DELETE FROM {TABLE} AS e USING stale "
-    "WHERE e.session_id = stale.session_id) "
-    "SELECT session_id, last_at FROM stale ORDER BY session_id"
+    f"WITH seen AS ({_STALE}), stale AS ({_STALE} FOR UPDATE SKIP LOCKED), "
+    f"gone AS (DELETE FROM {TABLE} AS e USING stale WHERE e.session_id = stale.session_id) "
+    "SELECT seen.session_id, seen.last_at, stale.session_id IS NOT NULL "
+    "FROM seen LEFT JOIN stale USING (session_id) ORDER BY seen.session_id"
 )
 VERSION_DDL = (
     f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} "

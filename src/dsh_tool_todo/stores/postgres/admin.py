@@ -39,6 +39,7 @@ from .session import PostgresSession, connect, current_plan, list_sessions, read
 if TYPE_CHECKING:
     from ...core.model import TodoItem
     from ..owners import OwnerRegistry
+    from ._inbox import PostgresInbox
 
 __all__ = ["delete_session", "setup"]
 
@@ -87,10 +88,18 @@ def delete_session(conninfo_or_pool: Source, session_id: str) -> int:
     try:
         with connect(conninfo_or_pool) as conn, conn.transaction():
             count = conn.execute(_sql.DELETE, (session_id,)).rowcount
+            _delete_requests(conn, [session_id])
             conn.execute("SELECT pg_notify(%s, %s)", (_sql.CHANNEL, notice(session_id, 0)))
     except (psycopg.Error, PoolTimeout) as error:
         raise wrap(where, error) from None
     return count
+
+
+def _delete_requests(conn: psycopg.Connection[Any], session_ids: list[str]) -> None:
+    """A deleted session's requests go with it (a database at version 3 has none)."""
+    row = conn.execute(_sql.HAS_REQUESTS).fetchone()
+    if session_ids and row is not None and row[0]:
+        conn.execute(_sql.DELETE_REQUESTS, (session_ids,))
 
 
 # --- what the CLI's commands read, with plain arguments ---------------------------------
@@ -205,7 +214,13 @@ def open_fleet(url: str) -> tuple[PostgresReader, list[str], Database]:
 
 
 def open_database(url: str) -> Database:
-    """``sessions --delete`` and ``db init``: the database the URL or conninfo names."""
+    """``sessions --delete`` and ``db init``: the database the URL or conninfo names; an empty
+    one is refused (libpq would read it as its default database, whichever that is)."""
+    if not url.strip():
+        raise UsageError(
+            "the database is empty: give a postgresql:// URL or a libpq conninfo "
+            "(`postgresql://` alone names libpq's default database)"
+        )
     return Database(url)
 
 
@@ -242,31 +257,48 @@ def pick_log(url: str, session_id: str | None) -> tuple[str, str]:
     return url, str(row[0])
 
 
+def open_inbox(url: str, session_id: str | None) -> PostgresInbox:
+    """The inbox of ``session_id`` in the database: its rows of ``dsh_todo_requests``."""
+    from ._inbox import PostgresInbox
+
+    return PostgresInbox(url, _session(session_id))
+
+
 MAX_DAYS = 1e6
 """Older than this many days is as old as anything gets (some 2,700 years): a larger ``days``
 is taken as this, so the cutoff stays a time the server can count."""
 
 
-def prune_logs(url: str, days: float, dry_run: bool) -> tuple[str, list[tuple[str, datetime]]]:
+KEPT = "written while the prune ran"
+"""Why a session seen old was not pruned: an append was under way, or had just committed."""
+
+
+def prune_logs(
+    url: str, days: float, dry_run: bool
+) -> tuple[str, list[tuple[str, datetime]], list[tuple[str, datetime, str]]]:
     """``sessions --prune``: delete every session whose newest event is older than ``days``
-    days, in one statement (``dry_run``: only name them); the database's name, and each
-    session's id and last write, by id. Followers of a pruned session are woken, as by
+    days, in one statement (``dry_run``: only name them); the database's name, each session's
+    id and last write, by id, and each session seen old but kept because an append was under
+    way or committed meanwhile (:data:`KEPT`). Followers of a pruned session are woken, as by
     :func:`delete_session`."""
     where = server_name(conninfo_of(url))
     days = min(float(days), MAX_DAYS)
     try:
         with connect(url) as conn, conn.transaction():
             if dry_run:
-                rows = conn.execute(_sql.STALE, {"days": days}).fetchall()
+                rows = [(*row, True) for row in conn.execute(_sql.STALE, {"days": days})]
             else:
                 rows = conn.execute(_sql.PRUNE, {"days": days}).fetchall()
-                notices = [notice(str(row[0]), 0) for row in rows]
+                _delete_requests(conn, [str(row[0]) for row in rows if row[2]])
+                notices = [notice(str(row[0]), 0) for row in rows if row[2]]
                 conn.execute(
                     "SELECT pg_notify(%s, x) FROM unnest(%s::text[]) AS x", (_sql.CHANNEL, notices)
                 )
     except (psycopg.Error, PoolTimeout) as error:
         raise wrap(where, error) from None
-    return where, [(str(row[0]), row[1].astimezone(timezone.utc)) for row in rows]
+    pruned = [(str(row[0]), row[1].astimezone(timezone.utc)) for row in rows if row[2]]
+    kept = [(str(row[0]), row[1].astimezone(timezone.utc), KEPT) for row in rows if not row[2]]
+    return where, pruned, kept
 
 
 class Database:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio  # async only
 from collections.abc import AsyncIterator, Collection, Mapping
 from contextlib import asynccontextmanager, suppress
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -43,7 +44,7 @@ from ...core.links import decide_link, link_data
 from ...core.listeners import Event
 from ...errors import UsageError
 from .._closing import ClosedOnExit
-from . import _sql
+from . import _pools, _sql
 from ._core import (
     Pending,
     ResumeCache,  # async only
@@ -61,7 +62,7 @@ from ._core import (
     tail_bounds,
     wrap,
 )
-from ._pools import APool, ASource, async_shared_pool, notifier_for
+from ._pools import APool, ASource, Probe, async_shared_pool, notifier_for
 from .errors import CommitUnknown, PostgresUnavailable
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ __all__ = [
 async def aconnect(source: ASource) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
     """A connection for one module-level call: borrowed from a pool, or opened and closed."""
     if isinstance(source, AsyncConnectionPool):
-        async with source.connection() as conn:
+        async with aborrowed(source) as conn:
             yield conn
     elif isinstance(source, psycopg.AsyncConnection):
         yield source
@@ -99,21 +100,46 @@ async def arollback_quietly(conn: psycopg.AsyncConnection[Any]) -> None:
             await conn.rollback()
 
 
-async def aexplained(pool: AsyncConnectionPool[Any], error: PoolTimeout) -> PoolTimeout:
-    """The pool's timeout, with why: the server's own refusal, or every connection in use.
+@asynccontextmanager
+async def aborrowed(pool: AsyncConnectionPool[Any]) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """What ``pool.connection()`` lends, but a server that refuses connections fails the wait
+    after ``_pools.FIRST_WAIT`` s, not the pool's whole timeout: only then is it probed."""
+    deadline = monotonic() + pool.timeout
+    wait = _pools.first_wait(pool)
+    try:
+        conn = await pool.getconn(wait)
+    except PoolTimeout:
+        if wait >= pool.timeout or (await aprobe(pool)).refused:
+            raise  # the caller says why from this probe's answer, kept for it
+        conn = await pool.getconn(max(deadline - monotonic(), 0.0))
+    try:
+        async with conn:
+            yield conn
+    finally:
+        await pool.putconn(conn)
 
-    The pool logs its failed connection attempts but its timeout does not say
-    them, so one direct attempt (an error path only) finds the reason.
-    """
+
+async def aprobe(pool: AsyncConnectionPool[Any]) -> Probe:
+    """Whether the pool's server takes a connection now, and why not: one direct attempt (an
+    error path only: the pool's timeout does not say why), its answer kept for a second."""
+    known = _pools.probed(pool)
+    if known is None and isinstance(pool.conninfo, str):
+        try:
+            conn = await psycopg.AsyncConnection.connect(pool.conninfo, **probe_kwargs(pool))
+            await conn.close()
+            known = _pools.remember(pool, None)
+        except psycopg.Error as refused:
+            known = _pools.remember(pool, refused)
+    return known or Probe(None, refused=False)  # a conninfo function: nothing to probe with
+
+
+async def aexplained(pool: AsyncConnectionPool[Any], error: PoolTimeout) -> PoolTimeout:
+    """The pool's timeout, with why: the server's own refusal, or every connection in use."""
     if not isinstance(pool.conninfo, str):
         return error  # a conninfo function: nothing to probe with
-    try:
-        probe = await psycopg.AsyncConnection.connect(pool.conninfo, **probe_kwargs(pool))
-        await probe.close()
-        why = f"the server answers; all {pool.max_size} connections of the pool are in use"
-    except psycopg.Error as refused:
-        why = reason(refused)
-    return PoolTimeout(f"{reason(error)}: {why}")
+    why = (await aprobe(pool)).why
+    busy = f"the server answers; all {pool.max_size} connections of the pool are in use"
+    return PoolTimeout(f"{reason(error)}: {why or busy}")
 
 
 async def afinish(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -275,7 +301,7 @@ class AsyncPostgresSession(ResumeCache, SessionCore, ClosedOnExit):
         if self._seq > 0:
             where = f"session {self.session_id!r} on {self.where}"
             try:
-                async with (await self._pool()).connection() as conn:
+                async with aborrowed(await self._pool()) as conn:
                     cursor = await conn.execute(_sql.READ_ONE, (self.session_id, 0))
                     row = await cursor.fetchone()
                     await afinish(conn)
@@ -329,7 +355,7 @@ class AsyncPostgresSession(ResumeCache, SessionCore, ClosedOnExit):
         where = f"session {self.session_id!r} on {self.where}"
         resume: dict[str, Any] = {}
         try:
-            async with pool.connection() as conn:
+            async with aborrowed(pool) as conn:
                 cursor = await conn.execute(_sql.OPEN, (self.session_id, self.session_id))
                 row = await cursor.fetchone()
                 for kind in self.resume_kinds:  # one index probe each; decoded when asked for
@@ -357,7 +383,7 @@ class AsyncPostgresSession(ResumeCache, SessionCore, ClosedOnExit):
         committing = False
         repeated = False
         try:
-            async with pool.connection() as conn:
+            async with aborrowed(pool) as conn:
                 if pending.key is None:
                     statement, params = _sql.INSERT, self._params(pending.event, pending.text)
                 else:  # the unique index, not a read first, tells a repeat: writers race
@@ -427,7 +453,7 @@ class AsyncPostgresSession(ResumeCache, SessionCore, ClosedOnExit):
         pool = await self._pool()
         params = (self.session_id, pending.turn, pending.key)
         try:
-            async with pool.connection() as conn:
+            async with aborrowed(pool) as conn:
                 cursor = await conn.execute(_sql.READ_CALL, params)
                 row = await cursor.fetchone()
                 await afinish(conn)
@@ -444,7 +470,7 @@ class AsyncPostgresSession(ResumeCache, SessionCore, ClosedOnExit):
         pool = await self._pool()
         for attempt in (1, 2):  # an idle pooled connection may be as dead as the first one
             try:
-                async with pool.connection() as conn:
+                async with aborrowed(pool) as conn:
                     params = (self.session_id, pending.event["seq"])
                     cursor = await conn.execute(_sql.READ_ONE, params)
                     row = await cursor.fetchone()

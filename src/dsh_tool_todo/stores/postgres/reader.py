@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Collection
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,6 +14,8 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from ... import errors
+from ...core.contract import SESSION_END_EVENT_TYPE
+from ...core.links import End, end_of
 from ...core.listeners import Event
 from ...core.projection import PLAN_EVENTS, checked_deciding, progress_of
 from ...errors import InvalidLog, LogReplaced, SessionNotFound, UsageError
@@ -67,9 +70,10 @@ _SNAPSHOT = sql.SQL(
 ).format(table=sql.Identifier(_sql.TABLE), deciding=_sql.latest_query(PLAN_EVENTS))
 
 # The deciding event of each of several sessions, in one statement (the partial index each).
+# each session's deciding event, and its newest session/end when that is newer (its run ended)
 _DECIDING_OF = sql.SQL(
-    "SELECT n.sid, d.seq, d.type, d.data FROM unnest(%s::text[]) AS n(sid) "
-    "LEFT JOIN LATERAL ({deciding}) AS d ON true"
+    "SELECT n.sid, d.seq, d.type, d.data, e.data FROM unnest(%s::text[]) AS n(sid) "
+    "LEFT JOIN LATERAL ({deciding}) AS d ON true LEFT JOIN LATERAL ({ended}) AS e ON true"
 ).format(
     deciding=sql.SQL(
         "SELECT seq, type, data::text AS data FROM {table} WHERE session_id = n.sid "
@@ -77,12 +81,26 @@ _DECIDING_OF = sql.SQL(
     ).format(
         table=sql.Identifier(_sql.TABLE),
         types=sql.SQL(", ").join(sql.Literal(t) for t in sorted(PLAN_EVENTS)),
-    )
+    ),
+    ended=sql.SQL(
+        "SELECT data::text AS data FROM {table} WHERE session_id = n.sid AND type = {end} "
+        "AND seq > coalesce(d.seq, -1) ORDER BY seq DESC LIMIT 1"
+    ).format(table=sql.Identifier(_sql.TABLE), end=sql.Literal(SESSION_END_EVENT_TYPE)),
 )
 
 _ROW_AT = sql.SQL(
     "SELECT xmin::text::bigint, type, data::text FROM {table} WHERE session_id = %s AND seq = %s"
 ).format(table=sql.Identifier(_sql.TABLE))
+
+
+_Figures = tuple[int, Progress | None, str | None, int | None, End | None]
+
+
+def _end(data: str | None) -> End | None:
+    """The end a ``session/end`` row's data (as text) records, if well formed."""
+    return (
+        None if data is None else end_of({"type": SESSION_END_EVENT_TYPE, "data": json.loads(data)})
+    )
 
 
 def read_only_options(conninfo: str) -> str:
@@ -125,8 +143,8 @@ class PostgresReader:
         self._pool_size = pool_size
         self._pool: APool | None = None
         # per session: the last seq its figures were read at, its progress, its item in
-        # progress, the seq of its deciding event (-1: none)
-        self._progress: dict[str, tuple[int, Progress | None, str | None, int | None]] = {}
+        # progress, the seq of its deciding event (-1: none), how its run ended
+        self._progress: dict[str, _Figures] = {}
 
     async def _source(self) -> APool:
         if self._pool is None:
@@ -189,20 +207,21 @@ class PostgresReader:
         ]
         if stale:  # the deciding events of every changed row, in one statement
             decided = await self._rows(_DECIDING_OF, (stale,))
-            for name, *deciding in decided:
-                summary: tuple[Progress | None, str | None, int | None]
+            for name, *deciding, ended in decided:
+                summary: tuple[Progress | None, str | None, int | None, End | None]
                 try:
                     event = None if deciding[0] is None else decode_row(name, *deciding)
                     checked = None if event is None else checked_deciding(event, name)
                     plan_seq = -1 if checked is None else checked["seq"]
-                    summary = (progress_of(checked), working_on(checked), plan_seq)
+                    summary = (progress_of(checked), working_on(checked), plan_seq, _end(ended))
                 except InvalidLog:
-                    summary = (None, None, None)
+                    summary = (None, None, None, None)
                 last_seq = next(row[1] for row in top if row[0] == name)
                 self._progress[name] = (last_seq, *summary)
         result = []
         for name, last_seq, last_at, parent in top:
-            _, progress, doing, plan_seq = self._progress.get(name, (last_seq, None, None, None))
+            figures = self._progress.get(name, (last_seq, None, None, None, None))
+            _, progress, doing, plan_seq, end = figures
             result.append(
                 SessionSummary(
                     name,
@@ -212,6 +231,7 @@ class PostgresReader:
                     last_seq=last_seq,
                     working_on=doing,
                     plan_seq=plan_seq,
+                    end=end,
                 )
             )
         if len(self._progress) > 2 * max(limit, len(result)):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -43,7 +44,7 @@ from ...core.links import decide_link, link_data
 from ...core.listeners import Event
 from ...errors import UsageError
 from .._closing import ClosedOnExit
-from . import _sql
+from . import _pools, _sql
 from ._core import (
     Pending,
     SessionCore,
@@ -60,7 +61,7 @@ from ._core import (
     tail_bounds,
     wrap,
 )
-from ._pools import Pool, Source, notifier_for, shared_pool
+from ._pools import Pool, Probe, Source, notifier_for, shared_pool
 from .errors import CommitUnknown, PostgresUnavailable
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ __all__ = [
 def connect(source: Source) -> Iterator[psycopg.Connection[Any]]:
     """A connection for one module-level call: borrowed from a pool, or opened and closed."""
     if isinstance(source, ConnectionPool):
-        with source.connection() as conn:
+        with borrowed(source) as conn:
             yield conn
     elif isinstance(source, psycopg.Connection):
         yield source
@@ -96,21 +97,46 @@ def rollback_quietly(conn: psycopg.Connection[Any]) -> None:
             conn.rollback()
 
 
-def explained(pool: ConnectionPool[Any], error: PoolTimeout) -> PoolTimeout:
-    """The pool's timeout, with why: the server's own refusal, or every connection in use.
+@contextmanager
+def borrowed(pool: ConnectionPool[Any]) -> Iterator[psycopg.Connection[Any]]:
+    """What ``pool.connection()`` lends, but a server that refuses connections fails the wait
+    after ``_pools.FIRST_WAIT`` s, not the pool's whole timeout: only then is it probed."""
+    deadline = monotonic() + pool.timeout
+    wait = _pools.first_wait(pool)
+    try:
+        conn = pool.getconn(wait)
+    except PoolTimeout:
+        if wait >= pool.timeout or (probe(pool)).refused:
+            raise  # the caller says why from this probe's answer, kept for it
+        conn = pool.getconn(max(deadline - monotonic(), 0.0))
+    try:
+        with conn:
+            yield conn
+    finally:
+        pool.putconn(conn)
 
-    The pool logs its failed connection attempts but its timeout does not say
-    them, so one direct attempt (an error path only) finds the reason.
-    """
+
+def probe(pool: ConnectionPool[Any]) -> Probe:
+    """Whether the pool's server takes a connection now, and why not: one direct attempt (an
+    error path only: the pool's timeout does not say why), its answer kept for a second."""
+    known = _pools.probed(pool)
+    if known is None and isinstance(pool.conninfo, str):
+        try:
+            conn = psycopg.Connection.connect(pool.conninfo, **probe_kwargs(pool))
+            conn.close()
+            known = _pools.remember(pool, None)
+        except psycopg.Error as refused:
+            known = _pools.remember(pool, refused)
+    return known or Probe(None, refused=False)  # a conninfo function: nothing to probe with
+
+
+def explained(pool: ConnectionPool[Any], error: PoolTimeout) -> PoolTimeout:
+    """The pool's timeout, with why: the server's own refusal, or every connection in use."""
     if not isinstance(pool.conninfo, str):
         return error  # a conninfo function: nothing to probe with
-    try:
-        probe = psycopg.Connection.connect(pool.conninfo, **probe_kwargs(pool))
-        probe.close()
-        why = f"the server answers; all {pool.max_size} connections of the pool are in use"
-    except psycopg.Error as refused:
-        why = reason(refused)
-    return PoolTimeout(f"{reason(error)}: {why}")
+    why = (probe(pool)).why
+    busy = f"the server answers; all {pool.max_size} connections of the pool are in use"
+    return PoolTimeout(f"{reason(error)}: {why or busy}")
 
 
 def finish(conn: psycopg.Connection[Any]) -> None:
@@ -269,7 +295,7 @@ class PostgresSession(SessionCore, ClosedOnExit):
         if self._seq > 0:
             where = f"session {self.session_id!r} on {self.where}"
             try:
-                with (self._pool()).connection() as conn:
+                with borrowed(self._pool()) as conn:
                     cursor = conn.execute(_sql.READ_ONE, (self.session_id, 0))
                     row = cursor.fetchone()
                     finish(conn)
@@ -320,7 +346,7 @@ class PostgresSession(SessionCore, ClosedOnExit):
         where = f"session {self.session_id!r} on {self.where}"
         resume: dict[str, Any] = {}
         try:
-            with pool.connection() as conn:
+            with borrowed(pool) as conn:
                 cursor = conn.execute(_sql.OPEN, (self.session_id, self.session_id))
                 row = cursor.fetchone()
                 for kind in self.resume_kinds:  # one index probe each; decoded when asked for
@@ -348,7 +374,7 @@ class PostgresSession(SessionCore, ClosedOnExit):
         committing = False
         repeated = False
         try:
-            with pool.connection() as conn:
+            with borrowed(pool) as conn:
                 if pending.key is None:
                     statement, params = _sql.INSERT, self._params(pending.event, pending.text)
                 else:  # the unique index, not a read first, tells a repeat: writers race
@@ -418,7 +444,7 @@ class PostgresSession(SessionCore, ClosedOnExit):
         pool = self._pool()
         params = (self.session_id, pending.turn, pending.key)
         try:
-            with pool.connection() as conn:
+            with borrowed(pool) as conn:
                 cursor = conn.execute(_sql.READ_CALL, params)
                 row = cursor.fetchone()
                 finish(conn)
@@ -435,7 +461,7 @@ class PostgresSession(SessionCore, ClosedOnExit):
         pool = self._pool()
         for attempt in (1, 2):  # an idle pooled connection may be as dead as the first one
             try:
-                with pool.connection() as conn:
+                with borrowed(pool) as conn:
                     params = (self.session_id, pending.event["seq"])
                     cursor = conn.execute(_sql.READ_ONE, params)
                     row = cursor.fetchone()

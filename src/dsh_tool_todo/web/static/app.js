@@ -298,6 +298,7 @@ const SIGNAL_WORDS = {
   all_done_at_once: "all done at once",
   stuck: "stuck",
   unchanged: "unchanged rewrite",
+  not_honoured: "asked, not done",
 };
 
 function signalsNode(signals) {
@@ -309,6 +310,14 @@ function signalsNode(signals) {
     .map((signal) => `${visible(signal.kind)} at seq ${signal.seq}${bound(signal)}: ${signal.items.map((i) => `"${visible(i)}"`).join(", ")}`)
     .join("\n");
   return el("span", { className: "signals", text: `⚠ ${text.join(" · ")}`, attrs: { title } });
+}
+
+// How a delegated run ended (its session/end): "ended: finished", or "ended: failed" with the
+// reason its wrapper recorded.
+function endNode(end) {
+  if (end === null) return null;
+  const reason = end.error == null ? "" : `: ${visible(end.error)}`;
+  return el("span", { className: "end", text: `ended: ${visible(end.outcome)}${reason}` });
 }
 
 function sessionRow(row, cycle = false) {
@@ -329,13 +338,16 @@ function sessionRow(row, cycle = false) {
     bar = el("progress", { attrs: { max: String(Math.max(progress.total, 1)), value: String(progress.completed) } });
   }
   const signals = row.signals ?? [];
+  const end = row.end ?? null;
+  const ended = end === null ? "" : ` ended${end.outcome === "failed" ? " failed" : ""}`;
   return el("li", {
-    className: `session${signals.length ? " has-signals" : ""}${cycle ? " cycle" : ""}`,
+    className: `session${signals.length ? " has-signals" : ""}${cycle ? " cycle" : ""}${ended}`,
     attrs: { "data-name": row.name },
   }, [
     link,
     when,
     el("span", { className: "progress" }, [bar, el("span", { className: "figures", text: figures })]),
+    endNode(end),
     row.workingOn == null ? null : el("span", { className: "now", text: `now: ${visible(row.workingOn)}` }),
     signalsNode(signals),
     cycle ? el("span", { className: "cycle-note", text: `its link to ${visible(row.parent)} makes a cycle` }) : null,
@@ -369,6 +381,20 @@ async function showFamily(base, into) {
   }
   into.replaceChildren(...parts);
   into.hidden = parts.length === 0;
+}
+
+// A server started with --requests gives a request token, and the page loads the request
+// panel (requests.js); without one (`{"token": null}`) the page is the plain view.
+async function requestPanel(base) {
+  let given;
+  try {
+    given = await getJSON("/api/requests/token");
+  } catch {
+    return null; // a server from before the request channel: no panel
+  }
+  if (typeof given.token !== "string" || typeof given.header !== "string") return null;
+  const { RequestPanel } = await import("./requests.js");
+  return new RequestPanel(base, given, { el, visible });
 }
 
 // --- one session ------------------------------------------------------------------
@@ -417,6 +443,14 @@ function sessionPage(name) {
     stopped: false,
     expanded: new Set(),
   };
+  let requests = null; // the request panel, once the server says it takes requests
+  requestPanel(base).then((panel) => {
+    if (panel === null || state.stopped) return;
+    requests = panel;
+    main.querySelector("section.plan").after(panel.section);
+    render();
+    panel.refresh();
+  });
 
   function title(shown) {
     document.title = `${shown} · dsh-todo`;
@@ -486,6 +520,7 @@ function sessionPage(name) {
         el("li", { className: `item ${todo.status}`, attrs: { "data-status": todo.status } }, [
           el("span", { className: "glyph", text: GLYPHS[todo.status] ?? "?", attrs: { "aria-label": STATUS_WORDS[todo.status] ?? "" } }),
           el("span", { className: "content", text: visible(todo.content) }),
+          requests?.buttons(todo),
         ])),
     );
     view.empty.textContent = !state.loaded
@@ -596,6 +631,7 @@ function sessionPage(name) {
       state.cause = frame.cause;
     }
     render();
+    requests?.refresh(); // a write or a new turn may settle a request
   }
 
   let source = null;

@@ -1,0 +1,47 @@
+"""The request notice as a hook before a model request takes it: never a reason to fail it.
+
+A person's requests (docs/requests.md) are told from hooks every model request passes
+through, whether or not the model then calls ``todo_write``. When the owner's session cannot
+be opened (a log another process writes, a store that is down) the model's request goes
+on without the notice, as a ``todo_write`` call goes on to the model as not recorded: the
+requests wait in the inbox for a request that can take them. A WARNING on the
+``dsh_tool_todo`` logger says why.
+"""
+
+from __future__ import annotations
+
+from ..errors import StoreUnavailable, ToolFailure
+from ..plans.reminder import request_notice
+from ._binding import Binding, OwnerRegistry
+
+__all__ = ["atold", "told"]
+
+_FAILURES = (ToolFailure, StoreUnavailable, OSError)
+
+
+async def atold(owners: OwnerRegistry, owner: str) -> str | None:
+    """The notice to put after the newest message of this model request, or ``None``: what a
+    person asked since the last one, told once. Taking the requests records them in
+    ``owner``'s log, so call it only where the notice is then placed: a separate text after
+    the newest message (never joined to the reminder's, which is found again by equality).
+    ``None`` too when the owner's store fails."""
+    try:
+        return request_notice(await owners.atake_requests(owner))
+    except _FAILURES as error:
+        _warn(owner, error)
+        return None
+
+
+def told(owners: OwnerRegistry, owner: str) -> str | None:
+    """:func:`atold` for a synchronous hook (a session whose calls are synchronous)."""
+    try:
+        return request_notice(owners.take_requests(owner))
+    except _FAILURES as error:
+        _warn(owner, error)
+        return None
+
+
+def _warn(owner: str, error: Exception) -> None:
+    Binding.log.warning(
+        "owner %r: requests were not taken for this model request: %s", owner, error
+    )

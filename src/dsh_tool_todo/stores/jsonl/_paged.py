@@ -1,0 +1,59 @@
+"""A list row and the first page of a log's tail from one read: what ``dsh-todo sessions`` reads.
+
+The fleet shows, for each log, its list row (:func:`._tail.read_summary`) and the current
+turn's plan events (pages of :func:`._tail.read_tail`). A log shorter than
+:data:`._tail.HEAD_READ` is read whole by the row's one read, so the first page comes from
+the same bytes, and the row from the page's own walk back over them: each line is parsed
+once, by one open and one read. A longer log gets its row as a list reads it, and no page.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from collections.abc import Collection
+
+from ...core.links import End
+from ...errors import InvalidLog
+from ...protocols import Snapshot, TailPage
+from ._lines import _READ_FLAGS, Event, not_a_file, whole_end
+from ._tail import HEAD_READ, _head_event, _summary_before, read_summary, tail_page
+
+__all__: list[str] = []
+
+Summary = tuple[Snapshot, Event | None, End | None]  # what read_summary answers
+
+
+def read_summary_and_page(
+    path: str, limit: int, types: Collection[str]
+) -> tuple[Summary, TailPage | InvalidLog | None]:
+    """:func:`._tail.read_summary` of the log at ``path`` and, for a log shorter than
+    :data:`._tail.HEAD_READ`, what ``read_tail(path, None, limit, types)`` answers of the
+    same bytes: the page, or the :class:`InvalidLog` it raises (its traceback dropped);
+    ``None`` for a longer log. Raises what ``read_summary`` raises."""
+    fd = os.open(path, _READ_FLAGS)  # as open_log opens it, without a buffered file
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise not_a_file(path, info.st_mode)
+        first = os.read(fd, HEAD_READ) if info.st_size < HEAD_READ else None
+    finally:
+        os.close(fd)
+    if first is None or len(first) >= HEAD_READ:  # a long log (maybe grown since): as a list
+        return read_summary(path), None
+    source = io.BytesIO(first)
+    end, _ = whole_end(source, path, len(first))
+    walked: list[tuple[int, Event]] = []
+    page: TailPage | InvalidLog
+    try:
+        page = tail_page(source, path, end, None, limit, types, walked)
+    except InvalidLog as error:
+        page = error.with_traceback(None)  # its frames hold the bytes: let them go now
+    if isinstance(page, InvalidLog) or page.more:  # the walk stopped short of the row's facts
+        last_seq, deciding, ended = _summary_before(source, path, end)
+    else:
+        last_seq, deciding, ended = _summary_before(source, path, end, walked)
+    # the walk parsed the first line too, when it reached it
+    head = walked[-1][1] if walked and walked[-1][0] == 0 else _head_event(first)
+    return (Snapshot(last_seq, deciding, (info.st_ino, end)), head, ended), page

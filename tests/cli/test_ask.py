@@ -1,0 +1,89 @@
+"""``dsh-todo ask``: a request filed from the shell, listed, withdrawn; bad requests refused in
+one line, filing nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dsh_tool_todo.core.contract import EVENT_TYPE
+from dsh_tool_todo.stores._inbox import take_requests
+from dsh_tool_todo.stores.jsonl import JsonlSession
+from dsh_tool_todo.stores.requests import PlanRequests
+from tests._builders import plan
+
+from .test_cli import assert_usage_error, dsh_todo
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> Path:
+    with JsonlSession(tmp_path / "ada.jsonl") as agent:
+        agent.append(EVENT_TYPE, plan("Write the tests", "Ship it"))
+    return tmp_path
+
+
+def test_a_request_filed_from_the_shell_waits_for_the_agent(logs: Path) -> None:
+    run = dsh_todo("ask", str(logs), "--session", "ada", "--done", "Ship it", "--by", "grace")
+    assert run.stdout.endswith(
+        'waiting      mark "Ship it" completed  (grace); the agent is told at its next model call\n'
+    )
+    (waiting,) = PlanRequests(logs, "ada").read().waiting
+    assert (waiting.kind, waiting.content, waiting.by) == ("done", "Ship it", "grace")
+    assert run.stdout.startswith(waiting.id)
+
+
+def test_the_list_shows_waiting_and_taken_requests_and_json_for_programs(logs: Path) -> None:
+    dsh_todo("ask", str(logs), "--session", "ada", "--add", "Tell the team", "--by", "grace")
+    with JsonlSession(logs / "ada.jsonl") as agent:
+        take_requests(agent)
+    dsh_todo("ask", str(logs), "--session", "ada", "--note", "evil\x1b[2J", "--by", "grace")
+    listed = dsh_todo("ask", str(logs), "--session", "ada", "--list").stdout.splitlines()
+    assert [line.split()[1:3] for line in listed] == [["waiting", "note:"], ["pending", "add"]]
+    assert "evil\\x1b[2J" in listed[0]  # shown literally: no escape reaches the terminal
+    found = json.loads(dsh_todo("ask", str(logs), "--session", "ada", "--list", "--json").stdout)
+    assert [r["content"] for r in found["waiting"]] == ["evil\x1b[2J"]
+    assert [(r["kind"], r["status"]) for r in found["taken"]] == [("add", "pending")]
+
+
+def test_a_request_withdrawn_from_the_shell_is_not_taken(logs: Path) -> None:
+    filed = json.loads(
+        dsh_todo("ask", str(logs), "--session", "ada", "--remove", "Ship it", "--json").stdout
+    )
+    run = dsh_todo("ask", str(logs), "--session", "ada", "--withdraw", filed["id"])
+    assert run.stdout == f"withdrawn: {filed['id']}\n"
+    with JsonlSession(logs / "ada.jsonl") as agent:
+        assert take_requests(agent) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "pattern"),
+    [
+        (("--done", "Deploy"), "the plan has no item 'Deploy'"),
+        (("--add", "Ship it"), "already has 'Ship it'"),
+        (("--note", "x" * 301), "at most 300 characters"),
+        (("--withdraw", "nope"), "no pending request 'nope'"),
+        (("--done", "Ship it", "--by", " "), "names who asks"),
+        (("--done", "Ship it", "--note", "x"), "not allowed with argument"),
+        ((), "one of the arguments --done --reopen --remove --add --note --withdraw --list"),
+    ],
+)
+def test_a_bad_request_is_refused_in_one_line_and_files_nothing(
+    logs: Path, args: tuple[str, ...], pattern: str
+) -> None:
+    assert_usage_error(dsh_todo("ask", str(logs), "--session", "ada", *args, check=False), pattern)
+    assert not (logs / "ada.jsonl.requests").exists()
+
+
+def test_show_prints_what_was_asked_under_the_plan(logs: Path) -> None:
+    dsh_todo("ask", str(logs), "--session", "ada", "--done", "Write the tests", "--by", "grace")
+    with JsonlSession(logs / "ada.jsonl") as agent:
+        take_requests(agent)
+        agent.append(EVENT_TYPE, plan("Ship it"))  # the agent dropped the item instead
+    dsh_todo("ask", str(logs), "--session", "ada", "--note", "ship\nfriday", "--by", "grace")
+    shown = dsh_todo("show", str(logs), "--session", "ada", "--no-health").stdout.splitlines()
+    assert shown[-2:] == [
+        "? note: ship\\nfriday (asked by grace): waiting",
+        '? mark "Write the tests" completed (asked by grace): pending',
+    ]

@@ -1,0 +1,105 @@
+"""A person's requests through the MCP server and the official client: told once in the next
+recorded ``todo_write`` result, listed in ``todo://plan`` until the agent's answer."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_tool_todo.core import contract
+from dsh_tool_todo.integrations.mcp import build_server
+from tests.integrations.notice_cases import (
+    HONOURED,
+    OWNER,
+    PLAN,
+    ask,
+    assert_told_then_honoured,
+    notice,
+    planned,
+)
+from tests.integrations.test_mcp import (
+    CLIENT_MODES,
+    Updates,
+    connected,
+    read_plan,
+    result_of,
+    subscribed,
+    text_result,
+)
+
+SUCCESS = contract.SUCCESS_TEXT.format(pending=0, inProgress=1, completed=0)
+DONE = contract.SUCCESS_TEXT.format(pending=0, inProgress=0, completed=1)
+
+
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+def test_the_next_result_names_the_request_once_after_the_success_text(
+    tmp_path: Path, mode: str
+) -> None:
+    owners, log = planned(tmp_path)
+    server = build_server(allow_parallel_in_progress=False, owners=owners, owner=OWNER)
+
+    async def run() -> list[Any]:
+        async with connected(server, mode=mode) as client:
+            asked = ask(log)
+            refused = await client.call_tool("todo_write", {"todos": PLAN, "merge": True})
+            told = await client.call_tool("todo_write", {"todos": PLAN})
+            pending = await read_plan(client)
+            again = await client.call_tool("todo_write", {"todos": PLAN})
+            honoured = await client.call_tool("todo_write", HONOURED)
+            return [
+                asked,
+                result_of(refused),
+                result_of(told),
+                pending,
+                result_of(again),
+                result_of(honoured),
+                await read_plan(client),
+            ]
+
+    asked, refused, told, pending, again, honoured, after = asyncio.run(run())
+    owners.close()
+    # a refusal stays its one text; the first recorded call's result: the success text as it
+    # always is, then the notice, a text of its own
+    assert len(refused["content"]) == 1
+    assert refused["isError"] is True
+    assert told == {
+        "content": [{"type": "text", "text": SUCCESS}, {"type": "text", "text": notice()}],
+        "isError": False,
+    }
+    assert again == text_result(SUCCESS, error=False)  # told once
+    assert honoured == text_result(DONE, error=False)
+    assert pending == {"todos": PLAN, "requests": [asked.as_json()]}
+    assert after == HONOURED  # answered: the key is gone, the resource as it always was
+    assert_told_then_honoured(log, asked)
+
+
+@pytest.mark.parametrize("mode", CLIENT_MODES)
+def test_a_subscriber_is_told_when_a_request_is_taken(tmp_path: Path, mode: str) -> None:
+    owners, log = planned(tmp_path)
+    server = build_server(allow_parallel_in_progress=False, owners=owners, owner=OWNER)
+    updates = Updates()
+
+    async def run() -> list[Any]:
+        async with (
+            connected(server, message_handler=updates.handler, mode=mode) as client,
+            subscribed(client, updates),
+        ):
+            first = await read_plan(client)
+            asked = ask(log)
+            await client.call_tool("todo_write", {"todos": PLAN})
+            # the write, then the request taken: the last update follows both
+            while "requests" not in (seen := await read_plan(client)):
+                await updates.wait_for(len(updates.uris) + 1)
+            told = len(updates.uris)
+            await client.call_tool("todo_write", HONOURED)
+            await updates.wait_for(told + 1)
+            return [first, asked, seen, await read_plan(client)]
+
+    first, asked, seen, last = asyncio.run(run())
+    owners.close()
+    assert first == {"todos": PLAN}
+    assert seen == {"todos": PLAN, "requests": [asked.as_json()]}
+    assert last == HONOURED

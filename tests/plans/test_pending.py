@@ -1,0 +1,82 @@
+"""plans/_pending.py: the requests a log leaves pending, followed event by event, are those the
+fold of the whole log leaves pending, though only a few events are kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_tool_todo.core.requests import request_states
+from dsh_tool_todo.plans._pending import PendingRequests
+
+ITEMS = ("a", "b", "c")
+STATUSES = ("pending", "in_progress", "completed")
+KINDS = ("done", "reopen", "remove", "add", "note")
+
+step = st.one_of(
+    st.tuples(st.just("write"), st.dictionaries(st.sampled_from(ITEMS), st.sampled_from(STATUSES))),
+    st.tuples(st.just("take"), st.sampled_from(KINDS), st.sampled_from(ITEMS)),
+    st.tuples(st.just("notify"), st.lists(st.integers(0, 9), max_size=3)),
+    st.tuples(st.just("withdraw"), st.integers(0, 9)),
+    st.tuples(st.sampled_from(("turn/start", "turn/end"))),
+)
+
+
+def log_of(steps: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """The events the steps make, seq by seq; each request names the plan it was filed on."""
+    events: list[dict[str, Any]] = []
+    deciding, taken = -1, 0
+    for seq, (kind, *rest) in enumerate(steps):
+        if kind == "write":
+            todos = [{"content": c, "status": s} for c, s in rest[0].items()]
+            events.append({"seq": seq, "type": "todo/write", "data": {"todos": todos}})
+            deciding = seq
+        elif kind == "take":
+            data = {"id": f"r{taken}", "kind": rest[0], "content": rest[1], "by": "ada"}
+            events.append(
+                {
+                    "seq": seq,
+                    "type": "request/taken",
+                    "data": {**data, "planSeq": deciding, "at": 0},
+                }
+            )
+            taken += 1
+        elif kind == "notify":
+            ids = [f"r{n}" for n in rest[0]]
+            events.append({"seq": seq, "type": "request/notified", "data": {"ids": ids}})
+        elif kind == "withdraw":
+            events.append({"seq": seq, "type": "request/withdrawn", "data": {"id": f"r{rest[0]}"}})
+        else:
+            events.append({"seq": seq, "type": kind, "data": {}})
+            deciding = seq if kind == "turn/start" else deciding
+    return events
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(step, max_size=40))
+def test_followed_event_by_event_it_is_the_fold_of_the_whole_log(steps: list[Any]) -> None:
+    events = log_of(steps)
+    pending = PendingRequests()
+    for n, event in enumerate(events, 1):
+        pending.add(event)
+        whole = [s.request.as_json() for s in request_states(events[:n]) if s.status == "pending"]
+        assert pending.pending() == whole
+
+
+def test_it_keeps_only_what_can_still_change_an_answer() -> None:
+    pending = PendingRequests()
+    for event in log_of([("write", {"a": "pending"})] * 500):
+        pending.add(event)
+    assert len(pending._kept) == 1
+
+
+def test_an_event_handed_twice_or_of_another_kind_changes_nothing() -> None:
+    pending = PendingRequests()
+    (write, turn) = log_of([("write", {"a": "pending"}), ("turn/start",)])
+    assert pending.add(write)
+    assert pending.add(turn)
+    assert not pending.add(write)  # older than the newest handed in
+    assert not pending.add({"seq": 9, "type": "link/child", "data": {}})
+    assert pending.add({"seq": 10, "type": "turn/end", "data": {}})

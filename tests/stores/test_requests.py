@@ -1,0 +1,342 @@
+"""Requests through each store's inbox: filed from outside, taken by the one writer, kept over
+restarts of either side, and settled alike on replay (JSONL, PostgreSQL, memory)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dsh_tool_todo.core.contract import EVENT_TYPE, REQUEST_NOTIFIED, REQUEST_TAKEN, TURN_START
+from dsh_tool_todo.core.requests import request_states
+from dsh_tool_todo.errors import UsageError
+from dsh_tool_todo.stores import open_session
+from dsh_tool_todo.stores._inbox import MAX_WAITING, atake_requests, take_requests
+from dsh_tool_todo.stores.jsonl import read_events
+from dsh_tool_todo.stores.memory import AsyncMemorySession, MemorySession
+from dsh_tool_todo.stores.owners import OwnerRegistry
+from dsh_tool_todo.stores.requests import PlanRequests
+from tests._builders import plan, todo
+
+from .postgres.test_admin import url
+
+Place = tuple[str, str]  # (source, session name)
+
+
+@pytest.fixture(params=["jsonl", "postgres"])
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    if request.param == "jsonl":
+        return str(tmp_path), "ada"
+    return url(request.getfixturevalue("pg_dsn")), "ada"
+
+
+@contextmanager
+def writer(where: Place) -> Iterator[Any]:
+    with open_session(*where) as session:
+        yield session
+
+
+def events_of(where: Place) -> list[dict[str, Any]]:
+    source, name = where
+    if not source.startswith("postgresql://"):
+        return read_events(os.path.join(source, f"{name}.jsonl"))
+    from dsh_tool_todo.stores.postgres import read_tail
+
+    return read_tail(source, name, limit=10_000)
+
+
+def test_a_request_waits_until_the_writer_takes_it_and_is_told_once(place: Place) -> None:
+    with writer(place) as agent:
+        agent.append(EVENT_TYPE, plan("Write the tests", "Ship it"))
+    asked = PlanRequests(*place).file("done", "Ship it", by="grace")
+    assert [r.id for r in PlanRequests(*place).read().waiting] == [asked.id]  # the agent is away
+    with writer(place) as agent:  # a restart of the agent's side: it finds the request
+        assert take_requests(agent) == [asked]
+        assert take_requests(agent) == []  # told once
+    with writer(place) as agent:  # and a restart does not take it twice
+        assert take_requests(agent) == []
+        agent.append(EVENT_TYPE, {"todos": [todo("Write the tests"), todo("Ship it", "completed")]})
+    found = PlanRequests(*place).read()
+    assert found.waiting == []
+    assert [(s.request.id, s.status, s.notified) for s in found.taken] == [
+        (asked.id, "honoured", True)
+    ]
+    kinds = [e["type"] for e in events_of(place)]
+    assert kinds == [EVENT_TYPE, REQUEST_TAKEN, REQUEST_NOTIFIED, EVENT_TYPE]
+
+
+def test_a_request_for_an_item_not_in_the_plan_is_refused_and_files_nothing(place: Place) -> None:
+    with writer(place) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    with pytest.raises(UsageError, match="the plan has no item 'Deploy'"):
+        PlanRequests(*place).file("done", "Deploy", by="grace")
+    assert PlanRequests(*place).read().waiting == []
+
+
+def test_a_full_inbox_refuses_more_until_the_agent_takes_them(place: Place) -> None:
+    with writer(place) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    for n in range(MAX_WAITING):
+        PlanRequests(*place).file("note", f"note {n}", by="grace")
+    with pytest.raises(UsageError, match=f"{MAX_WAITING} requests wait for the agent already"):
+        PlanRequests(*place).file("note", "one more", by="grace")
+    with writer(place) as agent:
+        assert len(take_requests(agent)) == 10  # one notice's worth: the rest wait
+    PlanRequests(*place).file("note", "one more", by="grace")
+
+
+def test_a_withdrawn_request_is_not_told_and_is_settled_withdrawn(place: Place) -> None:
+    with writer(place) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    first = PlanRequests(*place).file("remove", "Ship it", by="grace")
+    second = PlanRequests(*place).file("add", "Tell the team", by="grace")
+    PlanRequests(*place).withdraw(first.id, by="grace")
+    assert [r.id for r in PlanRequests(*place).read().waiting] == [second.id]
+    with pytest.raises(UsageError, match="no pending request 'nope'"):
+        PlanRequests(*place).withdraw("nope", by="grace")
+    with writer(place) as agent:
+        assert take_requests(agent) == [second]
+    statuses = {s.request.id: s.status for s in PlanRequests(*place).read().taken}
+    assert statuses == {first.id: "withdrawn", second.id: "pending"}
+
+
+def test_replay_settles_the_same_on_both_stores(tmp_path: Path, pg_dsn: str) -> None:
+    places = [(str(tmp_path), "ada"), (url(pg_dsn), "ada")]
+    for where in places:
+        with writer(where) as agent:
+            agent.append(EVENT_TYPE, plan("A", "B"))
+        PlanRequests(*where).file("done", "A", by="grace")
+        PlanRequests(*where).file("note", "use staging", by="grace")
+        with writer(where) as agent:
+            take_requests(agent)
+            agent.append(EVENT_TYPE, {"todos": [todo("A", "completed"), todo("B")]})
+            agent.append(TURN_START, {})
+    answers = [
+        [
+            (s.request.kind, s.status, s.taken_seq, s.settled_seq)
+            for s in request_states(events_of(where))
+        ]
+        for where in places
+    ]
+    assert answers[0] == answers[1] == [("done", "honoured", 1, 4), ("note", "delivered", 2, 3)]
+
+
+def test_a_torn_line_in_a_jsonl_inbox_is_skipped_and_the_next_request_kept(tmp_path: Path) -> None:
+    where = (str(tmp_path), "ada")
+    with writer(where) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    inbox = tmp_path / "ada.jsonl.requests"
+    inbox.write_bytes(b'{"id": "torn", "kind": "no')  # a filer killed mid-write
+    asked = PlanRequests(*where).file("note", "still here", by="grace")
+    assert inbox.read_bytes().count(b"\n") == 2
+    with writer(where) as agent:
+        assert take_requests(agent) == [asked]
+
+
+def test_the_inbox_is_a_file_beside_the_log_that_no_listing_takes_for_a_log(tmp_path: Path) -> None:
+    from dsh_tool_todo.stores import open_fleet
+
+    where = (str(tmp_path), "ada")
+    with writer(where) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    PlanRequests(*where).file("note", "hi", by="grace")
+    assert sorted(os.listdir(tmp_path)) == ["ada.jsonl", "ada.jsonl.requests"]
+    assert json.loads((tmp_path / "ada.jsonl.requests").read_text())["content"] == "hi"
+    assert open_fleet(str(tmp_path))[1] == ["ada"]
+
+
+def test_a_memory_session_takes_requests_filed_in_process() -> None:
+    session = MemorySession()
+    session.append(EVENT_TYPE, plan("Ship it"))
+    session.requests.file(
+        {"id": "r1", "kind": "done", "content": "Ship it", "by": "g", "planSeq": 0, "at": 0}
+    )
+    assert [r.id for r in take_requests(session)] == ["r1"]
+    assert [e["type"] for e in session.events] == [EVENT_TYPE, REQUEST_TAKEN, REQUEST_NOTIFIED]
+
+
+def test_an_async_session_takes_through_the_async_path() -> None:
+    asyncio.run(_async_session_takes())
+
+
+class SuspendingSession(AsyncMemorySession):
+    """A session whose reads wait on I/O, as an async database session's do."""
+
+    async def alatest(self, types: tuple[str, ...]) -> Any:
+        await asyncio.sleep(0)
+        return self.latest(types)
+
+
+async def _async_session_takes() -> None:
+    session = SuspendingSession()
+    await session.append(EVENT_TYPE, plan("Ship it"))
+    session.requests.file(
+        {"id": "r1", "kind": "note", "content": "hi", "by": "g", "planSeq": 0, "at": 0}
+    )
+    with pytest.raises(UsageError, match="await atake_requests"):
+        take_requests(session)
+    assert len(session.events) == 1  # refused before it took anything
+    assert [r.id for r in await atake_requests(session)] == ["r1"]
+    assert request_states(session.events)[0].status == "delivered"
+
+
+def test_an_owner_registry_takes_for_its_owner_under_its_lock(tmp_path: Path) -> None:
+    asyncio.run(_registry_takes(tmp_path))
+
+
+async def _registry_takes(tmp_path: Path) -> None:
+    with OwnerRegistry(tmp_path) as owners:
+        with owners.locked("ada") as session:
+            session.append(EVENT_TYPE, plan("Ship it"))
+        asked = await PlanRequests(tmp_path, "ada").afile("add", "Docs", by="grace")
+        assert await owners.atake_requests("ada") == [asked]
+        assert owners.take_requests("ada") == []
+
+
+def test_requests_are_refused_inside_a_running_loop_by_the_sync_functions(tmp_path: Path) -> None:
+    async def inside() -> None:
+        PlanRequests(tmp_path, "ada").file("note", "x", by="g")
+
+    with writer((str(tmp_path), "ada")) as agent:
+        agent.append(EVENT_TYPE, plan("A"))
+    with pytest.raises(UsageError, match="await the a-prefixed function"):
+        asyncio.run(inside())
+
+
+def test_a_database_at_version_3_works_on_and_says_how_to_keep_requests(pg_dsn: str) -> None:
+    import psycopg
+
+    from dsh_tool_todo.errors import StoreNotReady
+
+    with psycopg.Connection.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("DROP TABLE dsh_todo_requests")
+        conn.execute("DELETE FROM dsh_todo_schema WHERE version = 4")
+    where = (url(pg_dsn), "ada")
+    with writer(where) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+        assert take_requests(agent) == []  # no table: nothing can wait
+    with pytest.raises(StoreNotReady, match=r"keeps no requests yet.*dsh-todo db init"):
+        PlanRequests(*where).file("note", "hi", by="grace")
+
+
+def test_the_same_request_twice_is_refused_while_the_first_is_open(place: Place) -> None:
+    with writer(place) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    first = PlanRequests(*place).file("done", "Ship it", by="grace")
+    with pytest.raises(UsageError, match=f"the same request is open already \\({first.id}"):
+        PlanRequests(*place).file("done", "ship  IT", by="alan")
+    with writer(place) as agent:
+        take_requests(agent)  # taken, still pending: still open
+    with pytest.raises(UsageError, match="the same request is open already"):
+        PlanRequests(*place).file("done", "Ship it", by="alan")
+    assert len(PlanRequests(*place).read().taken) == 1
+
+
+# --- replay over generated histories, on both stores -------------------------------------
+
+STEPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("write"), st.lists(st.sampled_from(["A", "B", "C"]), unique=True)),
+        st.tuples(st.just("complete"), st.sampled_from(["A", "B", "C"])),
+        st.tuples(
+            st.just("ask"),
+            st.sampled_from(["done", "remove", "add", "note"]),
+            st.sampled_from(["A", "B", "D"]),
+        ),
+        st.tuples(st.just("take")),
+        st.tuples(st.just("turn")),
+    ),
+    max_size=12,
+)
+
+
+def _play(where: Place, steps: list[tuple[Any, ...]]) -> list[tuple[str, str, int | None]]:
+    """Drive one session through ``steps`` (a person asks, the agent takes, writes, turns)."""
+    plan_now: dict[str, str] = {}
+    with writer(where) as agent:
+        agent.append(EVENT_TYPE, {"todos": []})
+    for step in steps:
+        if step[0] == "ask":
+            with contextlib.suppress(UsageError):  # refused: nothing filed (tested above)
+                PlanRequests(*where).file(step[1], step[2], by="grace")
+            continue
+        with writer(where) as agent:
+            if step[0] == "take":
+                take_requests(agent)
+            elif step[0] == "turn":
+                agent.append(TURN_START, {})
+                plan_now = {}
+            else:
+                if step[0] == "write":
+                    plan_now = {c: plan_now.get(c, "pending") for c in step[1]}
+                elif step[1] in plan_now:
+                    plan_now[step[1]] = "completed"
+                agent.append(EVENT_TYPE, {"todos": [todo(c, s) for c, s in plan_now.items()]})
+    return [
+        (s.request.kind + ":" + s.request.content, s.status, s.settled_seq)
+        for s in request_states(events_of(where))
+    ]
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=STEPS)
+def test_replay_gives_the_same_answers_on_jsonl_and_postgresql(
+    steps: list[tuple[Any, ...]], tmp_path: Path, pg_dsn: str
+) -> None:
+    name = f"s{uuid.uuid4().hex[:12]}"
+    jsonl = _play((str(tmp_path), name), steps)
+    database = _play((url(pg_dsn), name), steps)
+    assert jsonl == database
+
+
+def test_a_take_tells_at_most_one_notice_worth_and_the_rest_wait_for_the_next(
+    tmp_path: Path,
+) -> None:
+    from dsh_tool_todo.core.requests import MAX_TOLD
+
+    where = (str(tmp_path), "ada")
+    with writer(where) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    filed = [PlanRequests(*where).file("note", f"note {n}", by="g") for n in range(MAX_TOLD + 2)]
+    with writer(where) as agent:
+        assert take_requests(agent) == filed[:MAX_TOLD]
+        assert take_requests(agent) == filed[MAX_TOLD:]
+        assert take_requests(agent) == []
+    assert all(s.status == "delivered" for s in PlanRequests(*where).read().taken)
+
+
+def test_a_pruned_or_deleted_session_takes_its_requests_with_it(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    import psycopg
+
+    from dsh_tool_todo.stores import open_database, prune_logs
+
+    logs = (str(tmp_path), "ada")
+    with writer(logs) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    PlanRequests(*logs).file("note", "hi", by="grace")
+    long_ago = 10 * 86400  # seconds since the epoch: 1970
+    os.utime(tmp_path / "ada.jsonl", (long_ago, long_ago))
+    assert [name for name, _ in prune_logs(str(tmp_path), 1)[1]] == ["ada"]
+    assert os.listdir(tmp_path) == []
+
+    database = (url(pg_dsn), "ada")
+    with writer(database) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    PlanRequests(*database).file("note", "hi", by="grace")
+    assert open_database(url(pg_dsn)).delete_session("ada") == 1
+    with psycopg.Connection.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM dsh_todo_requests").fetchone() == (0,)
