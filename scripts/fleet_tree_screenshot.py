@@ -5,18 +5,15 @@ python scripts/fleet_tree_screenshot.py [OUT.png]
 
 from __future__ import annotations
 
-import argparse
 import socket
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+
+from _screenshot import chromium_page, picture_path
 
 from dsh_tool_todo.stores.jsonl import JsonlSession
-
-CHROMIUM = "/usr/bin/chromium"
-HERE = Path(__file__).resolve().parent.parent
 
 
 def todo(content: str, status: str = "pending") -> dict[str, str]:
@@ -70,24 +67,8 @@ def fleet(directory: Path) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=__doc__.splitlines()[0] if __doc__ else None,
-        epilog="example: python scripts/fleet_tree_screenshot.py /tmp/tree.png",
-    )
-    parser.add_argument(
-        "out",
-        nargs="?",
-        type=Path,
-        default=HERE / "docs" / "fleet-tree.png",
-        metavar="OUT.png",
-        help="where to write the picture (default: docs/fleet-tree.png)",
-    )
-    out = parser.parse_args(argv).out
-    if not Path(CHROMIUM).exists():
-        parser.error(f"{CHROMIUM} is missing: install it (apt-get install -y chromium)")
-    from playwright.sync_api import sync_playwright  # the dev extra's; --help needs none of it
-
+    example = "python scripts/fleet_tree_screenshot.py /tmp/tree.png"
+    out = picture_path(argv, __doc__, "fleet-tree.png", example)
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         fleet(directory)
@@ -101,15 +82,10 @@ def main(argv: list[str]) -> int:
             while "Ctrl-C" not in server.stdout.readline():
                 if server.poll() is not None:
                     raise SystemExit("the server did not start")
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(
-                    executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
-                )
-                page: Any = browser.new_page(viewport={"width": 760, "height": 620})
+            with chromium_page(760, 620) as page:
                 page.goto(f"http://127.0.0.1:{port}/")
                 page.locator('li.session[data-name="browser-checker"]').wait_for()
                 page.screenshot(path=str(out), full_page=True)
-                browser.close()
         finally:
             server.terminate()
             server.wait(timeout=10)

@@ -9,14 +9,12 @@ the dev extra and the node packages (`npm ci --prefix tests/node`).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
-CHROMIUM = "/usr/bin/chromium"
-HERE = Path(__file__).resolve().parent.parent
+from _screenshot import HERE, chromium_page, picture_path
+
 PLAN = [
     {"content": "Reproduce the failing upload", "status": "completed"},
     {"content": "Find where the retry drops the part number", "status": "completed"},
@@ -27,25 +25,9 @@ PLAN = [
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=__doc__.splitlines()[0] if __doc__ else None,
-        epilog="example: python scripts/mcp_app_screenshot.py /tmp/view.png",
-    )
-    parser.add_argument(
-        "out",
-        nargs="?",
-        type=Path,
-        default=HERE / "docs" / "mcp-app-view.png",
-        metavar="OUT.png",
-        help="where to write the picture (default: docs/mcp-app-view.png)",
-    )
-    out = parser.parse_args(argv).out.resolve()
-    if not Path(CHROMIUM).exists():
-        parser.error(f"{CHROMIUM} is missing: install it (apt-get install -y chromium)")
-    # the dev extra's and the test host's; --help needs none of it
-    from playwright.sync_api import sync_playwright
-
+    example = "python scripts/mcp_app_screenshot.py /tmp/view.png"
+    out = picture_path(argv, __doc__, "mcp-app-view.png", example).resolve()
+    # the test host, from the dev extra and the node packages; --help needs none of it
     sys.path.insert(0, str(HERE))
     from tests.web.browser.mcp_app_host import app_host, bundle_bridge
 
@@ -55,17 +37,12 @@ def main(argv: list[str]) -> int:
         with app_host(directory / "plans", directory / "server.err", bundle) as host:
             arguments = {"name": "todo_write", "arguments": {"todos": PLAN}}
             host.mcp.relay("tools/call", arguments)
-            with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(
-                    executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
-                )
-                page: Any = browser.new_page(viewport={"width": 560, "height": 400})
+            with chromium_page(560, 400) as page:
                 page.goto(host.url)
                 view = page.frame_locator("iframe")
                 view.locator('#plan[data-state="shown"]').wait_for()
                 view.locator(".item").nth(len(PLAN) - 1).wait_for()
                 page.locator("#views").screenshot(path=str(out))
-                browser.close()
     print(out)
     return 0
 

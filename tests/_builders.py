@@ -80,10 +80,33 @@ def written_plans(session: Any) -> list[Any]:
     return [event["data"]["todos"] for event in session.events if event["type"] == EVENT_TYPE]
 
 
-def write_log(path: Path, events: Sequence[tuple[str, Any]]) -> list[Event]:
-    """Append ``events`` (type, data) to the JSONL log at ``path`` through the real writer;
-    the events as recorded."""
+def write_log(path: Path, events: Sequence[tuple[str, Any]], **link: Any) -> list[Event]:
+    """Append ``events`` (type, data) to the JSONL log at ``path`` through the real writer,
+    ``link`` (``parent=``, ``parent_call_id=``) linking it to a lead; the events as recorded."""
     from dsh_tool_todo.stores.jsonl import JsonlSession
 
-    with JsonlSession(path) as session:
+    with JsonlSession(path, **link) as session:
         return [session.append(kind, data) for kind, data in events]
+
+
+# A lead and its sub-agents are keyed as the adapters key them (``<parent>/<agent>@<call>``)
+# in an owner registry's directory.
+
+
+def owner_stem(key: str) -> str:
+    """The name a directory's reader lists owner ``key``'s log under."""
+    from dsh_tool_todo.stores.owners import owner_file_name
+
+    return owner_file_name(key).removesuffix(".jsonl")
+
+
+def write_owner_log(directory: Path, key: str, *events: tuple[str, Any], **link: Any) -> None:
+    """Append ``events`` to owner ``key``'s log in ``directory`` (:func:`write_log`)."""
+    from dsh_tool_todo.stores.owners import owner_file_name
+
+    write_log(directory / owner_file_name(key), events, **link)
+
+
+def one_item_plan(content: str, status: str = "in_progress") -> tuple[str, dict[str, list[Todo]]]:
+    """A ``todo/write`` of the one item ``content``, as (type, data)."""
+    return (EVENT_TYPE, todos(todo(content, status)))

@@ -27,7 +27,8 @@ def logs(tmp_path: Path) -> Path:
 def test_a_request_filed_from_the_shell_waits_for_the_agent(logs: Path) -> None:
     run = dsh_todo("ask", str(logs), "--session", "ada", "--done", "Ship it", "--by", "grace")
     assert run.stdout.endswith(
-        'waiting      mark "Ship it" completed  (grace); the agent is told at its next model call\n'
+        'waiting      mark "Ship it" completed  (grace); the agent is told at its next model call '
+        "of this turn\n"
     )
     (waiting,) = PlanRequests(logs, "ada").read().waiting
     assert (waiting.kind, waiting.content, waiting.by) == ("done", "Ship it", "grace")

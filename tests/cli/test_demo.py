@@ -28,6 +28,7 @@ from dsh_tool_todo.errors import MissingExtra, UsageError
 from dsh_tool_todo.stores import current_plan
 from dsh_tool_todo.stores.jsonl import read_events
 from tests._processes import stop_process
+from tests.cli.test_cli import assert_usage_error, dsh_todo
 
 LAST_PLAN = SCRIPT[-1][1][-1]["todos"]
 WORKING_ON = "Run CI and check its output"  # the last plan's item in progress, its "Now:"
@@ -287,3 +288,9 @@ def test_demo_serve_open_opens_the_session_page(
         assert process.wait(timeout=30) == 0
 
     assert url.strip() == f"{base}/s/demo"
+
+
+def test_a_demo_log_given_as_a_url_is_refused_not_made_a_file() -> None:
+    run = dsh_todo("demo", "--log", "postgresql://postgres@127.0.0.1/db", check=False)
+    assert_usage_error(run, r"--log: takes the path of a new JSONL file, not a URL")
+    assert not Path("postgresql:").exists()

@@ -9,12 +9,14 @@ a provider receives. The tests that use them take the ``no_model_requests`` fixt
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import httpx2
+from pydantic_ai import Agent
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -23,6 +25,7 @@ from pydantic_ai.messages import (
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models import Model, override_allow_model_requests
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
@@ -160,6 +163,40 @@ def openai_chat_model(api: Api) -> AbstractAsyncContextManager[OpenAIChatModel]:
             "gpt-test", provider=OpenAIProvider(api_key="t", http_client=client)
         ),
     )
+
+
+def run_on_openai_chat(
+    calls: Sequence[tuple[str, Any]],
+    agent_on: Callable[[Any], Agent[Any, Any]],
+    prompt: str,
+    deps: Any,
+) -> tuple[list[list[bytes]], list[ModelMessage]]:
+    """One run of the agent ``agent_on`` builds on :func:`openai_chat_model`, its API answering
+    ``calls``, then "Fixed.". Each request as a provider receives it (one line of bytes a
+    message, keys sorted), and the run's messages."""
+    bodies: list[dict[str, Any]] = []
+
+    async def run_once() -> list[ModelMessage]:
+        async with openai_chat_model(openai_chat_api(bodies, calls, text="Fixed.")) as model:
+            result = await agent_on(model).run(prompt, deps=deps)
+            return result.all_messages()
+
+    history = asyncio.run(run_once())
+    requests = [
+        [json.dumps(message, sort_keys=True).encode() for message in body["messages"]]
+        for body in bodies
+    ]
+    return requests, history
+
+
+def user_prompts(history: Sequence[ModelMessage]) -> list[Any]:
+    """The content of every user prompt part of ``history``, in order."""
+    return [
+        part.content
+        for message in history
+        for part in message.parts
+        if isinstance(part, UserPromptPart)
+    ]
 
 
 def anthropic_model(api: Api) -> AbstractAsyncContextManager[Model]:

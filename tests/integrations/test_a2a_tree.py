@@ -20,7 +20,7 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import TaskArtifactUpdateEvent
 from google.protobuf.json_format import MessageToDict, ParseDict
 
-from dsh_tool_todo.core.contract import EVENT_TYPE, SESSION_END_EVENT_TYPE, TURN_START
+from dsh_tool_todo.core.contract import SESSION_END_EVENT_TYPE, TURN_START
 from dsh_tool_todo.core.links import end_data
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.host import MemorySession
@@ -28,26 +28,11 @@ from dsh_tool_todo.integrations.a2a import _sdk_event, forward_plan_artifacts
 from dsh_tool_todo.stores import open_reader
 from dsh_tool_todo.stores.jsonl import JsonlSession
 from dsh_tool_todo.stores.owners import owner_file_name
-from tests._builders import todo, todos
+from tests._builders import one_item_plan, owner_stem, todo, todos, write_owner_log
 
 from .test_a2a import converse, plan_of
 
 LEAD, RESEARCHER, CRITIC = "lead", "lead/researcher@c1", "lead/critic@c2"
-
-
-def stem(key: str) -> str:
-    """The name the directory's reader lists a key's log under."""
-    return owner_file_name(key).removesuffix(".jsonl")
-
-
-def write(directory: Path, key: str, *events: tuple[str, Any], **link: Any) -> None:
-    with JsonlSession(directory / owner_file_name(key), **link) as session:
-        for kind, data in events:
-            session.append(kind, data)
-
-
-def plan(content: str, status: str = "in_progress") -> tuple[str, Any]:
-    return (EVENT_TYPE, todos(todo(content, status)))
 
 
 class TreeExecutor(AgentExecutor):
@@ -64,7 +49,7 @@ class TreeExecutor(AgentExecutor):
         assert context.message is not None
         await event_queue.enqueue_event(new_task_from_user_message(context.message))
         reader = open_reader(self.directory)
-        directory, lead_stem = self.directory, stem(LEAD)
+        directory, lead_stem = self.directory, owner_stem(LEAD)
         with JsonlSession(directory / owner_file_name(LEAD)) as lead:
             forwarder = forward_plan_artifacts(
                 lead,
@@ -73,20 +58,28 @@ class TreeExecutor(AgentExecutor):
                 context_id=context.context_id,
                 reader=reader,
             )
-            lead.append(*plan("Delegate"))
+            lead.append(*one_item_plan("Delegate"))
             await forwarder.drain()
             # linked while the task runs: found through the reader's changes (or the drain)
-            write(directory, CRITIC, plan("Review"), parent=lead_stem, parent_call_id="c2")
+            write_owner_log(
+                directory, CRITIC, one_item_plan("Review"), parent=lead_stem, parent_call_id="c2"
+            )
             # neither is under the lead as `dsh-todo sessions` draws it
-            write(self.elsewhere, "lead/stray@c3", plan("Elsewhere"), parent=lead_stem)
-            write(directory, "orphan", plan("Lost"), parent="ghost")
+            write_owner_log(
+                self.elsewhere, "lead/stray@c3", one_item_plan("Elsewhere"), parent=lead_stem
+            )
+            write_owner_log(directory, "orphan", one_item_plan("Lost"), parent="ghost")
             # a sub-agent that ends without a plan shows nothing, as in AG-UI
             silent = (SESSION_END_EVENT_TYPE, end_data("finished"))
-            write(directory, "lead/silent@c4", silent, parent=lead_stem, parent_call_id="c4")
+            write_owner_log(
+                directory, "lead/silent@c4", silent, parent=lead_stem, parent_call_id="c4"
+            )
             await forwarder.drain()
-            write(directory, RESEARCHER, plan("Search", "completed"))
-            write(directory, RESEARCHER, (SESSION_END_EVENT_TYPE, end_data("finished")))
-            write(directory, CRITIC, (SESSION_END_EVENT_TYPE, end_data("failed", "crashed")))
+            write_owner_log(directory, RESEARCHER, one_item_plan("Search", "completed"))
+            write_owner_log(directory, RESEARCHER, (SESSION_END_EVENT_TYPE, end_data("finished")))
+            write_owner_log(
+                directory, CRITIC, (SESSION_END_EVENT_TYPE, end_data("failed", "crashed"))
+            )
             await forwarder.drain()
             await forwarder.aclose()
         await reader.aclose()
@@ -104,25 +97,36 @@ def test_each_agents_plan_is_its_own_artifact_attributed_to_its_agent(tmp_path: 
     directory, elsewhere = tmp_path / "logs", tmp_path / "elsewhere"
     directory.mkdir()
     elsewhere.mkdir()
-    write(directory, RESEARCHER, plan("Search"), parent=stem(LEAD), parent_call_id="c1")
+    write_owner_log(
+        directory, RESEARCHER, one_item_plan("Search"), parent=owner_stem(LEAD), parent_call_id="c1"
+    )
     events, task = asyncio.run(converse(TreeExecutor(directory, elsewhere), "plan it"))
 
     updates = [event.artifact_update for event in events if event.HasField("artifact_update")]
     seen = [(u.artifact.artifact_id, plan_of(u), metadata(u)) for u in updates]
-    lead, researcher, critic = "plan", f"plan:{stem(RESEARCHER)}", f"plan:{stem(CRITIC)}"
+    lead, researcher, critic = (
+        "plan",
+        f"plan:{owner_stem(RESEARCHER)}",
+        f"plan:{owner_stem(CRITIC)}",
+    )
     assert {artifact for artifact, _, _ in seen} == {lead, researcher, critic}
     # the lead's artifact is exactly what it is without a reader: no metadata
     assert [(plan, meta) for artifact, plan, meta in seen if artifact == lead] == [
         ([todo("Delegate", "in_progress")], None)
     ]
     of_researcher = {
-        "session": stem(RESEARCHER),
+        "session": owner_stem(RESEARCHER),
         "name": "researcher",
-        "parent": stem(LEAD),
+        "parent": owner_stem(LEAD),
         "parentCallId": "c1",
         "end": None,
     }
-    of_critic = {**of_researcher, "session": stem(CRITIC), "name": "critic", "parentCallId": "c2"}
+    of_critic = {
+        **of_researcher,
+        "session": owner_stem(CRITIC),
+        "name": "critic",
+        "parentCallId": "c2",
+    }
     assert [(plan, meta) for artifact, plan, meta in seen if artifact == researcher] == [
         ([todo("Search", "in_progress")], of_researcher),
         ([todo("Search", "completed")], of_researcher),
@@ -192,7 +196,9 @@ def test_a_reader_needs_the_leads_key(tmp_path: Path) -> None:
 def test_a_turn_start_empties_a_sub_agents_artifact_and_a_deleted_log_marks_it(
     tmp_path: Path,
 ) -> None:
-    write(tmp_path, RESEARCHER, plan("Search"), parent=stem(LEAD), parent_call_id="c1")
+    write_owner_log(
+        tmp_path, RESEARCHER, one_item_plan("Search"), parent=owner_stem(LEAD), parent_call_id="c1"
+    )
     sent: list[TaskArtifactUpdateEvent] = []
 
     class Queue:
@@ -201,12 +207,12 @@ def test_a_turn_start_empties_a_sub_agents_artifact_and_a_deleted_log_marks_it(
 
     async def main() -> None:
         reader = open_reader(tmp_path)
-        lead = MemorySession(key=stem(LEAD))
+        lead = MemorySession(key=owner_stem(LEAD))
         forwarder = forward_plan_artifacts(
             lead, Queue(), task_id="t", context_id="c", reader=reader
         )
         await forwarder.drain()
-        write(tmp_path, RESEARCHER, (TURN_START, {}))
+        write_owner_log(tmp_path, RESEARCHER, (TURN_START, {}))
         await forwarder.drain()
         (tmp_path / owner_file_name(RESEARCHER)).unlink()
         deadline = asyncio.get_running_loop().time() + 10
@@ -219,6 +225,6 @@ def test_a_turn_start_empties_a_sub_agents_artifact_and_a_deleted_log_marks_it(
     asyncio.run(main())
     assert [plan_of(update) for update in sent] == [[todo("Search", "in_progress")], [], []]
     assert metadata(sent[-1])["unreadable"] == {
-        "message": f"session {stem(RESEARCHER)!r}: its log was deleted",
+        "message": f"session {owner_stem(RESEARCHER)!r}: its log was deleted",
         "code": "session_deleted",
     }

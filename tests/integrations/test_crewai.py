@@ -51,16 +51,8 @@ from dsh_tool_todo.integrations.crewai import TodoWriteCrewTool
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry
+from tests.integrations import requests_scenario as scenario
 from tests.integrations.adapter_contract import CHECKS, Driver, RecordingSession, Reply, opener
-from tests.integrations.notice_cases import (
-    HONOURED,
-    OWNER,
-    ask,
-    assert_told_then_honoured,
-    notice,
-    planned,
-)
-from tests.integrations.notice_cases import PLAN as NOTICE_PLAN
 from tests.integrations.readme_rows import PLAN as README_PLAN
 from tests.integrations.readme_rows import READMES, assert_shown, recording_home, row
 
@@ -518,25 +510,23 @@ def test_remind_on_the_text_path_reads_the_action_input_and_stays_quiet() -> Non
 
 def asked_run(directory: Path, hook: str, *, asked: bool) -> list[list[dict[str, Any]]]:
     """A crew whose owner has a plan; with ``asked``, a person's request waits for it."""
-    owners, log = planned(directory)
-    request = ask(log) if asked else None
-    tool = TodoWriteCrewTool(allow_parallel_in_progress=False, owner=OWNER, owners=owners)
-    llm = ScriptedLLM(model="scripted", script=[[call("w1", HONOURED)], "done"])
-    register_before_llm_call_hook(getattr(tool, hook))
-    try:
-        crew_of(tool, llm).kickoff()
-    finally:
-        assert unregister_before_llm_call_hook(getattr(tool, hook))
-    owners.close()
-    if request is not None:
-        assert_told_then_honoured(log, request)
+    llm = ScriptedLLM(model="scripted", script=[[call("w1", scenario.HONOURED)], "done"])
+    with scenario.planned_owner(directory, asked=asked) as owners:
+        tool = TodoWriteCrewTool(
+            allow_parallel_in_progress=False, owner=scenario.OWNER, owners=owners
+        )
+        register_before_llm_call_hook(getattr(tool, hook))
+        try:
+            crew_of(tool, llm).kickoff()
+        finally:
+            assert unregister_before_llm_call_hook(getattr(tool, hook))
     return [request["messages"] for request in llm.requests]
 
 
 def test_tell_requests_appends_the_notice_after_the_newest_message_once(tmp_path: Path) -> None:
     asked = asked_run(tmp_path / "asked", "tell_requests", asked=True)
     plain = asked_run(tmp_path / "plain", "tell_requests", asked=False)
-    told = {"role": "user", "content": notice()}
+    told = {"role": "user", "content": scenario.notice()}
     # after the newest message; before it, every message as without the request
     assert asked[0] == [*plain[0], told]
     # the agent's own messages: it stays where it was put, and is not told again
@@ -548,6 +538,6 @@ def test_remind_tells_the_requests_too_in_a_message_of_their_own(tmp_path: Path)
     (first, _) = asked_run(tmp_path, "remind", asked=True)
     # no write in the messages shows the owner's plan: the reminder is due, then the notice
     assert first[-2:] == [
-        {"role": "user", "content": plan_reminder(NOTICE_PLAN)},
-        {"role": "user", "content": notice()},
+        {"role": "user", "content": plan_reminder(scenario.PLAN)},
+        {"role": "user", "content": scenario.notice()},
     ]

@@ -7,7 +7,6 @@ on older Pythons this module is skipped; on 3.11+ a missing package fails it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 from collections.abc import Mapping, Sequence
@@ -31,7 +30,7 @@ from dsh_tool_todo.integrations.google_adk import TodoWriteAdkTool
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations.adapter_contract import CHECKS, Driver, Reply, opener
 from tests.integrations.child_import import import_where_finding_fails
-from tests.integrations.scripted_google_adk import ScriptedLlm, calls_of
+from tests.integrations.scripted_google_adk import ScriptedLlm, calls_of, run_through
 
 PLAN = {"todos": [{"content": "Read the code", "status": "in_progress"}]}
 

@@ -32,7 +32,7 @@ from tests.integrations.compaction_scenario import (
     assert_unchanged_until_the_summary,
     reminder_text,
 )
-from tests.integrations.scripted_google_adk import ScriptedLlm, calls_of
+from tests.integrations.scripted_google_adk import ScriptedLlm, calls_of, run_through
 
 THRESHOLD = 1000
 # ADK marks its event compaction experimental, with a warning each new use reports

@@ -19,7 +19,6 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from psycopg_pool import ConnectionPool
 
 from dsh_tool_todo import UsageError, todo_write_tool
 from dsh_tool_todo.core.contract import EVENT_TYPE, NOT_RECORDED, TURN_START
@@ -29,7 +28,6 @@ from dsh_tool_todo.stores import current_plan
 from dsh_tool_todo.stores.jsonl import JsonlSession, read_events
 from dsh_tool_todo.stores.memory import MemorySession
 from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name
-from dsh_tool_todo.stores.postgres import PostgresSession
 from tests._builders import PLAN_A, PLAN_B
 from tests.conftest import todo
 from tests.integrations.scripted_langchain import ScriptedChatModel, todo_write_call, tool_calls
@@ -415,18 +413,6 @@ def test_a_directory_made_a_file_mid_run_is_answered_not_recorded(
     assert answers[1].content == NOT_RECORDED
     assert result["todos"] == PLAN_A  # the state holds only what the log held
     assert "its session could not be opened: [Errno 17] File exists" in caplog.text
-
-
-@pytest.fixture
-def unreachable() -> Iterator[OwnerRegistry]:
-    """Owners in a PostgreSQL that cannot be reached: a pool that gives up after 0.5 s."""
-    with (
-        ConnectionPool(
-            "postgresql://postgres@127.0.0.1:1/none", min_size=1, timeout=0.5, open=True
-        ) as pool,
-        OwnerRegistry(open_session=lambda key: PostgresSession(pool, key)) as owners,
-    ):
-        yield owners
 
 
 def test_a_database_out_of_reach_is_answered_not_recorded_with_the_cause_logged(

@@ -16,7 +16,6 @@ from langchain_core.tools import StructuredTool
 
 from dsh_tool_todo.integrations.langchain import TodoWriteMiddleware
 from dsh_tool_todo.plans.reminder import plan_reminder
-from tests._builders import PLAN_A
 from tests.integrations import requests_scenario as scenario
 from tests.integrations.compaction_scenario import as_user_message
 from tests.integrations.scripted_langchain import ScriptedChatModel, tool_calls
@@ -73,19 +72,11 @@ def test_a_request_is_told_once_after_the_newest_message_and_honoured(
 ) -> None:
     plain, _ = run_agent(tmp_path / "plain", asked=False, asynchronous=asynchronous)
     asked, result = run_agent(tmp_path / "asked", asked=True, asynchronous=asynchronous)
-    notice = as_user_message(scenario.notice_text())
-    told = scenario.TOLD_AT
-    assert len(plain) == len(asked) == 4
-    assert asked[:told] == plain[:told]
-    # the one message after the newest: every byte before it is as when no one asked
-    assert asked[told] == [*plain[told], notice]
-    # a state update: kept where it was added, never told again
-    assert asked[told + 1][: len(asked[told])] == asked[told]
-    assert asked[told + 1][len(asked[told]) :] == plain[told + 1][len(plain[told]) :]
-    assert asked[told + 1].count(notice) == 1
-    assert all(notice not in request for request in plain)
-    assert [m.content for m in result["messages"]].count(scenario.notice_text()) == 1
-    scenario.assert_settled_in_the_log(tmp_path / "asked" / "t1.jsonl")
+    # the one message after the newest; a state update: kept where it was added
+    notice = as_user_message(scenario.notice())
+    scenario.assert_told_after_the_newest(plain, asked, notice, kept=True)
+    assert [m.content for m in result["messages"]].count(scenario.notice()) == 1
+    scenario.assert_honoured(tmp_path / "asked" / "t1.jsonl")
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["invoke", "ainvoke"])
@@ -105,15 +96,15 @@ def test_the_notice_follows_the_reminder_as_a_message_of_its_own(tmp_path: Path)
     assert type(middleware).before_model is not AgentMiddleware.before_model
     try:
         # outside a graph run there is no thread: the owner is "default"
-        middleware.owners.session("default").append("todo/write", {"todos": PLAN_A})  # type: ignore[union-attr]
+        middleware.owners.session("default").append("todo/write", {"todos": scenario.PLAN})  # type: ignore[union-attr]
         scenario.ask(tmp_path / "default.jsonl")
-        state: Any = {"messages": [HumanMessage("summary")], "todos": PLAN_A}
+        state: Any = {"messages": [HumanMessage("summary")], "todos": scenario.PLAN}
         runtime: Any = type("Runtime", (), {"execution_info": None})()
         update = middleware.before_model(state, runtime)
     finally:
         middleware.owners.close()  # type: ignore[union-attr]
     assert update is not None
     assert [m.content for m in update["messages"]] == [
-        plan_reminder(PLAN_A),
-        scenario.notice_text(),
+        plan_reminder(scenario.PLAN),
+        scenario.notice(),
     ]

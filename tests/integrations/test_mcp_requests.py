@@ -11,15 +11,7 @@ import pytest
 
 from dsh_tool_todo.core import contract
 from dsh_tool_todo.integrations.mcp import build_server
-from tests.integrations.notice_cases import (
-    HONOURED,
-    OWNER,
-    PLAN,
-    ask,
-    assert_told_then_honoured,
-    notice,
-    planned,
-)
+from tests.integrations import requests_scenario as scenario
 from tests.integrations.test_mcp import (
     CLIENT_MODES,
     Updates,
@@ -30,25 +22,25 @@ from tests.integrations.test_mcp import (
     text_result,
 )
 
-SUCCESS = contract.SUCCESS_TEXT.format(pending=0, inProgress=1, completed=0)
-DONE = contract.SUCCESS_TEXT.format(pending=0, inProgress=0, completed=1)
+SUCCESS = contract.SUCCESS_TEXT.format(pending=1, inProgress=1, completed=0)
+DONE = contract.SUCCESS_TEXT.format(pending=0, inProgress=1, completed=1)
 
 
 @pytest.mark.parametrize("mode", CLIENT_MODES)
 def test_the_next_result_names_the_request_once_after_the_success_text(
     tmp_path: Path, mode: str
 ) -> None:
-    owners, log = planned(tmp_path)
-    server = build_server(allow_parallel_in_progress=False, owners=owners, owner=OWNER)
+    owners, log = scenario.planned(tmp_path)
+    server = build_server(allow_parallel_in_progress=False, owners=owners, owner=scenario.OWNER)
 
     async def run() -> list[Any]:
         async with connected(server, mode=mode) as client:
-            asked = ask(log)
-            refused = await client.call_tool("todo_write", {"todos": PLAN, "merge": True})
-            told = await client.call_tool("todo_write", {"todos": PLAN})
+            asked = scenario.ask(log)
+            refused = await client.call_tool("todo_write", {"todos": scenario.PLAN, "merge": True})
+            told = await client.call_tool("todo_write", {"todos": scenario.PLAN})
             pending = await read_plan(client)
-            again = await client.call_tool("todo_write", {"todos": PLAN})
-            honoured = await client.call_tool("todo_write", HONOURED)
+            again = await client.call_tool("todo_write", {"todos": scenario.PLAN})
+            honoured = await client.call_tool("todo_write", scenario.HONOURED)
             return [
                 asked,
                 result_of(refused),
@@ -66,20 +58,20 @@ def test_the_next_result_names_the_request_once_after_the_success_text(
     assert len(refused["content"]) == 1
     assert refused["isError"] is True
     assert told == {
-        "content": [{"type": "text", "text": SUCCESS}, {"type": "text", "text": notice()}],
+        "content": [{"type": "text", "text": SUCCESS}, {"type": "text", "text": scenario.notice()}],
         "isError": False,
     }
     assert again == text_result(SUCCESS, error=False)  # told once
     assert honoured == text_result(DONE, error=False)
-    assert pending == {"todos": PLAN, "requests": [asked.as_json()]}
-    assert after == HONOURED  # answered: the key is gone, the resource as it always was
-    assert_told_then_honoured(log, asked)
+    assert pending == {"todos": scenario.PLAN, "requests": [asked.as_json()]}
+    assert after == scenario.HONOURED  # answered: the key is gone, the resource as it always was
+    scenario.assert_honoured(log, asked)
 
 
 @pytest.mark.parametrize("mode", CLIENT_MODES)
 def test_a_subscriber_is_told_when_a_request_is_taken(tmp_path: Path, mode: str) -> None:
-    owners, log = planned(tmp_path)
-    server = build_server(allow_parallel_in_progress=False, owners=owners, owner=OWNER)
+    owners, log = scenario.planned(tmp_path)
+    server = build_server(allow_parallel_in_progress=False, owners=owners, owner=scenario.OWNER)
     updates = Updates()
 
     async def run() -> list[Any]:
@@ -88,18 +80,18 @@ def test_a_subscriber_is_told_when_a_request_is_taken(tmp_path: Path, mode: str)
             subscribed(client, updates),
         ):
             first = await read_plan(client)
-            asked = ask(log)
-            await client.call_tool("todo_write", {"todos": PLAN})
+            asked = scenario.ask(log)
+            await client.call_tool("todo_write", {"todos": scenario.PLAN})
             # the write, then the request taken: the last update follows both
             while "requests" not in (seen := await read_plan(client)):
                 await updates.wait_for(len(updates.uris) + 1)
             told = len(updates.uris)
-            await client.call_tool("todo_write", HONOURED)
+            await client.call_tool("todo_write", scenario.HONOURED)
             await updates.wait_for(told + 1)
             return [first, asked, seen, await read_plan(client)]
 
     first, asked, seen, last = asyncio.run(run())
     owners.close()
-    assert first == {"todos": PLAN}
-    assert seen == {"todos": PLAN, "requests": [asked.as_json()]}
-    assert last == HONOURED
+    assert first == {"todos": scenario.PLAN}
+    assert seen == {"todos": scenario.PLAN, "requests": [asked.as_json()]}
+    assert last == scenario.HONOURED

@@ -17,37 +17,22 @@ from typing import Any
 
 import pytest
 
-from dsh_tool_todo.core.contract import EVENT_TYPE, SESSION_END_EVENT_TYPE, TURN_START
+from dsh_tool_todo.core.contract import SESSION_END_EVENT_TYPE, TURN_START
 from dsh_tool_todo.core.links import end_data
 from dsh_tool_todo.integrations.mcp import PLAN_URI, build_server
 from dsh_tool_todo.integrations.mcp._plan import TREE_URI
 from dsh_tool_todo.stores import open_reader
-from dsh_tool_todo.stores.jsonl import JsonlSession
-from dsh_tool_todo.stores.owners import OwnerRegistry, owner_file_name
-from tests._builders import todo, todos
+from dsh_tool_todo.stores.owners import OwnerRegistry
+from tests._builders import one_item_plan, owner_stem, todo, write_owner_log
 
 from .test_mcp import CLIENT_MODES, PLAN, Updates, connected, read_plan, subscribed, wire
 
 LEAD, RESEARCHER, CRITIC = "lead", "lead/researcher@c1", "lead/critic@c2"
 
 
-def stem(key: str) -> str:
-    return owner_file_name(key).removesuffix(".jsonl")
-
-
-def write(directory: Path, key: str, *events: tuple[str, Any], **link: Any) -> None:
-    with JsonlSession(directory / owner_file_name(key), **link) as session:
-        for kind, data in events:
-            session.append(kind, data)
-
-
-def plan(content: str, status: str = "in_progress") -> tuple[str, Any]:
-    return (EVENT_TYPE, todos(todo(content, status)))
-
-
 def agent(key: str, parent: str, call: str | None, items: list[Any], **rest: Any) -> Any:
     name = key.rpartition("/")[2].partition("@")[0]
-    attribution = {"session": stem(key), "name": name, "parent": stem(parent)}
+    attribution = {"session": owner_stem(key), "name": name, "parent": owner_stem(parent)}
     return {**attribution, "parentCallId": call, "end": None, **rest, "todos": items}
 
 
@@ -75,10 +60,12 @@ def test_the_tree_resource_attributes_each_plan_to_its_agent(tmp_path: Path, mod
     logs, elsewhere = tmp_path / "logs", tmp_path / "elsewhere"
     logs.mkdir()
     elsewhere.mkdir()
-    write(logs, RESEARCHER, plan("Search"), parent=stem(LEAD), parent_call_id="c1")
+    write_owner_log(
+        logs, RESEARCHER, one_item_plan("Search"), parent=owner_stem(LEAD), parent_call_id="c1"
+    )
     # neither is under the owner as `dsh-todo sessions` draws it
-    write(logs, "orphan", plan("Lost"), parent="ghost")
-    write(elsewhere, "lead/stray@c3", plan("Elsewhere"), parent=stem(LEAD))
+    write_owner_log(logs, "orphan", one_item_plan("Lost"), parent="ghost")
+    write_owner_log(elsewhere, "lead/stray@c3", one_item_plan("Elsewhere"), parent=owner_stem(LEAD))
     owners = OwnerRegistry(logs)
     server = build_server(allow_parallel_in_progress=False, owners=owners, owner=LEAD)
     updates = Updates()
@@ -91,11 +78,19 @@ def test_the_tree_resource_attributes_each_plan_to_its_agent(tmp_path: Path, mod
                 await client.call_tool("todo_write", PLAN)
                 seen.append(await until(client, updates, lambda tree: tree["todos"]))
                 # linked while the client is subscribed: it is told, and the tree has it
-                write(logs, CRITIC, plan("Review"), parent=stem(LEAD), parent_call_id="c2")
+                write_owner_log(
+                    logs,
+                    CRITIC,
+                    one_item_plan("Review"),
+                    parent=owner_stem(LEAD),
+                    parent_call_id="c2",
+                )
                 seen.append(await until(client, updates, lambda tree: len(tree["subagents"]) == 2))
-                write(logs, RESEARCHER, plan("Search", "completed"))
-                write(logs, RESEARCHER, (SESSION_END_EVENT_TYPE, end_data("finished")))
-                write(logs, CRITIC, (SESSION_END_EVENT_TYPE, end_data("failed", "crashed")))
+                write_owner_log(logs, RESEARCHER, one_item_plan("Search", "completed"))
+                write_owner_log(logs, RESEARCHER, (SESSION_END_EVENT_TYPE, end_data("finished")))
+                write_owner_log(
+                    logs, CRITIC, (SESSION_END_EVENT_TYPE, end_data("failed", "crashed"))
+                )
                 seen.append(
                     await until(
                         client,
@@ -112,8 +107,12 @@ def test_the_tree_resource_attributes_each_plan_to_its_agent(tmp_path: Path, mod
     finally:
         owners.close()
     researcher = agent(RESEARCHER, LEAD, "c1", [todo("Search", "in_progress")])
-    assert first == {"session": stem(LEAD), "todos": [], "subagents": [researcher]}
-    assert written == {"session": stem(LEAD), "todos": PLAN["todos"], "subagents": [researcher]}
+    assert first == {"session": owner_stem(LEAD), "todos": [], "subagents": [researcher]}
+    assert written == {
+        "session": owner_stem(LEAD),
+        "todos": PLAN["todos"],
+        "subagents": [researcher],
+    }
     critic = agent(CRITIC, LEAD, "c2", [todo("Review", "in_progress")])
     assert sorted(linked["subagents"], key=lambda sub: sub["name"]) == [critic, researcher]
     assert sorted(ended["subagents"], key=lambda sub: sub["name"]) == [
@@ -127,8 +126,12 @@ def test_the_tree_resource_attributes_each_plan_to_its_agent(tmp_path: Path, mod
 
 def test_a_sub_agent_under_a_sub_agent_is_in_the_tree_after_its_parent(tmp_path: Path) -> None:
     checker = "lead/researcher@c1/checker@r2"
-    write(tmp_path, RESEARCHER, plan("Search"), parent=stem(LEAD), parent_call_id="c1")
-    write(tmp_path, checker, plan("Check"), (TURN_START, {}), parent=stem(RESEARCHER))
+    write_owner_log(
+        tmp_path, RESEARCHER, one_item_plan("Search"), parent=owner_stem(LEAD), parent_call_id="c1"
+    )
+    write_owner_log(
+        tmp_path, checker, one_item_plan("Check"), (TURN_START, {}), parent=owner_stem(RESEARCHER)
+    )
     owners = OwnerRegistry(tmp_path)
     server = build_server(allow_parallel_in_progress=False, owners=owners, owner=LEAD)
 
@@ -147,7 +150,7 @@ def test_a_sub_agent_under_a_sub_agent_is_in_the_tree_after_its_parent(tmp_path:
 
 
 def test_an_owner_in_memory_has_no_sub_agents_unless_a_reader_is_given(tmp_path: Path) -> None:
-    write(tmp_path, RESEARCHER, plan("Search"), parent=LEAD, parent_call_id="c1")
+    write_owner_log(tmp_path, RESEARCHER, one_item_plan("Search"), parent=LEAD, parent_call_id="c1")
 
     async def run() -> list[Any]:
         trees = []
@@ -167,7 +170,7 @@ def test_an_owner_in_memory_has_no_sub_agents_unless_a_reader_is_given(tmp_path:
     assert alone == {"session": LEAD, "todos": [], "subagents": []}
     assert beside["subagents"] == [
         {
-            "session": stem(RESEARCHER),
+            "session": owner_stem(RESEARCHER),
             "name": "researcher",
             "parent": LEAD,
             "parentCallId": "c1",

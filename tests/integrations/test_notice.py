@@ -12,8 +12,8 @@ import pytest
 from dsh_tool_todo.errors import LogBusy, StoreUnavailable
 from dsh_tool_todo.integrations._notice import atold, told
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests.integrations.adapter_contract import Unopenable, opener
 from tests.integrations import requests_scenario as scenario
+from tests.integrations.adapter_contract import Unopenable, opener
 
 
 @pytest.mark.parametrize(

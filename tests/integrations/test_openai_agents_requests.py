@@ -12,14 +12,12 @@ from agents import Agent, RunConfig, Runner, function_tool
 from agents.run_config import CallModelData, ModelInputData
 from agents.testing import ScriptedModel, assistant_message, function_call
 
-from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.integrations.openai_agents import (
     plan_reminder_filter,
     todo_write_function_tool,
 )
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests._builders import PLAN_A
 from tests.integrations import requests_scenario as scenario
 from tests.integrations.compaction_scenario import as_user_message
 
@@ -62,17 +60,11 @@ def run_agent(directory: Path, *, asked: bool, filtered: bool = True) -> list[li
 def test_a_request_is_told_once_after_the_newest_item_and_honoured(tmp_path: Path) -> None:
     plain = run_agent(tmp_path / "plain", asked=False)
     asked = run_agent(tmp_path / "asked", asked=True)
-    notice = as_user_message(scenario.notice_text())
-    told = scenario.TOLD_AT
-    assert len(plain) == len(asked) == 4
-    assert asked[:told] == plain[:told]
-    # the one item after the newest: every byte before it is as when no one asked
-    assert asked[told] == [*plain[told], notice]
-    # the SDK keeps no filtered input: the next request is as when no one asked, the
-    # notice not repeated
-    assert asked[told + 1] == plain[told + 1]
-    assert all(notice not in request for request in plain)
-    scenario.assert_settled_in_the_log(tmp_path / "asked" / "ada.jsonl")
+    # the one item after the newest; the SDK keeps no filtered input: the next request is as
+    # when no one asked, the notice not repeated
+    notice = as_user_message(scenario.notice())
+    scenario.assert_told_after_the_newest(plain, asked, notice, kept=False)
+    scenario.assert_honoured(tmp_path / "asked" / "ada.jsonl")
 
 
 def test_with_no_request_the_requests_are_what_they_were_without_the_filter(
@@ -84,9 +76,9 @@ def test_with_no_request_the_requests_are_what_they_were_without_the_filter(
 
 
 def test_the_notice_is_a_message_of_its_own_after_the_reminder(tmp_path: Path) -> None:
-    with OwnerRegistry(tmp_path) as owners:
-        owners.session("ada").append(EVENT_TYPE, {"todos": PLAN_A})
-        scenario.ask(tmp_path / "ada.jsonl")
+    owners, log = scenario.planned(tmp_path)
+    with owners:
+        scenario.ask(log)
         remind = plan_reminder_filter(owner="ada", owners=owners)
         hi: Any = {"role": "user", "content": "hi"}
         data: Any = CallModelData(
@@ -96,7 +88,7 @@ def test_the_notice_is_a_message_of_its_own_after_the_reminder(tmp_path: Path) -
         second = asyncio.run(remind(data)).input
     assert first == [
         hi,
-        {"role": "user", "content": plan_reminder(PLAN_A)},
-        {"role": "user", "content": scenario.notice_text()},
+        {"role": "user", "content": plan_reminder(scenario.PLAN)},
+        {"role": "user", "content": scenario.notice()},
     ]
     assert second == first[:2]  # told once

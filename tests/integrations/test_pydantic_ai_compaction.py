@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from dsh_tool_todo.integrations.pydantic_ai import plan_reminder_processor, todo
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.memory import MemorySession
 from tests.integrations import compaction_scenario as scenario
-from tests.integrations.scripted_pydantic_ai import openai_chat_api, openai_chat_model
+from tests.integrations.scripted_pydantic_ai import run_on_openai_chat, user_prompts
 
 pytestmark = pytest.mark.usefixtures("no_model_requests")
 
@@ -36,31 +35,19 @@ def look(path: str) -> str:
 
 
 def run_agent(*, remind: bool) -> tuple[list[list[bytes]], list[ModelMessage]]:
-    bodies: list[dict[str, Any]] = []
+    def agent_on(model: Any) -> Agent[Any, Any]:
+        processors: list[Any] = [ProcessHistory(summarise)]
+        if remind:  # capabilities run in order: the reminder after the summary
+            processors.append(ProcessHistory(plan_reminder_processor()))
+        return Agent(
+            model,
+            instructions="You fix bugs.",
+            tools=[look],
+            toolsets=[todo_write_toolset(allow_parallel_in_progress=False)],
+            capabilities=processors,
+        )
 
-    async def run_once() -> list[ModelMessage]:
-        async with openai_chat_model(
-            openai_chat_api(bodies, scenario.CALLS, text="Fixed.")
-        ) as model:
-            processors: list[Any] = [ProcessHistory(summarise)]
-            if remind:  # capabilities run in order: the reminder after the summary
-                processors.append(ProcessHistory(plan_reminder_processor()))
-            agent = Agent(
-                model,
-                instructions="You fix bugs.",
-                tools=[look],
-                toolsets=[todo_write_toolset(allow_parallel_in_progress=False)],
-                capabilities=processors,
-            )
-            result = await agent.run("Fix the parser bug", deps=MemorySession())
-            return result.all_messages()
-
-    history = asyncio.run(run_once())
-    requests = [
-        [json.dumps(message, sort_keys=True).encode() for message in body["messages"]]
-        for body in bodies
-    ]
-    return requests, history
+    return run_on_openai_chat(scenario.CALLS, agent_on, "Fix the parser bug", MemorySession())
 
 
 def test_the_plan_is_re_surfaced_once_after_a_summary_and_no_earlier_byte_changes() -> None:
@@ -71,13 +58,7 @@ def test_the_plan_is_re_surfaced_once_after_a_summary_and_no_earlier_byte_change
     scenario.assert_unchanged_until_the_summary(plain, reminded)
     # pydantic-ai keeps the processed history: the next request starts with all of this one.
     scenario.assert_added_last_and_kept(plain, reminded, reminder)
-    shown = [
-        part.content
-        for message in history
-        for part in message.parts
-        if isinstance(part, UserPromptPart)
-    ]
-    assert shown.count(text) == 1
+    assert user_prompts(history).count(text) == 1
     assert all(reminder not in request for request in plain)
 
 
@@ -88,23 +69,19 @@ def test_a_plan_the_messages_still_show_is_not_repeated() -> None:
 
 
 def run_agent_without_summary() -> tuple[list[list[bytes]], None]:
-    bodies: list[dict[str, Any]] = []
+    def agent_on(model: Any) -> Agent[Any, Any]:
+        return Agent(
+            model,
+            tools=[look],
+            toolsets=[todo_write_toolset(allow_parallel_in_progress=False)],
+            capabilities=[ProcessHistory(plan_reminder_processor())],
+        )
 
-    async def run_once() -> None:
-        async with openai_chat_model(
-            openai_chat_api(bodies, scenario.CALLS, text="Fixed.")
-        ) as model:
-            agent = Agent(
-                model,
-                tools=[look],
-                toolsets=[todo_write_toolset(allow_parallel_in_progress=False)],
-                capabilities=[ProcessHistory(plan_reminder_processor())],
-            )
-            await agent.run("Fix the parser bug", deps=MemorySession())
-
-    asyncio.run(run_once())
-    assert len(bodies) == 6
-    return [[json.dumps(m).encode() for m in body["messages"]] for body in bodies], None
+    requests, _ = run_on_openai_chat(
+        scenario.CALLS, agent_on, "Fix the parser bug", MemorySession()
+    )
+    assert len(requests) == 6
+    return requests, None
 
 
 def test_plan_finds_the_plan_elsewhere_and_a_cleared_plan_shows_nothing() -> None:

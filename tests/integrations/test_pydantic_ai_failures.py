@@ -7,12 +7,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from psycopg_pool import ConnectionPool
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -22,7 +20,6 @@ from dsh_tool_todo.core.contract import NOT_RECORDED
 from dsh_tool_todo.integrations.pydantic_ai import todo_write_toolset
 from dsh_tool_todo.stores.jsonl import current_plan, read_events
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from dsh_tool_todo.stores.postgres import PostgresSession
 from tests._builders import PLAN_A, PLAN_B
 from tests.integrations.scripted_pydantic_ai import Script
 from tests.integrations.test_sub_agents import call
@@ -67,18 +64,6 @@ def test_a_log_another_writer_holds_is_answered_not_recorded_and_the_run_goes_on
     assert message.startswith("todo_write for owner 'ada' was not recorded: owner 'ada': its ")
     assert "ada.jsonl: another session is writing this log" in message
     assert current_plan(tmp_path / "ada.jsonl") == PLAN_B  # the holder's, untouched
-
-
-@pytest.fixture
-def unreachable() -> Iterator[OwnerRegistry]:
-    """Owners in a PostgreSQL that cannot be reached: a pool that gives up after 0.5 s."""
-    with (
-        ConnectionPool(
-            "postgresql://postgres@127.0.0.1:1/none", min_size=1, timeout=0.5, open=True
-        ) as pool,
-        OwnerRegistry(open_session=lambda key: PostgresSession(pool, key)) as owners,
-    ):
-        yield owners
 
 
 def test_a_database_out_of_reach_is_answered_not_recorded_with_the_cause_logged(

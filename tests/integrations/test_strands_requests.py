@@ -15,11 +15,9 @@ if sys.version_info < (3, 11):  # pragma: no cover - dev installs strands-agents
     pytest.skip("dev installs strands-agents on Python 3.11+", allow_module_level=True)
 from strands import Agent, tool
 
-from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.integrations.strands import todo_write_strands_tool
 from dsh_tool_todo.plans.reminder import plan_reminder
 from dsh_tool_todo.stores.owners import OwnerRegistry
-from tests._builders import PLAN_A
 from tests.integrations import requests_scenario as scenario
 from tests.integrations.scripted_strands import ScriptedModel, tool_use_steps
 
@@ -53,7 +51,7 @@ def test_a_request_is_told_once_at_the_end_of_the_newest_message_and_honoured(
 ) -> None:
     plain, _ = run_agent(tmp_path / "plain", asked=False)
     asked, agent = run_agent(tmp_path / "asked", asked=True)
-    text = scenario.notice_text()
+    text = scenario.notice()
     block = json.dumps({"text": text}).encode()[1:-1]
     told = scenario.TOLD_AT
     assert len(plain) == len(asked) == 4
@@ -65,13 +63,12 @@ def test_a_request_is_told_once_at_the_end_of_the_newest_message_and_honoured(
     assert newest["content"][-1] == {"text": text}
     assert {**newest, "content": newest["content"][:-1]} == json.loads(plain[told][-1])
     # Strands keeps it in agent.messages: the next request starts with all of this one
-    assert asked[told + 1][: len(asked[told])] == asked[told]
-    assert asked[told + 1][len(asked[told]) :] == plain[told + 1][len(plain[told]) :]
+    scenario.assert_kept(plain, asked)
     assert b"".join(asked[told + 1]).count(block) == 1
     assert all(block not in b"".join(request) for request in plain)
     shown = [b.get("text") for m in agent.messages for b in m["content"]]
     assert shown.count(text) == 1
-    scenario.assert_settled_in_the_log(tmp_path / "asked" / "ada.jsonl")
+    scenario.assert_honoured(tmp_path / "asked" / "ada.jsonl")
 
 
 def test_with_no_request_the_requests_are_what_they_were_without_the_hooks(
@@ -84,9 +81,9 @@ def test_with_no_request_the_requests_are_what_they_were_without_the_hooks(
 
 @pytest.mark.parametrize("remind", [False, True])
 def test_the_notice_is_a_block_of_its_own_after_the_reminder(tmp_path: Path, remind: bool) -> None:
-    with OwnerRegistry(tmp_path) as owners:
-        owners.session("ada").append(EVENT_TYPE, {"todos": PLAN_A})
-        scenario.ask(tmp_path / "ada.jsonl")
+    owners, log = scenario.planned(tmp_path)
+    with owners:
+        scenario.ask(log)
         todo = todo_write_strands_tool(
             allow_parallel_in_progress=False,
             owner="ada",
@@ -97,9 +94,9 @@ def test_the_notice_is_a_block_of_its_own_after_the_reminder(tmp_path: Path, rem
         event: Any = type("Event", (), {"agent": type("Agent", (), {"messages": messages})()})()
         asyncio.run(todo._remind(event))
         asyncio.run(todo._remind(event))  # told once
-    reminder = [{"text": plan_reminder(PLAN_A)}] if remind else []
+    reminder = [{"text": plan_reminder(scenario.PLAN)}] if remind else []
     assert messages[-1]["content"] == [
         {"text": "summary"},
         *reminder,
-        {"text": scenario.notice_text()},
+        {"text": scenario.notice()},
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,26 @@ FINISHED = ("session/end", {"outcome": "finished"})
 # --- OpenAI Agents SDK: agent.as_tool() ------------------------------------------------
 
 
+def ada_todo(owners: OwnerRegistry) -> Any:
+    """``todo_write`` for the lead's owner ``ada``, recording through ``owners``."""
+    return todo_write_function_tool(allow_parallel_in_progress=False, owner="ada", owners=owners)
+
+
+def failing_researcher(todo: Any) -> OpenAIAgent[Any]:
+    """A sub-agent whose model writes a plan of "Search", then fails: the search backend is
+    down."""
+    return OpenAIAgent(
+        name="researcher",
+        model=ScriptedModel(
+            [
+                [function_call("todo_write", started("Search"), call_id="r1")],
+                RuntimeError("search backend down"),
+            ]
+        ),
+        tools=[todo],
+    )
+
+
 def delegating_lead(todo: Any, research: Any) -> OpenAIAgent[Any]:
     """A lead agent that writes its plan, then calls ``research`` (a sub-agent as a tool,
     linked), then answers "done"."""
@@ -94,9 +114,7 @@ def delegating_lead(todo: Any, research: Any) -> OpenAIAgent[Any]:
 
 def test_openai_agents_as_tools_give_each_sub_agent_a_linked_plan(tmp_path: Path) -> None:
     with OwnerRegistry(tmp_path) as owners:
-        todo = todo_write_function_tool(
-            allow_parallel_in_progress=False, owner="ada", owners=owners
-        )
+        todo = ada_todo(owners)
         checker = OpenAIAgent(
             name="checker",
             model=ScriptedModel(
@@ -156,19 +174,8 @@ def failing_research_output(tmp_path: Path, *, linked: bool) -> str:
     """Run a lead whose researcher writes a plan and then fails (its model raises); the
     text the lead's model was given for the delegating call."""
     with OwnerRegistry(tmp_path) as owners:
-        todo = todo_write_function_tool(
-            allow_parallel_in_progress=False, owner="ada", owners=owners
-        )
-        researcher = OpenAIAgent(
-            name="researcher",
-            model=ScriptedModel(
-                [
-                    [function_call("todo_write", started("Search"), call_id="r1")],
-                    RuntimeError("search backend down"),
-                ]
-            ),
-            tools=[todo],
-        )
+        todo = ada_todo(owners)
+        researcher = failing_researcher(todo)
         research = researcher.as_tool(tool_name="research", tool_description="Research")
         lead_model = ScriptedModel(
             [
@@ -218,19 +225,8 @@ def test_openai_agents_a_sub_agent_tool_that_raises_still_raises_after_its_end(
     tmp_path: Path,
 ) -> None:
     with OwnerRegistry(tmp_path) as owners:
-        todo = todo_write_function_tool(
-            allow_parallel_in_progress=False, owner="ada", owners=owners
-        )
-        researcher = OpenAIAgent(
-            name="researcher",
-            model=ScriptedModel(
-                [
-                    [function_call("todo_write", started("Search"), call_id="r1")],
-                    RuntimeError("search backend down"),
-                ]
-            ),
-            tools=[todo],
-        )
+        todo = ada_todo(owners)
+        researcher = failing_researcher(todo)
         # failure_error_function=None: the SDK raises instead of answering the model
         research = researcher.as_tool(
             tool_name="research", tool_description="Research", failure_error_function=None
@@ -270,22 +266,33 @@ def planning_agent(name: str, toolset: Any, content: str, call_id: str, answer: 
     )
 
 
-def linked_research_lead(owners: OwnerRegistry, *turns: ModelResponse) -> Any:
-    """A lead agent whose model takes ``turns``, with a linked tool ``research`` running a
-    researcher that plans "Search"; both record through ``owners``."""
-    todo = todo_write_toolset(allow_parallel_in_progress=False, owners=owners)
-    researcher = planning_agent("researcher", todo, "Search", "r1", "found")
+def asking(researcher: Any) -> Callable[[RunContext[str], str], Awaitable[str]]:
+    """A tool ``research`` that runs ``researcher`` on the question, with the caller's deps and
+    usage."""
 
     async def research(ctx: RunContext[str], question: str) -> str:
-        result = await researcher.run(question, deps=ctx.deps, usage=ctx.usage)
-        return result.output
+        return (await researcher.run(question, deps=ctx.deps, usage=ctx.usage)).output
 
+    return research
+
+
+def linked_lead(todo: Any, research: Callable[..., Any], *turns: ModelResponse) -> Any:
+    """A lead agent whose model takes ``turns``, with ``todo`` and ``research`` as a linked
+    tool."""
     return Agent(
         replying(*turns),
         name="lead",
         deps_type=str,
         toolsets=[todo, linked_toolset(FunctionToolset([research]))],
     )
+
+
+def linked_research_lead(owners: OwnerRegistry, *turns: ModelResponse) -> Any:
+    """A lead agent whose model takes ``turns``, with a linked tool ``research`` running a
+    researcher that plans "Search"; both record through ``owners``."""
+    todo = todo_write_toolset(allow_parallel_in_progress=False, owners=owners)
+    researcher = planning_agent("researcher", todo, "Search", "r1", "found")
+    return linked_lead(todo, asking(researcher), *turns)
 
 
 def test_pydantic_ai_delegation_gives_the_sub_agent_a_linked_plan(tmp_path: Path) -> None:
@@ -322,16 +329,11 @@ def test_pydantic_ai_sub_agent_sessions_end_finished_or_failed_with_the_error(
             raise RuntimeError(f"index unavailable\x00 {'x' * 300}")
         return result.output
 
-    def lead(*turns: ModelResponse) -> Any:
-        return Agent(
-            replying(*turns),
-            name="lead",
-            deps_type=str,
-            toolsets=[todo, linked_toolset(FunctionToolset([research]))],
-        )
-
-    asyncio.run(lead(call("research", {"question": "q"}, "l2"), said("done")).run("go", deps="bob"))
-    failing = lead(call("research", {"question": "fail"}, "l3"), said("done"))
+    lead = linked_lead(todo, research, call("research", {"question": "q"}, "l2"), said("done"))
+    asyncio.run(lead.run("go", deps="bob"))
+    failing = linked_lead(
+        todo, research, call("research", {"question": "fail"}, "l3"), said("done")
+    )
     with pytest.raises(RuntimeError, match="index unavailable"):
         asyncio.run(failing.run("go", deps="bob"))
     owners.close()
@@ -426,22 +428,15 @@ def test_each_run_of_a_sub_agent_has_its_own_session_at_once_or_one_after_the_ot
 ) -> None:
     owners = OwnerRegistry(tmp_path)
     todo = todo_write_toolset(allow_parallel_in_progress=False, owners=owners)
-    researcher = researcher_planning_its_question(todo)
-
-    async def research(ctx: RunContext[str], question: str) -> str:
-        return (await researcher.run(question, deps=ctx.deps, usage=ctx.usage)).output
-
+    research = asking(researcher_planning_its_question(todo))
     both_at_once = ModelResponse(
         parts=[
             ToolCallPart("research", {"question": "A"}, tool_call_id="l2"),
             ToolCallPart("research", {"question": "B"}, tool_call_id="l3"),
         ]
     )
-    lead = Agent(
-        replying(both_at_once, call("research", {"question": "C"}, "l4"), said("done")),
-        name="lead",
-        deps_type=str,
-        toolsets=[todo, linked_toolset(FunctionToolset([research]))],
+    lead = linked_lead(
+        todo, research, both_at_once, call("research", {"question": "C"}, "l4"), said("done")
     )
     asyncio.run(lead.run("go", deps="ada"))
     owners.close()
@@ -494,7 +489,7 @@ def test_openai_agents_reminder_filter_reads_a_linked_sub_agents_own_plan() -> N
     from dsh_tool_todo.integrations.openai_agents import plan_reminder_filter
 
     owners = OwnerRegistry()
-    todo = todo_write_function_tool(allow_parallel_in_progress=False, owner="ada", owners=owners)
+    todo = ada_todo(owners)
     config = RunConfig(
         tracing_disabled=True,
         call_model_input_filter=plan_reminder_filter(owner="ada", owners=owners),

@@ -88,7 +88,7 @@ def test_a_full_inbox_refuses_more_until_the_agent_takes_them(place: Place) -> N
         agent.append(EVENT_TYPE, plan("Ship it"))
     for n in range(MAX_WAITING):
         PlanRequests(*place).file("note", f"note {n}", by="grace")
-    with pytest.raises(UsageError, match=f"{MAX_WAITING} requests wait for the agent already"):
+    with pytest.raises(UsageError, match=f"{MAX_WAITING} requests wait for this agent already"):
         PlanRequests(*place).file("note", "one more", by="grace")
     with writer(place) as agent:
         assert len(take_requests(agent)) == 10  # one notice's worth: the rest wait

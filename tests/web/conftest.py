@@ -109,6 +109,16 @@ def live_server() -> Iterator[Callable[..., LiveServer]]:
         live.thread.join(timeout=10)
 
 
+@pytest.fixture(params=["jsonl", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A lead and its sub-agents' sessions for the tree streams' tests (``_fleet.Store``): JSONL
+    logs in ``tmp_path``, or a fresh PostgreSQL database."""
+    from ._fleet import opened_store  # PostgreSQL's test helpers: only for the tests that ask
+
+    with opened_store(request.param, tmp_path) as opened:
+        yield opened
+
+
 @dataclass
 class Frame:
     """One server-sent event as the wire carried it."""

@@ -20,15 +20,11 @@ import pytest
 from ag_ui.core import Event as AgUiEvent
 from pydantic import TypeAdapter
 
-from dsh_tool_todo.core.contract import EVENT_TYPE, SESSION_END_EVENT_TYPE
+from dsh_tool_todo.core.contract import SESSION_END_EVENT_TYPE
 from dsh_tool_todo.core.links import end_data
-from dsh_tool_todo.stores import postgres
-from dsh_tool_todo.stores.jsonl import JsonlSession
-from dsh_tool_todo.stores.owners import owner_file_name
-from dsh_tool_todo.stores.postgres import PostgresSession
-from tests.stores.conftest import fresh_database
-from tests.stores.postgres.test_admin import url as pg_url
+from tests._builders import one_item_plan
 
+from ._fleet import CHECKER, LEAD, RESEARCHER, Store, jsonl_store, lead_with_a_helper
 from .conftest import LiveServer, SseStream, run_requests, todo, todos
 from .test_wire_stream import NODE_DIR, NodeClient, data_frame, node_script
 
@@ -36,9 +32,6 @@ Server = Callable[..., LiveServer]
 Append = Callable[..., None]  # (key, *events, parent=None, call_id=None)
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(AgUiEvent)
-LEAD = "lead"
-RESEARCHER = "lead/researcher@c1"
-CHECKER = "lead/researcher@c1/checker@r2"
 
 
 def valid(payload: dict[str, Any]) -> dict[str, Any]:
@@ -48,50 +41,6 @@ def valid(payload: dict[str, Any]) -> dict[str, Any]:
     assert not parsed.model_extra, f"fields the model does not define: {parsed.model_extra}"
     assert parsed.model_dump(mode="json", by_alias=True, exclude_none=True) == payload
     return payload
-
-
-class Store:
-    """Sessions keyed as an owner registry keys them, in a directory or a database."""
-
-    def __init__(self, source: str, name: Callable[[str], str], open_session: Callable[..., Any]):
-        self.source = source
-        self.name = name  # the name the reader lists a key under
-        self._open = open_session
-
-    def append(
-        self,
-        key: str,
-        *events: tuple[str, dict[str, Any]],
-        parent: str | None = None,
-        call_id: str | None = None,
-    ) -> None:
-        link = {} if parent is None else {"parent": self.name(parent), "parent_call_id": call_id}
-        with self._open(key, **link) as session:
-            for kind, data in events:
-                session.append(kind, data)
-
-
-@pytest.fixture(params=["jsonl", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "jsonl":
-
-        def stem(key: str) -> str:
-            return owner_file_name(key).removesuffix(".jsonl")
-
-        def open_jsonl(key: str, **link: Any) -> JsonlSession:
-            return JsonlSession(tmp_path / owner_file_name(key), **link)
-
-        yield Store(str(tmp_path), stem, open_jsonl)
-        return
-    with fresh_database() as dsn:
-        postgres.setup(dsn)
-        yield Store(
-            pg_url(dsn), lambda key: key, lambda key, **link: PostgresSession(dsn, key, **link)
-        )
-
-
-def plan(content: str, status: str = "in_progress") -> tuple[str, dict[str, Any]]:
-    return (EVENT_TYPE, todos(todo(content, status)))
 
 
 def tree_url(server: LiveServer, store: Store, key: str = LEAD) -> str:
@@ -106,8 +55,8 @@ def tree_url(server: LiveServer, store: Store, key: str = LEAD) -> str:
 def test_every_frame_of_a_tree_stream_is_a_valid_ag_ui_event(
     store: Store, live_server: Server, sse: Callable[..., SseStream]
 ) -> None:
-    store.append(LEAD, plan("Delegate"))
-    store.append(RESEARCHER, plan("Search"), parent=LEAD, call_id="c1")
+    store.append(LEAD, one_item_plan("Delegate"))
+    store.append(RESEARCHER, one_item_plan("Search"), parent=LEAD, call_id="c1")
     stream = sse(tree_url(live_server(store.source), store))
     researcher = store.name(RESEARCHER)
 
@@ -131,8 +80,10 @@ def test_every_frame_of_a_tree_stream_is_a_valid_ag_ui_event(
 
     # linked while the stream is open: it shows once it writes
     store.append(CHECKER, parent=RESEARCHER, call_id="r2")
-    store.append(CHECKER, plan("Check"), (SESSION_END_EVENT_TYPE, end_data("failed", "crashed")))
-    store.append(RESEARCHER, plan("Search", "completed"))
+    store.append(
+        CHECKER, one_item_plan("Check"), (SESSION_END_EVENT_TYPE, end_data("failed", "crashed"))
+    )
+    store.append(RESEARCHER, one_item_plan("Search", "completed"))
     store.append(RESEARCHER, (SESSION_END_EVENT_TYPE, end_data("finished")))
     later = [valid(data_frame(stream).json()) for _ in range(5)]
     checker = store.name(CHECKER)
@@ -155,8 +106,8 @@ def test_every_frame_of_a_tree_stream_is_a_valid_ag_ui_event(
 def test_a_plain_stream_is_unchanged_and_tree_is_checked(
     tmp_path: Path, store: Store, live_server: Server, sse: Callable[..., SseStream]
 ) -> None:
-    store.append(LEAD, plan("Delegate"))
-    store.append(RESEARCHER, plan("Search"), parent=LEAD, call_id="c1")
+    store.append(LEAD, one_item_plan("Delegate"))
+    store.append(RESEARCHER, one_item_plan("Search"), parent=LEAD, call_id="c1")
     server = live_server(store.source)
     plain = sse(tree_url(server, store).replace("&tree=1", "&tree=0"))
     assert [data_frame(plain).json()["type"] for _ in range(3)] == [
@@ -164,8 +115,8 @@ def test_a_plain_stream_is_unchanged_and_tree_is_checked(
         "ACTIVITY_SNAPSHOT",
         "STATE_SNAPSHOT",
     ]
-    store.append(RESEARCHER, plan("Search", "completed"))
-    store.append(LEAD, plan("Delegate", "completed"))
+    store.append(RESEARCHER, one_item_plan("Search", "completed"))
+    store.append(LEAD, one_item_plan("Delegate", "completed"))
     assert data_frame(plain).json()["content"] == todos(todo("Delegate", "completed"))
 
     from dsh_tool_todo.web.app import create_app
@@ -188,10 +139,7 @@ def test_a_plain_stream_is_unchanged_and_tree_is_checked(
 def test_the_lead_log_deleted_ends_the_run_with_run_error_with_sub_agents_still_active(
     tmp_path: Path, live_server: Server, sse: Callable[..., SseStream]
 ) -> None:
-    with JsonlSession(tmp_path / "lead.jsonl") as lead:
-        lead.append(*plan("Delegate"))
-    with JsonlSession(tmp_path / "helper.jsonl", parent="lead", parent_call_id="c9") as helper:
-        helper.append(*plan("Help"))
+    lead_with_a_helper(tmp_path)
     stream = sse(f"{live_server(tmp_path).url}/api/sessions/lead/stream?format=ag-ui&tree=1")
     assert [valid(data_frame(stream).json())["type"] for _ in range(5)][-2:] == [
         "SUBAGENT_STARTED",
@@ -288,35 +236,28 @@ def tree_client() -> Iterator[Callable[[str], TreeClient]]:
 def test_ag_ui_client_shows_three_plan_activities_each_attributed_to_its_agent(
     tmp_path: Path, live_server: Server, tree_client: Callable[[str], TreeClient]
 ) -> None:
-    def stem(key: str) -> str:
-        return owner_file_name(key).removesuffix(".jsonl")
-
-    def append(key: str, *events: tuple[str, dict[str, Any]], **link: Any) -> None:
-        with JsonlSession(tmp_path / owner_file_name(key), **link) as session:
-            for kind, data in events:
-                session.append(kind, data)
-
-    lead, researcher, checker = stem(LEAD), stem(RESEARCHER), stem(CHECKER)
-    append(LEAD, plan("Delegate"))
-    append(RESEARCHER, plan("Search"), parent=lead, parent_call_id="c1")
+    store = jsonl_store(tmp_path)
+    lead, researcher, checker = (store.name(key) for key in (LEAD, RESEARCHER, CHECKER))
+    store.append(LEAD, one_item_plan("Delegate"))
+    store.append(RESEARCHER, one_item_plan("Search"), parent=LEAD, call_id="c1")
     client = tree_client(
         f"{live_server(tmp_path, ping=0.2).url}/api/sessions/lead/stream?format=ag-ui&tree=1"
     )
     client.until(showing(researcher, "Search:in_progress"))
 
     # linked while the stream is open, under the researcher: shown within 2 s of its write
-    append(CHECKER, parent=researcher, parent_call_id="r2")
+    store.append(CHECKER, parent=RESEARCHER, call_id="r2")
     written = time.monotonic()
-    append(CHECKER, plan("Check"))
+    store.append(CHECKER, one_item_plan("Check"))
     client.until(showing(checker, "Check:in_progress"))
     assert time.monotonic() - written < 2.0
-    append(RESEARCHER, plan("Search", "completed"))
+    store.append(RESEARCHER, one_item_plan("Search", "completed"))
     written = time.monotonic()
     client.until(showing(researcher, "Search:completed"))
     assert time.monotonic() - written < 2.0
-    append(CHECKER, (SESSION_END_EVENT_TYPE, end_data("failed", "checker crashed")))
+    store.append(CHECKER, (SESSION_END_EVENT_TYPE, end_data("failed", "checker crashed")))
     client.until(lambda line: line.get("subagent", {}).get("type") == "SUBAGENT_ERROR")
-    append(RESEARCHER, (SESSION_END_EVENT_TYPE, end_data("finished")))
+    store.append(RESEARCHER, (SESSION_END_EVENT_TYPE, end_data("finished")))
     client.until(lambda line: line.get("subagent", {}).get("type") == "SUBAGENT_FINISHED")
     types = client.stop()
 

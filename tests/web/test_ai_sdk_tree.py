@@ -18,38 +18,15 @@ import pytest
 
 from dsh_tool_todo.core.contract import SESSION_END_EVENT_TYPE, TURN_START
 from dsh_tool_todo.core.links import end_data
-from dsh_tool_todo.stores import postgres
 from dsh_tool_todo.stores.jsonl import JsonlSession
-from dsh_tool_todo.stores.owners import owner_file_name
-from dsh_tool_todo.stores.postgres import PostgresSession
-from tests.stores.conftest import fresh_database
-from tests.stores.postgres.test_admin import url as pg_url
+from tests._builders import one_item_plan
 
+from ._fleet import CHECKER, LEAD, RESEARCHER, Store, jsonl_store, lead_with_a_helper
 from .conftest import LiveServer, SseStream, todo, todos
-from .test_ag_ui_tree import CHECKER, LEAD, RESEARCHER, Store, plan
 from .test_wire_stream import NodeClient, data_frame, node_script
 
 Server = Callable[..., LiveServer]
 PART = "data-subagent-plan"
-
-
-@pytest.fixture(params=["jsonl", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    if request.param == "jsonl":
-
-        def stem(key: str) -> str:
-            return owner_file_name(key).removesuffix(".jsonl")
-
-        def open_jsonl(key: str, **link: Any) -> JsonlSession:
-            return JsonlSession(tmp_path / owner_file_name(key), **link)
-
-        yield Store(str(tmp_path), stem, open_jsonl)
-        return
-    with fresh_database() as dsn:
-        postgres.setup(dsn)
-        yield Store(
-            pg_url(dsn), lambda key: key, lambda key, **link: PostgresSession(dsn, key, **link)
-        )
 
 
 def tree_url(server: LiveServer, store: Store) -> str:
@@ -75,8 +52,8 @@ def attributed(store: Store, key: str, parent: str, call: str, **rest: Any) -> d
 def test_each_sub_agent_is_a_data_part_of_its_own_and_the_lead_stays_as_it_is(
     store: Store, live_server: Server, sse: Callable[..., SseStream]
 ) -> None:
-    store.append(LEAD, plan("Delegate"))
-    store.append(RESEARCHER, plan("Search"), parent=LEAD, call_id="c1")
+    store.append(LEAD, one_item_plan("Delegate"))
+    store.append(RESEARCHER, one_item_plan("Search"), parent=LEAD, call_id="c1")
     stream = sse(tree_url(live_server(store.source), store))
 
     opening = [data_frame(stream).json() for _ in range(3)]
@@ -93,11 +70,11 @@ def test_each_sub_agent_is_a_data_part_of_its_own_and_the_lead_stays_as_it_is(
 
     # linked while the stream is open, under the researcher: shows once it writes
     store.append(CHECKER, parent=RESEARCHER, call_id="r2")
-    store.append(CHECKER, plan("Check"))
+    store.append(CHECKER, one_item_plan("Check"))
     checking = [todo("Check", "in_progress")]
     assert data_frame(stream).json() == attributed(store, CHECKER, RESEARCHER, "r2", todos=checking)
     store.append(CHECKER, (SESSION_END_EVENT_TYPE, end_data("failed", "crashed")))
-    store.append(RESEARCHER, plan("Search", "completed"))
+    store.append(RESEARCHER, one_item_plan("Search", "completed"))
     store.append(RESEARCHER, (SESSION_END_EVENT_TYPE, end_data("finished")))
     later = [data_frame(stream).json() for _ in range(3)]
     searched = [todo("Search", "completed")]
@@ -119,7 +96,7 @@ def test_each_sub_agent_is_a_data_part_of_its_own_and_the_lead_stays_as_it_is(
     ]
     # a turn of the researcher empties its part; the lead's stream goes on as ever
     store.append(RESEARCHER, (TURN_START, {}))
-    store.append(LEAD, plan("Delegate", "completed"))
+    store.append(LEAD, one_item_plan("Delegate", "completed"))
     last = sorted((data_frame(stream).json() for _ in range(2)), key=lambda frame: frame["type"])
     assert last[0]["data"] == todos(todo("Delegate", "completed"))
     assert last[1]["data"]["todos"] == []
@@ -129,10 +106,7 @@ def test_each_sub_agent_is_a_data_part_of_its_own_and_the_lead_stays_as_it_is(
 def test_a_sub_agent_log_deleted_is_emptied_and_marked_unreadable(
     tmp_path: Path, live_server: Server, sse: Callable[..., SseStream]
 ) -> None:
-    with JsonlSession(tmp_path / "lead.jsonl") as lead:
-        lead.append(*plan("Delegate"))
-    with JsonlSession(tmp_path / "helper.jsonl", parent="lead", parent_call_id="c9") as helper:
-        helper.append(*plan("Help"))
+    lead_with_a_helper(tmp_path)
     stream = sse(f"{live_server(tmp_path).url}/api/sessions/lead/stream?format=ai-sdk&tree=1")
     assert data_frame(stream).json()["type"] == "start"
     assert [data_frame(stream).json()["type"] for _ in range(2)] == ["data-plan", PART]
@@ -175,20 +149,16 @@ def parts_of(line: dict[str, Any]) -> dict[str, Any]:
 def test_ai_sdk_reader_keeps_one_part_per_agent_each_attributed(
     tmp_path: Path, live_server: Server, node: Callable[..., NodeClient]
 ) -> None:
-    store = Store(
-        str(tmp_path),
-        lambda key: owner_file_name(key).removesuffix(".jsonl"),
-        lambda key, **link: JsonlSession(tmp_path / owner_file_name(key), **link),
-    )
-    store.append(LEAD, plan("Delegate"))
-    store.append(RESEARCHER, plan("Search"), parent=LEAD, call_id="c1")
+    store = jsonl_store(tmp_path)
+    store.append(LEAD, one_item_plan("Delegate"))
+    store.append(RESEARCHER, one_item_plan("Search"), parent=LEAD, call_id="c1")
     # neither is under the lead as `dsh-todo sessions` draws it: a parent not visible here,
     # and a sub-agent whose log is in another directory
-    store.append("orphan", plan("Lost"), parent="ghost")
+    store.append("orphan", one_item_plan("Lost"), parent="ghost")
     elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere"
     elsewhere.mkdir()
     with JsonlSession(elsewhere / "stray.jsonl", parent=store.name(LEAD)) as stray:
-        stray.append(*plan("Elsewhere"))
+        stray.append(*one_item_plan("Elsewhere"))
     url = tree_url(live_server(tmp_path, ping=0.2), store)
     client = node("read_ui_message_stream.mjs", "ai", url, "1000")
     lead, researcher, checker = (f"plan:{store.name(key)}" for key in (LEAD, RESEARCHER, CHECKER))
@@ -204,11 +174,11 @@ def test_ai_sdk_reader_keeps_one_part_per_agent_each_attributed(
     # linked while the stream is open: shown within 2 s of its write
     store.append(CHECKER, parent=RESEARCHER, call_id="r2")
     written = time.monotonic()
-    store.append(CHECKER, plan("Check"))
+    store.append(CHECKER, one_item_plan("Check"))
     until(lambda parts: checker in parts)
     assert time.monotonic() - written < 2.0
     store.append(CHECKER, (SESSION_END_EVENT_TYPE, end_data("failed", "checker crashed")))
-    store.append(RESEARCHER, plan("Search", "completed"))
+    store.append(RESEARCHER, one_item_plan("Search", "completed"))
     store.append(RESEARCHER, (SESSION_END_EVENT_TYPE, end_data("finished")))
     parts = until(
         lambda parts: (

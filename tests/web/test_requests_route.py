@@ -189,3 +189,24 @@ def test_an_unknown_session_answers_404(logs: Path) -> None:
 def test_requests_with_a_reader_need_the_source_named(logs: Path) -> None:
     with pytest.raises(UsageError, match="pass requests= the directory or URL it reads"):
         create_app(JsonlReader(logs), requests=True)
+
+
+def test_an_unknown_session_is_the_views_404_naming_no_path_of_the_server(logs: Path) -> None:
+    async def calls(client: httpx.AsyncClient) -> list[Any]:
+        headers = await token_of(client)
+        answers = [
+            await client.get("/api/sessions/ghost/requests"),
+            await client.post(
+                "/api/sessions/ghost/requests",
+                json={"kind": "note", "content": "x"},
+                headers=headers,
+            ),
+            await client.post("/api/sessions/ghost/requests/r1/withdraw", headers=headers),
+            await client.post("/api/sessions/ada/requests/r1/withdraw", headers=headers),
+        ]
+        return [(a.status_code, a.json()["error"]) for a in answers]
+
+    answers = run_requests(create_app(logs, requests=True), calls)
+    assert answers[:3] == [(404, "no session 'ghost' is served")] * 3
+    assert answers[3] == (400, "no pending request 'r1' of this session")
+    assert not any(str(logs) in error for _, error in answers)

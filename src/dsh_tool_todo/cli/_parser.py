@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -112,7 +113,7 @@ _EXAMPLES: dict[str, tuple[str, ...]] = {
 def _demo(demo: argparse.ArgumentParser) -> None:
     demo.add_argument(
         "--log",
-        type=Path,
+        type=_new_log,
         help="where to write the session log (a new file; default: demo.jsonl, demo-2.jsonl, "
         "... in the default place, DSH_TODO_HOME or the per-user state directory, which "
         "`dsh-todo serve` reads with no SOURCE)",
@@ -151,6 +152,16 @@ def _show(show: argparse.ArgumentParser) -> None:
     )
     _ascii_flag(show)
     _health_flag(show)
+
+
+def _new_log(text: str) -> Path:
+    """A demo's --log: a file path, never a URL (a demo records to a JSONL file)."""
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", text):
+        raise argparse.ArgumentTypeError(
+            f"takes the path of a new JSONL file, not a URL ({text.split('://', 1)[0]}://): "
+            "the demo records to a file"
+        )
+    return Path(text)
 
 
 def _ask(ask: argparse.ArgumentParser) -> None:

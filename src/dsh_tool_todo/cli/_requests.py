@@ -55,7 +55,9 @@ def ask(args: argparse.Namespace, out: TextIO) -> int:
         return 0
     text = text_out(out, False)
     said = escape_content(_line(request, "waiting"), encoding=text.encoding)
-    print(f"{said}; the agent is told at its next model call", file=text)
+    # an item of this plan: a new turn clears the plan, and the request lapses with it
+    when = " of this turn" if kind in ("done", "reopen", "remove") else ""
+    print(f"{said}; the agent is told at its next model call{when}", file=text)
     return 0
 
 

@@ -84,7 +84,7 @@ class PlanRequests:
             found = await _list(inbox, tail, name)
             if len(found.waiting) >= MAX_WAITING:
                 raise UsageError(
-                    f"{inbox.where}: {MAX_WAITING} requests wait for the agent already: "
+                    f"{MAX_WAITING} requests wait for this agent already: "
                     "wait for it to take them, or withdraw one"
                 )
             open_ = [*found.waiting, *(s.request for s in found.taken if s.status == "pending")]
@@ -115,7 +115,7 @@ class PlanRequests:
             s.request.id for s in found.taken if s.status == "pending"
         }
         if request_id not in pending:
-            raise UsageError(f"no pending request {request_id!r} in {inbox.where}")
+            raise UsageError(f"no pending request {request_id!r} of this session")
         inbox.file({"withdraw": request_id, "by": by.strip()[:64], "at": time.time()})
 
     async def aread(self) -> Requests:

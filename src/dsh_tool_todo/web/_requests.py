@@ -73,7 +73,10 @@ class RequestRoutes:
             ),
         ]
 
-    def _of(self, name: str) -> PlanRequests:
+    async def _of(self, name: str) -> PlanRequests:
+        """The requests of session ``name``; :class:`SessionNotFound` (the view's 404) for a
+        session the view does not serve, so no message names a path of the server."""
+        await self.plans.snapshot(name)
         key = self.plans.owner_of(name)
         return PlanRequests(self.target, key if key is not None else name)
 
@@ -81,10 +84,7 @@ class RequestRoutes:
         return _json({"token": self.token, "header": HEADER})
 
     async def read(self, request: Request) -> Response:
-        try:
-            found = await self._of(request.path_params["name"]).aread()
-        except UsageError as error:
-            return _error(404, str(error))
+        found = await (await self._of(request.path_params["name"])).aread()
         return _json(found.as_json())
 
     async def file(self, request: Request) -> Response:
@@ -99,10 +99,11 @@ class RequestRoutes:
             return _error(400, f"`kind` is one of {', '.join(KINDS)}")
         if not isinstance(content, str) or not isinstance(by, str):
             return _error(400, "`content` and `by` must be strings")
+        requests = await self._of(request.path_params["name"])
         try:
-            filed = await self._of(request.path_params["name"]).afile(kind, content, by=by)
+            filed = await requests.afile(kind, content, by=by)
         except UsageError as error:
-            return _error(400 if "no such session" not in str(error) else 404, str(error))
+            return _error(400, str(error))
         return _json(filed.as_json(), 201)
 
     async def withdraw(self, request: Request) -> Response:
@@ -112,9 +113,10 @@ class RequestRoutes:
         body = await _body(request, empty_ok=True)
         if isinstance(body, Response):
             return body
+        requests = await self._of(request.path_params["name"])
         try:
             by = body.get("by", "web view")
-            await self._of(request.path_params["name"]).awithdraw(
+            await requests.awithdraw(
                 request.path_params["ident"], by=by if isinstance(by, str) else ""
             )
         except UsageError as error:

@@ -63,15 +63,14 @@ class RemindAfterCompaction(ChatMiddleware):
     async def process(self, context: ChatContext, call_next: Callable[[], Awaitable[None]]) -> None:
         key = None if context.session is None else self.owner_of(context.session)
         if key is not None:
-            inner = context.kwargs.get("compaction_strategy")
-            if inner is None:
-                inner = getattr(context.client, "compaction_strategy", None)
+            inner = _strategy_of(context)
             context.kwargs["compaction_strategy"] = _Reminding(inner, self.owners, key)
         await call_next()
 
 
-class _Reminding:
-    """A compaction strategy: the inner one, then the reminder when it is due."""
+class _AfterInner:
+    """A compaction strategy: the inner one (when there is one), then a user message of its
+    own with the text :meth:`_text` finds, when it finds one."""
 
     def __init__(self, inner: Any, owners: OwnerRegistry, key: str) -> None:
         self.inner = inner
@@ -84,13 +83,23 @@ class _Reminding:
 
     async def __call__(self, messages: list[Message]) -> bool:
         changed = False if self.inner is None else bool(await self.inner(messages))
-        todos = await aplan_of(self.owners, self.key)
-        shown, written = _shown_and_written(included_messages(messages))
-        text = reminder_due(todos, written, shown)
+        text = await self._text(messages)
         if text is None:
             return changed
         messages.append(Message(role="user", contents=[text]))
         return True
+
+    async def _text(self, messages: list[Message]) -> str | None:
+        raise NotImplementedError
+
+
+class _Reminding(_AfterInner):
+    """The inner strategy, then the reminder when it is due."""
+
+    async def _text(self, messages: list[Message]) -> str | None:
+        todos = await aplan_of(self.owners, self.key)
+        shown, written = _shown_and_written(included_messages(messages))
+        return reminder_due(todos, written, shown)
 
 
 class TellRequests(ChatMiddleware):
@@ -112,9 +121,7 @@ class TellRequests(ChatMiddleware):
         if key is None and context.session is not None:
             key = self.owner_of(context.session)
         if key is not None:
-            inner = context.kwargs.get("compaction_strategy")
-            if inner is None:
-                inner = getattr(context.client, "compaction_strategy", None)
+            inner = _strategy_of(context)
             if inner is not None:
                 context.kwargs["compaction_strategy"] = _Telling(inner, self.owners, key)
             else:
@@ -124,25 +131,19 @@ class TellRequests(ChatMiddleware):
         await call_next()
 
 
-class _Telling:
-    """A compaction strategy: the inner one, then the request notice when there is one."""
+class _Telling(_AfterInner):
+    """The inner strategy, then the request notice when there is one."""
 
-    def __init__(self, inner: Any, owners: OwnerRegistry, key: str) -> None:
-        self.inner = inner
-        self.owners = owners
-        self.key = key
-        # what the framework reads of a strategy: a wrapper must not hide that the inner one
-        # needs the history on the client (the client refuses a service-kept one then)
-        self.tokenizer = getattr(inner, "tokenizer", None)
-        self.requires_client_managed_history = _client_history(inner)
+    async def _text(self, messages: list[Message]) -> str | None:
+        return await atold(self.owners, self.key)
 
-    async def __call__(self, messages: list[Message]) -> bool:
-        changed = bool(await self.inner(messages))
-        text = await atold(self.owners, self.key)
-        if text is None:
-            return changed
-        messages.append(Message(role="user", contents=[text]))
-        return True
+
+def _strategy_of(context: ChatContext) -> Any:
+    """The request's compaction strategy: the one passed for the call, else the client's."""
+    inner = context.kwargs.get("compaction_strategy")
+    if inner is None:
+        inner = getattr(context.client, "compaction_strategy", None)
+    return inner
 
 
 def _client_history(strategy: object) -> bool:

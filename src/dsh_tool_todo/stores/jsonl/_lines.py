@@ -338,7 +338,7 @@ def _is_hole(file: BinaryIO, start: int, end: int) -> bool:
     Lets a tail of gigabytes of holes be judged without reading them. Where
     the file system cannot tell (``SEEK_DATA`` unsupported), nothing is a hole.
     """
-    if _SEEK_DATA is None:
+    if _SEEK_DATA is None or type(file) is io.BytesIO:  # bytes read already hold no hole
         return False
     try:
         fd = file.fileno()

@@ -15,6 +15,7 @@ import stat
 from collections.abc import Collection
 
 from ...core.links import End
+from ...core.projection import PLAN_EVENTS
 from ...errors import InvalidLog
 from ...protocols import Snapshot, TailPage
 from ._lines import _READ_FLAGS, Event, not_a_file, whole_end
@@ -23,6 +24,7 @@ from ._tail import HEAD_READ, _head_event, _summary_before, read_summary, tail_p
 __all__: list[str] = []
 
 Summary = tuple[Snapshot, Event | None, End | None]  # what read_summary answers
+_PLANS = frozenset(PLAN_EVENTS)
 
 
 def read_summary_and_page(
@@ -37,10 +39,12 @@ def read_summary_and_page(
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise not_a_file(path, info.st_mode)
-        first = os.read(fd, HEAD_READ) if info.st_size < HEAD_READ else None
+        # one byte more than its size: more came back only if the log grew meanwhile (and a
+        # read sized to the log costs half what a HEAD_READ one does, on a fragmented heap)
+        first = os.read(fd, info.st_size + 1) if info.st_size < HEAD_READ else None
     finally:
         os.close(fd)
-    if first is None or len(first) >= HEAD_READ:  # a long log (maybe grown since): as a list
+    if first is None or len(first) > info.st_size:  # long, or grown since: as a list reads it
         return read_summary(path), None
     source = io.BytesIO(first)
     end, _ = whole_end(source, path, len(first))
@@ -50,7 +54,8 @@ def read_summary_and_page(
         page = tail_page(source, path, end, None, limit, types, walked)
     except InvalidLog as error:
         page = error.with_traceback(None)  # its frames hold the bytes: let them go now
-    if isinstance(page, InvalidLog) or page.more:  # the walk stopped short of the row's facts
+    # the walk stopped short of the row's facts, or did not check its deciding event
+    if isinstance(page, InvalidLog) or page.more or not _PLANS.issubset(types):
         last_seq, deciding, ended = _summary_before(source, path, end)
     else:
         last_seq, deciding, ended = _summary_before(source, path, end, walked)

@@ -289,13 +289,14 @@ def _summary_before(
 ) -> tuple[int, Event | None, End | None]:
     """:func:`deciding_before`, and the end when the newest of the plan events and
     ``session/end`` events is an end: the ends newer than the plan lie on the same read back
-    (``walked``: that read back, already made, as :func:`tail_page` records it)."""
+    (``walked``: that read back, already made, as :func:`tail_page` records it when the plan
+    events are among its types: each of them checked already)."""
     last_seq, ended, told = -1, None, False
     for offset, event in events_backwards(file, path, end) if walked is None else walked:
         if last_seq < 0:
             last_seq = event["seq"]
         if event["type"] in PLAN_EVENTS:
-            return last_seq, checked(event, path, file, offset), ended
+            return last_seq, checked(event, path, file, offset) if walked is None else event, ended
         if not told and event["type"] == SESSION_END_EVENT_TYPE:
             told, ended = True, end_of(event)
     return last_seq, None, ended

@@ -253,7 +253,9 @@ def pick_log(url: str, session_id: str | None) -> tuple[str, str]:
     except (psycopg.Error, PoolTimeout) as error:
         raise wrap(where, error) from None
     if row is None:
-        raise UsageError(f"{where}: no session in it yet (to wait for one: --wait --session ID)")
+        raise UsageError(
+            f"{where}: no session in it yet (`dsh-todo watch` waits for one: --wait --session ID)"
+        )
     return url, str(row[0])
 
 
@@ -261,7 +263,9 @@ def open_inbox(url: str, session_id: str | None) -> PostgresInbox:
     """The inbox of ``session_id`` in the database: its rows of ``dsh_todo_requests``."""
     from ._inbox import PostgresInbox
 
-    return PostgresInbox(url, _session(session_id))
+    name = _session(session_id)
+    _last_seq(url, name)  # a session with no rows, or a database not there, refused at once
+    return PostgresInbox(url, name)
 
 
 MAX_DAYS = 1e6
