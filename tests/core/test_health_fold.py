@@ -2,7 +2,8 @@
 
 A fleet folds 100,000 turns, so ``turn_health`` folds a turn of plain ``dict`` writes and
 turn starts without building a ``HealthState`` per event, and hands anything else to
-``step``. Generated turns of every shape, folded both ways, must give the same signals.
+``step``; and two writes are compared in one pass. Generated turns of every shape, folded
+both ways, must give the same signals; generated pairs of writes, what the definitions give.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_tool_todo.core.contract import EVENT_TYPE, SESSION_END_EVENT_TYPE, TURN_START
-from dsh_tool_todo.core.health import HealthOptions, HealthState, Signal, step, turn_health
+from dsh_tool_todo.core.health import (
+    HealthOptions,
+    HealthState,
+    Pairs,
+    Signal,
+    _compare,
+    step,
+    turn_health,
+)
 
 Event = dict[str, Any]
 
@@ -77,3 +86,45 @@ def test_a_stuck_run_under_way_at_a_partial_folds_first_write_is_at_least() -> N
 
     assert stuck(turn_health(writes, partial=True)) == [(4, True)]
     assert stuck(turn_health(writes)) == [(4, False)]
+
+
+def compared_by_definition(
+    previous: Pairs, current: Pairs, seq: int, options: HealthOptions
+) -> list[Signal]:
+    """The signals between two writes, each written out as ``core.health`` defines it."""
+    if previous == current:
+        return [Signal("unchanged", seq)]
+    before, after = dict(previous), dict(current)
+    found = []
+    dropped = tuple(
+        c for c, s in before.items() if s in ("pending", "in_progress") and c not in after
+    )
+    if dropped:
+        found.append(Signal("dropped", seq, dropped, len(dropped)))
+    jumped = tuple(c for c, s in after.items() if s == "completed" and before.get(c) == "pending")
+    if len(jumped) >= options.bulk_completed:
+        found.append(Signal("bulk_completed", seq, jumped, len(jumped)))
+    if current and all(s == "completed" for s in after.values()):
+        finished = tuple(c for c in after if before.get(c) != "completed")
+        if len(finished) >= options.all_done_at_once:
+            found.append(Signal("all_done_at_once", seq, finished, len(finished)))
+    return found
+
+
+_PAIRS = st.lists(
+    st.tuples(
+        st.sampled_from(["A", "B", "C", "D", "E", "F"]),
+        st.sampled_from(["pending", "in_progress", "completed", "done", 1, None]),
+    ),
+    max_size=7,
+).map(tuple)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_PAIRS, _PAIRS, _OPTIONS)
+def test_two_writes_compare_as_the_definitions_say(
+    previous: Pairs, current: Pairs, options: HealthOptions
+) -> None:
+    assert _compare(previous, current, 9, options) == compared_by_definition(
+        previous, current, 9, options
+    )

@@ -251,23 +251,22 @@ def test_a_source_named_with_control_bytes_is_escaped_in_the_error(tmp_path: Pat
 def test_one_log_that_cannot_be_read_is_a_row_marked_unreadable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # chmod 000 does not stop root: the refusal is made where every read opens a log
-    from dsh_tool_todo.stores.jsonl import _tail
-
+    # chmod 000 does not stop root: the refusal is made where every read opens a log, the
+    # system call (the fleet's read of a short log opens it without a buffered file)
     with JsonlSession(tmp_path / "good.jsonl") as good:
         record_plans(good, [("A", "in_progress")])
     with JsonlSession(tmp_path / "locked.jsonl") as locked:
         record_plans(locked, [("B", "pending")])
     (tmp_path / "dir.jsonl").mkdir()
     (tmp_path / "binary.jsonl").write_bytes(b"\xff\xfe\x00\n")
-    opened = _tail.open_log
+    opened = os.open
 
-    def refuse(path: str) -> Any:
-        if path.endswith("locked.jsonl"):
+    def refuse(path: Any, *args: Any, **kwargs: Any) -> int:
+        if os.fspath(path).endswith("locked.jsonl"):
             raise PermissionError(13, "Permission denied", path)
-        return opened(path)
+        return opened(path, *args, **kwargs)
 
-    monkeypatch.setattr(_tail, "open_log", refuse)
+    monkeypatch.setattr(os, "open", refuse)
     roots = asyncio.run(read_fleet(JsonlReader(tmp_path)))
     shown = sorted(render_tree(roots).splitlines())
     assert [line.split("\t")[:2] for line in shown] == [

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_tool_todo.core.contract import EVENT_TYPE, REQUEST_NOTIFIED, REQUEST_TAKEN, TURN_START
+from dsh_tool_todo.core.contract import EVENT_TYPE, REQUEST_TAKEN, TURN_START
 from dsh_tool_todo.core.requests import request_states
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.stores import open_session
@@ -72,7 +72,7 @@ def test_a_request_waits_until_the_writer_takes_it_and_is_told_once(place: Place
         (asked.id, "honoured", True)
     ]
     kinds = [e["type"] for e in events_of(place)]
-    assert kinds == [EVENT_TYPE, REQUEST_TAKEN, REQUEST_NOTIFIED, EVENT_TYPE]
+    assert kinds == [EVENT_TYPE, REQUEST_TAKEN, EVENT_TYPE]  # taken and told in one event
 
 
 def test_a_request_for_an_item_not_in_the_plan_is_refused_and_files_nothing(place: Place) -> None:
@@ -95,7 +95,9 @@ def test_a_full_inbox_refuses_more_until_the_agent_takes_them(place: Place) -> N
     PlanRequests(*place).file("note", "one more", by="grace")
 
 
-def test_a_withdrawn_request_is_not_told_and_is_settled_withdrawn(place: Place) -> None:
+def test_a_request_withdrawn_before_it_is_taken_is_passed_over_and_one_after_is_settled(
+    place: Place,
+) -> None:
     with writer(place) as agent:
         agent.append(EVENT_TYPE, plan("Ship it"))
     first = PlanRequests(*place).file("remove", "Ship it", by="grace")
@@ -106,8 +108,11 @@ def test_a_withdrawn_request_is_not_told_and_is_settled_withdrawn(place: Place) 
         PlanRequests(*place).withdraw("nope", by="grace")
     with writer(place) as agent:
         assert take_requests(agent) == [second]
+    PlanRequests(*place).withdraw(second.id, by="grace")
+    with writer(place) as agent:
+        assert take_requests(agent) == []
     statuses = {s.request.id: s.status for s in PlanRequests(*place).read().taken}
-    assert statuses == {first.id: "withdrawn", second.id: "pending"}
+    assert statuses == {second.id: "withdrawn"}  # the first never reached the log
 
 
 def test_replay_settles_the_same_on_both_stores(tmp_path: Path, pg_dsn: str) -> None:
@@ -128,7 +133,7 @@ def test_replay_settles_the_same_on_both_stores(tmp_path: Path, pg_dsn: str) -> 
         ]
         for where in places
     ]
-    assert answers[0] == answers[1] == [("done", "honoured", 1, 4), ("note", "delivered", 2, 3)]
+    assert answers[0] == answers[1] == [("done", "honoured", 1, 3), ("note", "delivered", 2, 2)]
 
 
 def test_a_torn_line_in_a_jsonl_inbox_is_skipped_and_the_next_request_kept(tmp_path: Path) -> None:
@@ -151,7 +156,9 @@ def test_the_inbox_is_a_file_beside_the_log_that_no_listing_takes_for_a_log(tmp_
         agent.append(EVENT_TYPE, plan("Ship it"))
     PlanRequests(*where).file("note", "hi", by="grace")
     assert sorted(os.listdir(tmp_path)) == ["ada.jsonl", "ada.jsonl.requests"]
-    assert json.loads((tmp_path / "ada.jsonl.requests").read_text())["content"] == "hi"
+    header, line = (tmp_path / "ada.jsonl.requests").read_text().splitlines()
+    assert list(json.loads(header)) == ["inboxId"]  # names the file: a replaced one is told apart
+    assert json.loads(line)["content"] == "hi"
     assert open_fleet(str(tmp_path))[1] == ["ada"]
 
 
@@ -162,7 +169,8 @@ def test_a_memory_session_takes_requests_filed_in_process() -> None:
         {"id": "r1", "kind": "done", "content": "Ship it", "by": "g", "planSeq": 0, "at": 0}
     )
     assert [r.id for r in take_requests(session)] == ["r1"]
-    assert [e["type"] for e in session.events] == [EVENT_TYPE, REQUEST_TAKEN, REQUEST_NOTIFIED]
+    assert [e["type"] for e in session.events] == [EVENT_TYPE, REQUEST_TAKEN]
+    assert session.events[1]["data"]["told"] is True
 
 
 def test_an_async_session_takes_through_the_async_path() -> None:
@@ -340,3 +348,92 @@ def test_a_pruned_or_deleted_session_takes_its_requests_with_it(
     assert open_database(url(pg_dsn)).delete_session("ada") == 1
     with psycopg.Connection.connect(pg_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM dsh_todo_requests").fetchone() == (0,)
+
+
+# --- what a hostile pass found: concurrency, replaced inboxes, special files ---------------
+
+
+def test_concurrent_filers_keep_the_cap_exact_and_a_taking_writer_loses_none(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from dsh_tool_todo.stores import requests
+
+    monkeypatch.setattr(requests, "MAX_WAITING", 5)  # 12 filers: within a server's connections
+
+    with writer(place) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    filed: list[str] = []
+    refused: list[str] = []
+
+    def file(n: int) -> None:
+        try:
+            filed.append(PlanRequests(*place).file("note", f"note {n}", by="g").id)
+        except UsageError as error:
+            refused.append(str(error))
+
+    threads = [threading.Thread(target=file, args=(n,)) for n in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(filed) == 5
+    assert {"5 requests wait" in reason for reason in refused} == {True}
+    with writer(place) as agent:
+        taken = [r.id for r in take_requests(agent)]
+    assert sorted(taken) == sorted(filed)
+
+
+def test_an_inbox_deleted_after_a_take_keeps_the_next_requests(tmp_path: Path) -> None:
+    where = (str(tmp_path), "ada")
+    with writer(where) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    for n in range(3):
+        PlanRequests(*where).file("note", f"old {n}", by="g")
+    with writer(where) as agent:
+        assert len(take_requests(agent)) == 3
+    (tmp_path / "ada.jsonl.requests").unlink()  # a person tidies the directory
+    fresh = PlanRequests(*where).file("note", "new", by="g")
+    assert [r.id for r in PlanRequests(*where).read().waiting] == [fresh.id]
+    with writer(where) as agent:
+        assert take_requests(agent) == [fresh]
+
+
+def test_an_inbox_that_is_a_fifo_is_never_waited_on(tmp_path: Path) -> None:
+    where = (str(tmp_path), "ada")
+    with writer(where) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    os.mkfifo(tmp_path / "ada.jsonl.requests")
+    assert PlanRequests(*where).read().waiting == []
+    with pytest.raises(UsageError, match="is not a regular file: move it aside"):
+        PlanRequests(*where).file("note", "hi", by="g")
+    with writer(where) as agent:
+        assert take_requests(agent) == []
+
+
+def test_requests_withdrawn_before_a_take_cost_it_nothing(tmp_path: Path) -> None:
+    where = (str(tmp_path), "ada")
+    with writer(where) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    for n in range(30):
+        asked = PlanRequests(*where).file("note", f"note {n}", by="g")
+        PlanRequests(*where).withdraw(asked.id, by="g")
+    live = PlanRequests(*where).file("done", "Ship it", by="g")
+    with writer(where) as agent:
+        assert take_requests(agent) == [live]
+    kinds = [e["type"] for e in events_of(where)]
+    assert kinds == [EVENT_TYPE, REQUEST_TAKEN]  # the withdrawn ones never reached the log
+
+
+def test_an_inbox_line_filing_would_refuse_is_never_taken(tmp_path: Path) -> None:
+    where = (str(tmp_path), "ada")
+    with writer(where) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    bad = {"id": "x", "kind": "note", "content": "a\x00b", "by": "g", "planSeq": 0, "at": 0}
+    long = {**bad, "id": "y", "content": "z" * 301}
+    with open(tmp_path / "ada.jsonl.requests", "w", encoding="utf-8") as inbox:
+        inbox.write(json.dumps(bad) + "\n" + json.dumps(long) + "\n")
+    kept = PlanRequests(*where).file("note", "fine", by="g")
+    with writer(where) as agent:
+        assert take_requests(agent) == [kept]

@@ -210,3 +210,32 @@ def test_an_unknown_session_is_the_views_404_naming_no_path_of_the_server(logs: 
     assert answers[:3] == [(404, "no session 'ghost' is served")] * 3
     assert answers[3] == (400, "no pending request 'r1' of this session")
     assert not any(str(logs) in error for _, error in answers)
+
+
+def test_refused_requests_do_not_count_toward_the_rate(
+    logs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_requests, "RATE", 2)
+
+    async def calls(client: httpx.AsyncClient) -> list[int]:
+        headers = await token_of(client)
+        codes = []
+        for content in ("Deploy", "Deploy", "Deploy", "Ship it"):  # three refusals, then one
+            answer = await client.post(
+                "/api/sessions/ada/requests",
+                json={"kind": "done", "content": content},
+                headers=headers,
+            )
+            codes.append(answer.status_code)
+        return codes
+
+    assert run_requests(create_app(logs, requests=True), calls) == [400, 400, 400, 201]
+
+
+def test_a_body_declared_too_long_is_refused_before_it_is_read(logs: Path) -> None:
+    async def calls(client: httpx.AsyncClient) -> int:
+        headers = {**(await token_of(client)), "content-length": "10000000000"}
+        answer = await client.post("/api/sessions/ada/requests", content=b"{}", headers=headers)
+        return answer.status_code
+
+    assert run_requests(create_app(logs, requests=True), calls) == 413

@@ -274,22 +274,23 @@ def _compare(previous: Pairs, current: Pairs, seq: int, options: HealthOptions) 
         return [Signal("unchanged", seq)]
     before = dict(previous)
     after = dict(current)
-    dropped = tuple(
-        content
-        for content, status in before.items()
-        if status in ("pending", "in_progress") and content not in after
-    )
-    if dropped:
-        found.append(Signal("dropped", seq, dropped, len(dropped)))
-    jumped = tuple(
-        content
-        for content, status in after.items()
-        if status == "completed" and before.get(content) == "pending"
-    )
+    if not before.keys() <= after.keys():  # an item left: the unfinished ones are dropped
+        dropped = [
+            c for c, s in before.items() if s in ("pending", "in_progress") and c not in after
+        ]
+        if dropped:
+            found.append(Signal("dropped", seq, tuple(dropped), len(dropped)))
+    jumped = []
+    done = True  # every item of cur completed: found on the same pass (a fleet folds 100,000s)
+    for content, status in after.items():
+        if status != "completed":
+            done = False
+        elif before.get(content) == "pending":
+            jumped.append(content)
     if len(jumped) >= options.bulk_completed:
-        found.append(Signal("bulk_completed", seq, jumped, len(jumped)))
-    if current and all(status == "completed" for status in after.values()):
-        finished = tuple(c for c in after if before.get(c) != "completed")
+        found.append(Signal("bulk_completed", seq, tuple(jumped), len(jumped)))
+    if current and done:
+        finished = tuple([c for c in after if before.get(c) != "completed"])
         if len(finished) >= options.all_done_at_once:
             found.append(Signal("all_done_at_once", seq, finished, len(finished)))
     return found

@@ -4,8 +4,9 @@ A plan has one writer, the agent session that owns it. A person watching does
 not change the plan; they **ask**: mark an item done, reopen it, remove it, add
 one, or leave a note. A request waits in the session's inbox (a store's own
 place beside the log) until the session's writer takes it, recording
-``request/taken`` in its own log, and tells the model once, in a short notice
-(``request/notified``). The agent answers with its next ``todo_write``.
+``request/taken`` in its own log (``"told": true`` when the model is told of it then),
+and tells the model once, in a short notice. A host that tells the model later records
+``request/notified`` (``{"ids": [...]}``) instead. The agent answers with its next ``todo_write``.
 
 How each request is settled is a fold of the log, so every reader and every
 replay gives the same answer:
@@ -24,7 +25,7 @@ replay gives the same answer:
     clears that plan before the model was told, so they lapse. ``add`` and
     notes are carried into the next turn's notice instead.
 ``delivered``
-    a note reached a model request (``request/notified``).
+    a note reached a model request (``told``, or ``request/notified``).
 ``withdrawn``
     the person withdrew it while it was pending.
 
@@ -267,6 +268,8 @@ class _Fold:
             self._settle(request.id, "void", seq)
         elif self.plan is not None and _honours(self.plan, request):
             self._settle(request.id, "honoured", seq)
+        elif isinstance(data, Mapping) and data.get("told") is True:
+            self._notified(request.id, seq)  # taken and told in one event
 
     def _notified(self, ident: str, seq: int) -> None:
         state = self.pending.get(ident)

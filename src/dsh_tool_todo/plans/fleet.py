@@ -81,7 +81,11 @@ async def read_fleet(
         async for row, first in cast(_Paged, reader).sessions_paged(
             "", limit, types=_WITH_ENDS, page=PAGE
         ):
-            nodes.append(shared(await _node(reader, row, options, first)))
+            if isinstance(first, TailPage) and not first.more:  # the whole turn is in hand
+                node = _filled(_bare(row), _last_turn(first.events), True, options)
+            else:
+                node = await _node(reader, row, options, first)
+            nodes.append(shared(node))
         return build_tree(nodes)
     rows, _ = await reader.sessions("", limit)
     for row in rows:
@@ -111,13 +115,7 @@ async def _node(
     options: HealthOptions | None,
     first: TailPage | InvalidLog | None = None,
 ) -> FleetNode:
-    node = FleetNode(
-        row.name,
-        parent=row.parent,
-        last_activity=row.last_activity,
-        progress=row.progress,
-        readable=row.progress is not None,
-    )
+    node = _bare(row)
     if isinstance(first, InvalidLog):  # the list's read of the log found it broken
         node.readable = False
         return node
@@ -127,6 +125,31 @@ async def _node(
     except (InvalidLog, SessionNotFound, OSError):  # broken, unreadable, or deleted since listed
         node.readable = False
         return node
+    return _filled(node, events, whole, options)
+
+
+def _bare(row: SessionSummary) -> FleetNode:
+    return FleetNode(
+        row.name,
+        parent=row.parent,
+        last_activity=row.last_activity,
+        progress=row.progress,
+        readable=row.progress is not None,
+    )
+
+
+def _last_turn(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What :func:`_turn` finds in a last page: its events from the last ``turn/start`` on."""
+    for position in range(len(events) - 1, -1, -1):
+        if events[position]["type"] == TURN_START:
+            return events[position:]
+    return events
+
+
+def _filled(
+    node: FleetNode, events: list[dict[str, Any]], whole: bool, options: HealthOptions | None
+) -> FleetNode:
+    """``node`` with what its current turn's plan events (and ends) say."""
     node.end = end_of(events[-1]) if events else None
     writes = [event for event in events if event["type"] != SESSION_END_EVENT_TYPE]
     if writes and writes[-1]["type"] == EVENT_TYPE:

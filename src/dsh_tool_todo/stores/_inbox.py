@@ -9,8 +9,11 @@ as JSON) or a withdrawal ``{"withdraw": id, "by": ..., "at": ...}``; its positio
 is where it ends in the inbox (a byte offset; a row id).
 
 The writer takes the entries after the newest position its log records
-(``request/taken`` and ``request/withdrawn`` carry ``inbox``), so a restart of
-either side loses none and takes none twice.
+(``request/taken`` and ``request/withdrawn`` carry ``inbox``, and a file's inode as
+``inboxId``: an inbox deleted or replaced is read from its start), so a restart of
+either side loses none and takes none twice. Filers append under the inbox's lock (a
+file's ``flock``, a transaction's advisory lock), judging the entries before theirs
+there, so the cap on waiting requests holds and a row id never commits behind a later one.
 """
 
 from __future__ import annotations
@@ -20,24 +23,32 @@ import fcntl
 import inspect
 import json
 import os
+import secrets
+import stat
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from ..core.contract import (
-    EVENT_TYPE,
-    REQUEST_NOTIFIED,
-    REQUEST_TAKEN,
-    REQUEST_WITHDRAWN,
-    TURN_START,
-)
-from ..core.requests import MAX_TOLD, Request, _Fold
+from ..core.contract import EVENT_TYPE, REQUEST_TAKEN, REQUEST_WITHDRAWN, TURN_START
+from ..core.requests import MAX_BY, MAX_CONTENT, MAX_TOLD, Request, _check_text, _Fold
 from ..errors import UsageError
 
 __all__: list[str] = []
 
 Entry = dict[str, Any]
+Read = tuple[list[tuple[int, "Entry | None"]], int, "str | None"]
+"""What a read of an inbox gives: each whole entry after the position asked for with where it
+ends (``None`` for a line that is no entry: passed over), where the read began (0 when the
+inbox is not the one the position was in), and the inbox's identity (a file's inode)."""
+Admit = Callable[[list[Entry]], None]
 POSITION_KEY = "inbox"
+
+
+def _admit_all(entries: list[Entry]) -> None:
+    """Refuse nothing (a filer that judged the entries already, or a test)."""
+
+
+IDENTITY_KEY = "inboxId"
 TAKEN_TYPES = (REQUEST_TAKEN, REQUEST_WITHDRAWN)
 MAX_LINE = 4096  # a request is at most a few hundred characters: a longer line is no entry
 MAX_WAITING = 20
@@ -50,9 +61,27 @@ class Inbox(Protocol):
 
     where: str
 
-    def file(self, entry: Mapping[str, Any]) -> int: ...
+    def file(
+        self,
+        entry: Mapping[str, Any],
+        admit: Admit = _admit_all,
+        after: tuple[int, str | None] = (0, None),
+    ) -> int:
+        """Append ``entry`` once ``admit`` (given the entries after ``after``, under the
+        inbox's lock, so two filers judge one after the other) has not refused it."""
+        ...
 
-    def read_after(self, position: int) -> list[tuple[int, Entry]]: ...
+    def read_after(self, position: int, identity: str | None = None) -> Read: ...
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+_FILE_FLAGS = (
+    os.O_RDWR
+    | os.O_APPEND
+    | os.O_CREAT
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+)
 
 
 class FileInbox:
@@ -61,16 +90,25 @@ class FileInbox:
     def __init__(self, log: str) -> None:
         self.where = log + ".requests"
 
-    def file(self, entry: Mapping[str, Any]) -> int:
+    def file(
+        self,
+        entry: Mapping[str, Any],
+        admit: Admit = _admit_all,
+        after: tuple[int, str | None] = (0, None),
+    ) -> int:
         line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
         if len(line) > MAX_LINE:
             raise UsageError(f"a request is at most {MAX_LINE} bytes as JSON")
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(self.where, flags, 0o600)
+        fd = os.open(self.where, _FILE_FLAGS, 0o600)
         try:
+            _check_regular(fd, self.where)
             fcntl.flock(fd, fcntl.LOCK_EX)
+            entries, _, _ = _read_fd(fd, *after)
+            admit([entry for _, entry in entries if entry is not None])
             size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
+            if size == 0:  # a new inbox: its first line names it, so a replaced one is told apart
+                line = _header() + line
+            elif os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line  # a filer died mid-line: end its torn line first
             written = os.write(fd, line)
             if written != len(line):  # a full disk: take the part back, acknowledge nothing
@@ -81,21 +119,54 @@ class FileInbox:
         finally:
             os.close(fd)
 
-    def read_after(self, position: int) -> list[tuple[int, Entry]]:
+    def read_after(self, position: int, identity: str | None = None) -> Read:
         try:
-            with open(self.where, "rb") as file:
-                file.seek(max(position, 0))
-                data = file.read()
-        except FileNotFoundError:
-            return []
-        found: list[tuple[int, Entry]] = []
-        offset = max(position, 0)
-        for line in data.split(b"\n")[:-1]:  # the last part has no newline yet: not whole
-            offset += len(line) + 1
-            entry = _entry(line)
-            if entry is not None:
-                found.append((offset, entry))
-        return found
+            fd = os.open(self.where, _READ_FLAGS)
+        except OSError:  # none yet (or a symlink: refused, as filing refuses it)
+            return [], 0, None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return [], 0, None  # a FIFO or a directory is no inbox: never waited on
+            return _read_fd(fd, position, identity)
+        finally:
+            os.close(fd)
+
+
+def _check_regular(fd: int, where: str) -> None:
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise UsageError(f"{where} is not a regular file: move it aside to file requests")
+
+
+def _header() -> bytes:
+    return json.dumps({IDENTITY_KEY: secrets.token_hex(8)}).encode() + b"\n"
+
+
+def _identity(fd: int) -> str | None:
+    """The name an inbox file's first line gives it (``None``: none, or not whole yet)."""
+    first = os.pread(fd, 64, 0).partition(b"\n")
+    try:
+        named = json.loads(first[0]) if first[1] else None
+    except ValueError:
+        return None
+    found = named.get(IDENTITY_KEY) if isinstance(named, dict) else None
+    return found if isinstance(found, str) else None
+
+
+def _read_fd(fd: int, position: int, identity: str | None) -> Read:
+    """The entries of the open inbox ``fd`` after ``position`` (from its start when the file
+    is another than ``identity`` names, or shorter than ``position``: it was replaced)."""
+    seen = os.fstat(fd)
+    start = max(position, 0)
+    named = _identity(fd)
+    if (identity is not None and identity != named) or seen.st_size < start:
+        start = 0
+    data = os.pread(fd, max(seen.st_size - start, 0), start)
+    found: list[tuple[int, Entry | None]] = []
+    offset = start
+    for line in data.split(b"\n")[:-1]:  # the last part has no newline yet: not whole
+        offset += len(line) + 1
+        found.append((offset, _entry(line)))
+    return found, start, named
 
 
 class MemoryInbox:
@@ -107,32 +178,52 @@ class MemoryInbox:
         self._entries: list[Entry] = []
         self._lock = threading.Lock()
 
-    def file(self, entry: Mapping[str, Any]) -> int:
+    def file(
+        self,
+        entry: Mapping[str, Any],
+        admit: Admit = _admit_all,
+        after: tuple[int, str | None] = (0, None),
+    ) -> int:
         with self._lock:
+            admit(self._entries[max(after[0], 0) :])
             self._entries.append(dict(entry))
             return len(self._entries)
 
-    def read_after(self, position: int) -> list[tuple[int, Entry]]:
+    def read_after(self, position: int, identity: str | None = None) -> Read:
         with self._lock:
             entries = self._entries[max(position, 0) :]
         start = max(position, 0)
-        return [(start + n + 1, entry) for n, entry in enumerate(entries)]
+        return [(start + n + 1, entry) for n, entry in enumerate(entries)], start, None
 
 
-def _entry(line: bytes) -> Entry | None:
+def _entry(line: bytes | str) -> Entry | None:
+    """The entry a line holds, checked as filing checks it; ``None`` for anything else."""
     if len(line) > MAX_LINE:
         return None
     try:
         value = json.loads(line)
     except (ValueError, RecursionError):
-        return None  # a torn or foreign line: skipped, never taken
+        return None  # a torn or foreign line: passed over, never taken
     if not isinstance(value, dict):
         return None
-    if Request.from_json(value) is not None:
+    request = Request.from_json(value)
+    if request is not None:
+        try:
+            _check_text("content", request.content, MAX_CONTENT)
+            _check_text("by", request.by, MAX_BY)
+        except UsageError:
+            return None
         return value
     if isinstance(value.get("withdraw"), str):
         return value
     return None
+
+
+def waiting_of(entries: list[Entry]) -> list[Request]:
+    """The requests of ``entries`` not withdrawn in them, in order."""
+    withdrawn = {entry["withdraw"] for entry in entries if "withdraw" in entry}
+    found = (Request.from_json(entry) for entry in entries if "withdraw" not in entry)
+    return [r for r in found if r is not None and r.id not in withdrawn]
 
 
 def inbox_of(session: object) -> Inbox | None:
@@ -162,61 +253,97 @@ async def _latest(session: Any, types: tuple[str, ...]) -> Any:
 
 
 async def atake_requests(session: Any) -> list[Request]:
-    """Take what waits in ``session``'s inbox into its log, and mark as told the requests the
-    model is to be told now: the ones still pending. The caller holds the owner's lock and
-    puts :func:`~dsh_tool_todo.plans.reminder.request_notice` of them before the model.
+    """Take what waits in ``session``'s inbox into its log: the requests the model is to be
+    told now, the ones still pending. The caller holds the owner's lock and puts
+    :func:`~dsh_tool_todo.plans.reminder.request_notice` of them before the model.
 
-    Cheap when nothing waits: an inbox that is empty past the position this session took
-    last (remembered on the session) costs one read of the inbox, not of the log."""
+    Each request is one ``request/taken`` event, marked ``told`` when it is to be told: a
+    writer that dies between two leaves every request it took told or still in the inbox.
+    A request withdrawn before it was taken is passed over, never logged. At most
+    :data:`~dsh_tool_todo.core.requests.MAX_TOLD` are taken, the ones one notice names.
+    Cheap when nothing waits: the inbox is read after the position this session took last
+    (remembered on the session), and the log only once, after the session opened."""
     inbox = inbox_of(session)
     if inbox is None:
         return []
-    position = getattr(session, _THROUGH, None)
-    entries = await _read(session, inbox, position or 0)
+    through = getattr(session, _THROUGH, None)
+    entries, start, identity = await _read(session, inbox, *(through or (0, None)))
     if not entries:
         return []
-    if position is None:  # this session has taken nothing yet: where did the log stop?
+    if through is None:  # this session has taken nothing yet: where did the log stop?
         newest = await _latest(session, TAKEN_TYPES)
-        through = newest["data"].get(POSITION_KEY) if newest is not None else None
-        position = through if isinstance(through, int) and not isinstance(through, bool) else 0
-        entries = [(end, entry) for end, entry in entries if end > position]
-        if not entries:
-            _remember(session, position)
-            return []
-    entries = entries[:MAX_TOLD]  # what one notice names: the rest wait for the next call
+        data = newest["data"] if newest is not None else {}
+        position, known = data.get(POSITION_KEY), data.get(IDENTITY_KEY)
+        if isinstance(position, int) and not isinstance(position, bool):
+            known = known if isinstance(known, str) else None
+            entries, start, identity = await _read(session, inbox, position, known)
+    batch, withdrawals, consumed = _batch(entries, start)
+    if not batch and not withdrawals:
+        _remember(session, (consumed, identity))
+        return []
     fold = _Fold()
     cleared = await _latest(session, (TURN_START,))
     fold.cleared_at = -1 if cleared is None else cleared["seq"]
     deciding = await _latest(session, (EVENT_TYPE, TURN_START))
     if deciding is not None:
         fold.apply(deciding)
-    for end, entry in entries:
+    told: list[Request] = []
+    where = {IDENTITY_KEY: identity} if identity is not None else {}
+    for end, entry in [*withdrawals, *batch]:
         if "withdraw" in entry:
-            data = {"id": entry["withdraw"], "by": entry.get("by"), POSITION_KEY: end}
+            data = {"id": entry["withdraw"], "by": entry.get("by"), POSITION_KEY: end, **where}
             fold.apply(await _maybe(session.append(REQUEST_WITHDRAWN, data)))
         else:
-            fold.apply(await _maybe(session.append(REQUEST_TAKEN, {**entry, POSITION_KEY: end})))
-        _remember(session, end)
-    told = [state.request for state in fold.pending.values()]
-    if told:
-        await _maybe(session.append(REQUEST_NOTIFIED, {"ids": [r.id for r in told]}))
+            request = Request.from_json(entry)
+            trial = fold.pending_copy()
+            trial.apply({"type": REQUEST_TAKEN, "seq": _UNSEEN, "data": entry})
+            tell = request is not None and request.id in trial.pending
+            data = {**entry, POSITION_KEY: end, **where, "told": tell}
+            fold.apply(await _maybe(session.append(REQUEST_TAKEN, data)))
+            if tell and request is not None:
+                told.append(request)
+        _remember(session, (end, identity))
+    _remember(session, (consumed, identity))
     return told
 
 
+_UNSEEN = 2**62  # a seq no event has: a trial fold's
 _THROUGH = "_dsh_requests_through"
 
 
-def _remember(session: Any, position: int) -> None:
+def _batch(
+    entries: list[tuple[int, Entry | None]], start: int
+) -> tuple[list[tuple[int, Entry]], list[tuple[int, Entry]], int]:
+    """What one take records, in inbox order: the requests (at most MAX_TOLD, each id once,
+    a request withdrawn before it was taken left out with its withdrawal) and the
+    withdrawals of requests taken before; and where in the inbox the take ends."""
+    batch: dict[str, tuple[int, Entry]] = {}
+    withdrawals: list[tuple[int, Entry]] = []
+    consumed = start
+    for end, entry in entries:
+        if entry is not None and "withdraw" in entry:
+            if batch.pop(entry["withdraw"], None) is None:
+                withdrawals.append((end, entry))
+        elif entry is not None and entry["id"] not in batch:
+            if len(batch) >= MAX_TOLD:
+                break  # the next notice's: the inbox keeps it
+            batch[entry["id"]] = (end, entry)
+        consumed = end
+    return list(batch.values()), withdrawals, consumed
+
+
+def _remember(session: Any, through: tuple[int, str | None]) -> None:
     with contextlib.suppress(AttributeError):  # slots: it reads the log's position each time
-        setattr(session, _THROUGH, position)
+        setattr(session, _THROUGH, through)
 
 
-async def _read(session: Any, inbox: Any, position: int) -> list[tuple[int, Entry]]:
+async def _read(session: Any, inbox: Any, position: int, identity: str | None) -> Read:
     reader = getattr(inbox, "aread_after", None)
     if reader is not None and hasattr(session, "alatest"):
-        found: list[tuple[int, Entry]] = await reader(position)
+        found: Read = await reader(position, identity)
         return found
-    return list(inbox.read_after(position))
+    read: Read = inbox.read_after(position, identity)
+    return read
 
 
 def take_requests(session: Any) -> list[Request]:

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.contract import EVENT_TYPE, REQUEST_EVENT_TYPES, TURN_START
 from ..core.requests import Request, RequestState, _check_request, _match_key, request_states
-from ..errors import UsageError
-from ._inbox import MAX_WAITING, POSITION_KEY, TAKEN_TYPES
+from ..errors import StoreUnavailable, TodoError, UsageError
+from ._inbox import IDENTITY_KEY, MAX_WAITING, POSITION_KEY, TAKEN_TYPES, Admit, waiting_of
 
 if TYPE_CHECKING:
     from ..protocols import Event
@@ -82,21 +82,25 @@ class PlanRequests:
             deciding = await _newest(tail, name, (EVENT_TYPE, TURN_START))
             kind, content, by = _check_request(kind, content, by, _plan_of(deciding))
             found = await _list(inbox, tail, name)
-            if len(found.waiting) >= MAX_WAITING:
-                raise UsageError(
-                    f"{MAX_WAITING} requests wait for this agent already: "
-                    "wait for it to take them, or withdraw one"
-                )
-            open_ = [*found.waiting, *(s.request for s in found.taken if s.status == "pending")]
-            for earlier in open_:
-                if earlier.kind == kind and _match_key(earlier.content) == _match_key(content):
-                    raise UsageError(
-                        f"the same request is open already ({earlier.id}, by {earlier.by}): "
-                        "it waits for the agent's answer"
-                    )
+            taken = [s.request for s in found.taken if s.status == "pending"]
             plan_seq = -1 if deciding is None else int(deciding["seq"])
             request = Request(secrets.token_hex(8), kind, content, by, plan_seq, time.time())
-            inbox.file(request.as_json())
+
+            def admit(entries: list[dict[str, Any]]) -> None:  # under the inbox's lock
+                waiting = waiting_of(entries)
+                if len(waiting) >= MAX_WAITING:
+                    raise UsageError(
+                        f"{MAX_WAITING} requests wait for this agent already: "
+                        "wait for it to take them, or withdraw one"
+                    )
+                for earlier in [*waiting, *taken]:
+                    if earlier.kind == kind and _match_key(earlier.content) == _match_key(content):
+                        raise UsageError(
+                            f"the same request is open already ({earlier.id}, by "
+                            f"{earlier.by}): it waits for the agent's answer"
+                        )
+
+            _filed(inbox, request.as_json(), admit, await _through(tail, name))
             return request
         finally:
             await tail.aclose()
@@ -116,7 +120,8 @@ class PlanRequests:
         }
         if request_id not in pending:
             raise UsageError(f"no pending request {request_id!r} of this session")
-        inbox.file({"withdraw": request_id, "by": by.strip()[:64], "at": time.time()})
+        entry = {"withdraw": request_id, "by": by.strip()[:64], "at": time.time()}
+        _filed(inbox, entry, lambda _: None, (0, None))
 
     async def aread(self) -> Requests:
         """How the session's requests stand: taken (in its current and previous turn) and
@@ -164,13 +169,34 @@ async def _list(inbox: Inbox, tail: LogTail, name: str) -> Requests:
     return Requests(request_states(events), await _waiting(inbox, tail, name))
 
 
-async def _waiting(inbox: Inbox, tail: LogTail, name: str) -> list[Request]:
+async def _through(tail: LogTail, name: str) -> tuple[int, str | None]:
+    """Where the log's writer took the inbox last: its position and the inbox's identity."""
     newest = await _newest(tail, name, TAKEN_TYPES)
-    position = newest["data"].get(POSITION_KEY, 0) if newest is not None else 0
-    entries = inbox.read_after(position if isinstance(position, int) else 0)
-    withdrawn = {entry["withdraw"] for _, entry in entries if "withdraw" in entry}
-    found = (Request.from_json(entry) for _, entry in entries if "withdraw" not in entry)
-    return [r for r in found if r is not None and r.id not in withdrawn]
+    data = newest["data"] if newest is not None else {}
+    position, identity = data.get(POSITION_KEY, 0), data.get(IDENTITY_KEY)
+    return (
+        position if isinstance(position, int) else 0,
+        identity if isinstance(identity, str) else None,
+    )
+
+
+async def _waiting(inbox: Inbox, tail: LogTail, name: str) -> list[Request]:
+    entries, _, _ = inbox.read_after(*await _through(tail, name))
+    return waiting_of([entry for _, entry in entries if entry is not None])
+
+
+def _filed(
+    inbox: Inbox, entry: dict[str, Any], admit: Admit, after: tuple[int, str | None]
+) -> None:
+    """``inbox.file``, its system errors said as the store's (a view answers 503)."""
+    try:
+        inbox.file(entry, admit, after)
+    except TodoError:
+        raise  # the store's own (a database not ready), said as it says it
+    except OSError as error:
+        raise StoreUnavailable(
+            f"the session's requests cannot be written: {error.strerror or error}"
+        ) from None
 
 
 async def _newest(tail: LogTail, name: str, types: tuple[str, ...]) -> Event | None:

@@ -104,6 +104,7 @@ class RequestRoutes:
             filed = await requests.afile(kind, content, by=by)
         except UsageError as error:
             return _error(400, str(error))
+        self._counted()
         return _json(filed.as_json(), 201)
 
     async def withdraw(self, request: Request) -> Response:
@@ -121,6 +122,7 @@ class RequestRoutes:
             )
         except UsageError as error:
             return _error(400, str(error))
+        self._counted()
         return _json({"withdrawn": request.path_params["ident"]})
 
     def _refused(self, request: Request) -> Response | None:
@@ -135,8 +137,14 @@ class RequestRoutes:
             self._recent.popleft()
         if len(self._recent) >= RATE:
             return _error(429, f"refused: at most {RATE} requests a minute reach the agent")
-        self._recent.append(now)
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY:  # said before a byte is read
+            return _error(413, f"a request is at most {MAX_BODY} bytes")
         return None
+
+    def _counted(self) -> None:
+        """One more request filed or withdrawn (refused ones do not count toward the rate)."""
+        self._recent.append(time.monotonic())
 
 
 async def _body(request: Request, *, empty_ok: bool = False) -> dict[str, Any] | Response:

@@ -46,7 +46,9 @@ def test_no_session_picks_the_session_written_last(pg_dsn: str) -> None:
 
 
 def test_a_database_with_no_session_yet_says_how_to_wait(pg_dsn: str) -> None:
-    with pytest.raises(UsageError, match=r"/test_\w+: no session in it yet \(to wait for one"):
+    with pytest.raises(
+        UsageError, match=r"/test_\w+: no session in it yet \(`dsh-todo watch` waits for one"
+    ):
         stores.pick_log(url(pg_dsn))
 
 

@@ -3,7 +3,7 @@
 What a person watching asked (docs/requests.md) is taken after each recorded call and,
 when any is pending, told in that call's result: a second text content after the success
 text, which stays as it is, byte for byte. Told once: the requests are recorded as told
-(``request/notified``), and ``todo://plan`` lists them under ``"requests"`` until the
+(``request/taken``, told), and ``todo://plan`` lists them under ``"requests"`` until the
 agent's answer settles them. A refused call's result stays its one text.
 """
 

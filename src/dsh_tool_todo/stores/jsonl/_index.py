@@ -22,10 +22,9 @@ from typing import NamedTuple
 from ...core.links import End, link_of
 from ...core.projection import progress_of
 from ...errors import InvalidLog, SessionNotFound
-from ...protocols import Progress, SessionSummary, Snapshot, TailPage
+from ...protocols import Progress, SessionSummary, Snapshot
 from .._summary import working_on
 from ._lines import Event
-from ._paged import read_summary_and_page
 from ._tail import read_summary
 
 __all__: list[str] = []
@@ -263,12 +262,38 @@ def newest(query: str, limit: int, index: dict[str, Entry]) -> tuple[list[tuple[
     return heapq.nsmallest(limit, found, key=_newest_first), len(found)
 
 
-def _row(key: Key, read: tuple[Snapshot, Event | None, End | None]) -> _Row:
+Read = tuple[Snapshot, Event | None, End | None]  # what _tail.read_summary answers
+
+
+def _row(key: Key, read: Read) -> _Row:
     """A log's row from what :func:`._tail.read_summary` answered of it."""
+    return _Row(key, *_fields(read))
+
+
+def summary_of(name: str, mtime: float, read: Read | None) -> SessionSummary:
+    """The row of log ``name`` from what :func:`._tail.read_summary` answered of it (``None``:
+    the read failed), as :class:`Rows` gives it, kept nowhere."""
+    if read is None:
+        return SessionSummary(name, mtime, None)
+    progress, parent, last_seq, doing, plan_seq, end = _fields(read)
+    return SessionSummary(
+        name,
+        mtime,
+        progress,
+        parent=parent,
+        last_seq=last_seq,
+        working_on=doing,
+        plan_seq=plan_seq,
+        end=end,
+    )
+
+
+def _fields(
+    read: Read,
+) -> tuple[Progress, str | None, int, str | None, int, End | None]:
     snapshot, head, ended = read
     deciding = snapshot.deciding
-    return _Row(
-        key,
+    return (
         progress_of(deciding),
         _parent(head),
         snapshot.last_seq,
@@ -289,20 +314,6 @@ def _as_summary(name: str, mtime: float, row: _Row) -> SessionSummary:
         plan_seq=row.plan_seq,
         end=row.end,
     )
-
-
-def paged(
-    name: str, seen: Entry, limit: int, types: Collection[str]
-) -> tuple[SessionSummary, TailPage | InvalidLog | None]:
-    """The row of log ``name`` (as :class:`Rows` reads it, but kept nowhere) and the first
-    page of its tail (``read_tail(path, None, limit, types)``) from the same read of a short
-    log: the page, the :class:`InvalidLog` its read raised, or ``None`` (read it apart)."""
-    try:
-        summary, page = read_summary_and_page(seen.path, limit, types)
-        row = _row(seen.key, summary)
-    except (OSError, InvalidLog):
-        row, page = _Row(seen.key, None), None
-    return _as_summary(name, seen.mtime, row), page
 
 
 class Kept:

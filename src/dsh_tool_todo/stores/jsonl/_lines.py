@@ -278,9 +278,12 @@ def lines_backwards(file: BinaryIO, size: int) -> Iterator[tuple[int, bytes]]:
         cut = len(block)
         newline = block.rfind(b"\n", 0, cut)
         while newline >= 0:
-            pieces.append(block[newline + 1 : cut])
-            yield start + newline + 1, b"".join(reversed(pieces))
-            pieces.clear()
+            if pieces:  # the line began in this block and goes on in those after it
+                pieces.append(block[newline + 1 : cut])
+                yield start + newline + 1, b"".join(reversed(pieces))
+                pieces.clear()
+            else:  # the usual line, whole in this block: no join
+                yield start + newline + 1, block[newline + 1 : cut]
             cut = newline
             newline = block.rfind(b"\n", 0, cut)
         pieces.append(block[:cut])

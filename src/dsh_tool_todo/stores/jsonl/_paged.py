@@ -5,6 +5,10 @@ turn's plan events (pages of :func:`._tail.read_tail`). A log shorter than
 :data:`._tail.HEAD_READ` is read whole by the row's one read, so the first page comes from
 the same bytes, and the row from the page's own walk back over them: each line is parsed
 once, by one open and one read. A longer log gets its row as a list reads it, and no page.
+
+The logs are listed as :func:`._index.scan` lists them, but each as a short tuple
+(:func:`newest_unread`): a fleet of 100,000 logs is held in a fifth of the memory, and let
+go a log at a time as its row is read.
 """
 
 from __future__ import annotations
@@ -13,23 +17,73 @@ import io
 import os
 import stat
 from collections.abc import Collection
+from pathlib import Path
 
-from ...core.links import End
 from ...core.projection import PLAN_EVENTS
 from ...errors import InvalidLog
-from ...protocols import Snapshot, TailPage
+from ...protocols import SessionSummary, Snapshot, TailPage
+from ._index import SUFFIX, Read, entry, summary_of
 from ._lines import _READ_FLAGS, Event, not_a_file, whole_end
 from ._tail import HEAD_READ, _head_event, _summary_before, read_summary, tail_page
 
 __all__: list[str] = []
 
-Summary = tuple[Snapshot, Event | None, End | None]  # what read_summary answers
 _PLANS = frozenset(PLAN_EVENTS)
+
+Unread = tuple[float, str, int, "str | None"]
+"""A log to read: minus its mtime, its session's name, its size, its path (``None``: the
+name's file in the directory)."""
+
+
+def newest_unread(root: Path, query: str, limit: int) -> list[Unread]:
+    """The logs :func:`._index.scan` finds in ``root`` whose name holds ``query``, newest
+    first (then by name, as a list sorts them), at most ``limit``; none of them read."""
+    found: list[Unread] = []
+    needle = query.casefold()
+    cut = len(SUFFIX)
+    regular = stat.S_ISREG
+    with os.scandir(root) as entries:
+        for item in entries:  # scan's loop and tests, kept in step by the tests
+            file = item.name
+            if not file.endswith(SUFFIX) or file[0] == ".":
+                continue
+            name = file[:-cut]
+            if needle and needle not in name.casefold():
+                continue
+            try:
+                link = item.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if regular(link.st_mode) and name.isascii() and len(name) <= 250 and name:
+                if "\\" not in name:
+                    found.append((-link.st_mtime, name, link.st_size, None))
+                continue
+            seen = entry(root, name, item.path, link)
+            if seen is not None:
+                found.append((-seen.mtime, name, seen.key[1], seen.path))
+    found.sort()  # no two names alike: the paths are never compared
+    del found[limit:]
+    return found
+
+
+def paged(
+    root: str, log: Unread, limit: int, types: Collection[str]
+) -> tuple[SessionSummary, TailPage | InvalidLog | None]:
+    """The row of ``log`` (as the list gives it, kept nowhere) and the first page of its tail
+    (``read_tail(path, None, limit, types)``) from the same read of a short log: the page,
+    the :class:`InvalidLog` its read raised, or ``None`` (read it apart)."""
+    negative_mtime, name, _, path = log
+    read: Read | None
+    try:
+        read, page = read_summary_and_page(path or os.path.join(root, name + SUFFIX), limit, types)
+    except (OSError, InvalidLog):
+        read, page = None, None
+    return summary_of(name, -negative_mtime, read), page
 
 
 def read_summary_and_page(
     path: str, limit: int, types: Collection[str]
-) -> tuple[Summary, TailPage | InvalidLog | None]:
+) -> tuple[Read, TailPage | InvalidLog | None]:
     """:func:`._tail.read_summary` of the log at ``path`` and, for a log shorter than
     :data:`._tail.HEAD_READ`, what ``read_tail(path, None, limit, types)`` answers of the
     same bytes: the page, or the :class:`InvalidLog` it raises (its traceback dropped);

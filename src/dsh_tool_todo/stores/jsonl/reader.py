@@ -27,7 +27,7 @@ from ...errors import (
 from ...protocols import SessionSummary, Snapshot, TailPage
 from .._log_file import CONNINFO_PAIR
 from ..owners import owner_key
-from . import _index
+from . import _index, _paged
 from ._index import SUFFIX as SUFFIX
 from ._index import Entry, Kept, Rows
 from ._lines import Event
@@ -138,10 +138,13 @@ class JsonlReader:
         try:
             return _index.scan(self._root, links)
         except (FileNotFoundError, NotADirectoryError):
-            raise StoreUnavailable(
-                f"{self.directory}: the directory of session logs is gone (deleted, or replaced "
-                "by a file); the list comes back once it is there again"
-            ) from None
+            raise self._gone() from None
+
+    def _gone(self) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"{self.directory}: the directory of session logs is gone (deleted, or replaced "
+            "by a file); the list comes back once it is there again"
+        )
 
     def hold_list(self) -> None:
         """Keep the list's index between lists (``dsh-todo serve`` holds it from its start).
@@ -175,16 +178,20 @@ class JsonlReader:
         """
         # the list is emptied as its rows are read: what wakes this task with it keeps it
         top = await asyncio.to_thread(self._oldest_last, query, limit)
+        root = str(self._root)
         while top:
-            name, seen = top.pop()
-            if seen.key[1] <= IN_LOOP_READ:  # size: a short log, cheaper here than a thread hop
-                yield _index.paged(name, seen, page, types)
+            log = top.pop()
+            if log[2] <= IN_LOOP_READ:  # its size: a short log, cheaper here than a thread hop
+                yield _paged.paged(root, log, page, types)
             else:
-                yield await asyncio.to_thread(_index.paged, name, seen, page, types)
+                yield await asyncio.to_thread(_paged.paged, root, log, page, types)
 
-    def _oldest_last(self, query: str, limit: int) -> list[tuple[str, Entry]]:
+    def _oldest_last(self, query: str, limit: int) -> list[_paged.Unread]:
         """:meth:`sessions`'s rows, unread, newest last (a row is taken with ``pop()``)."""
-        top = _index.newest(query, limit, self._scan())[0]
+        try:
+            top = _paged.newest_unread(self._root, query, limit)
+        except (FileNotFoundError, NotADirectoryError):
+            raise self._gone() from None
         top.reverse()
         return top
 

@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from .._inbox import Entry, _entry
+from .._inbox import Admit, Entry, Read, _admit_all, _entry
 from . import _sql
 from ._core import check_session_id, conninfo_of, server_name, wrap
 from .errors import SchemaNotReady
@@ -30,12 +30,22 @@ class PostgresInbox:
         self.session_id = check_session_id(session_id)
         self.where = f"{server_name(conninfo_of(source))} ({_sql.REQUESTS})"
 
-    def file(self, entry: Mapping[str, Any]) -> int:
+    def file(
+        self,
+        entry: Mapping[str, Any],
+        admit: Admit = _admit_all,
+        after: tuple[int, str | None] = (0, None),
+    ) -> int:
         from .session import connect
 
         text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
         try:
             with connect(self.source) as conn, conn.transaction():
+                # one filer of the session at a time, each judging the rows before its own;
+                # a row id is taken and committed under the lock: none commits behind another
+                conn.execute(_sql.REQUESTS_LOCK, (self.session_id,))
+                rows = conn.execute(_sql.READ_REQUESTS, (self.session_id, after[0])).fetchall()
+                admit([entry for _, entry in _entries(rows) if entry is not None])
                 row = conn.execute(
                     _sql.FILE_REQUEST, (self.session_id, text, self.session_id)
                 ).fetchone()
@@ -49,7 +59,7 @@ class PostgresInbox:
         assert row is not None  # an INSERT ... RETURNING of one row
         return int(row[0])
 
-    def read_after(self, position: int) -> list[tuple[int, Entry]]:
+    def read_after(self, position: int, identity: str | None = None) -> Read:
         from .session import connect
 
         try:
@@ -63,9 +73,9 @@ class PostgresInbox:
                     conn.commit()
         except (psycopg.Error, PoolTimeout) as error:
             raise wrap(self.where, error) from None
-        return _entries(rows)
+        return _entries(rows), max(position, 0), None
 
-    async def aread_after(self, position: int) -> list[tuple[int, Entry]]:
+    async def aread_after(self, position: int, identity: str | None = None) -> Read:
         if not isinstance(self.source, AsyncConnectionPool) and not isinstance(self.source, str):
             return self.read_after(position)
         from .aio import aconnect
@@ -82,13 +92,8 @@ class PostgresInbox:
                     await conn.commit()
         except (psycopg.Error, PoolTimeout) as error:
             raise wrap(self.where, error) from None
-        return _entries(rows)
+        return _entries(rows), max(position, 0), None
 
 
-def _entries(rows: list[tuple[Any, ...]]) -> list[tuple[int, Entry]]:
-    found = []
-    for ident, text in rows:
-        entry = _entry(text.encode())
-        if entry is not None:
-            found.append((int(ident), entry))
-    return found
+def _entries(rows: list[tuple[Any, ...]]) -> list[tuple[int, Entry | None]]:
+    return [(int(ident), _entry(text)) for ident, text in rows]

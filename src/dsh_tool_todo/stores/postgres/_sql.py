@@ -174,7 +174,7 @@ FILE_REQUEST = (
     f"WITH filed AS (INSERT INTO {REQUESTS} (session_id, entry) VALUES (%s, %s) RETURNING id) "
     f"SELECT id, pg_notify('{REQUESTS_CHANNEL}', %s) FROM filed"
 )
-WAITING_REQUESTS = f"SELECT count(*) FROM {REQUESTS} WHERE session_id = %s AND id > %s"
+REQUESTS_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('dsh_todo_requests ' || %s, 0))"
 READ_REQUESTS = (
     f"SELECT id, entry::text FROM {REQUESTS} WHERE session_id = %s AND id > %s ORDER BY id"
 )
