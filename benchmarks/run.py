@@ -88,6 +88,7 @@ def sections(budget: Budget) -> list[tuple[str, Callable[[], list[Row]]]]:
         ("web tree stream", lambda: bench("tree").rows(quick=budget is QUICK)),
         ("postgres store", lambda: bench("postgres").rows(quick=budget is QUICK)),
         ("fleet list", lambda: bench("fleet").rows(quick=budget is QUICK)),
+        ("sessions --json", lambda: bench("sessions").rows(quick=budget is QUICK)),
         ("requests", lambda: bench("requests").rows(quick=budget is QUICK)),
     ]
 

@@ -19,6 +19,7 @@ run started again). :func:`render_tree` is what
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -237,11 +238,9 @@ def build_tree(nodes: Sequence[FleetNode]) -> list[FleetNode]:
             holder.children.append(node)
     # a chain deeper than MAX_DEPTH goes on as a root of its own: every walk of the tree
     # (the text, the JSON, json.dumps) then stays far from the interpreter's recursion limit
-    level = [(root, 0) for root in roots]
-    position = 0
-    while position < len(level):
-        node, depth = level[position]
-        position += 1
+    level = deque((root, 0) for root in roots)  # only the levels not walked yet are held
+    while level:
+        node, depth = level.popleft()
         if depth == MAX_DEPTH:
             for child in node.children:
                 child.deep = True
@@ -260,6 +259,8 @@ def _on_cycles(nodes: Sequence[FleetNode], by_key: Mapping[str, FleetNode]) -> s
     done: set[str] = set()
     found: set[str] = set()
     for node in nodes:
+        if node.parent is None:  # a root is on no cycle, and a walk reaching it ends there:
+            continue  # no need to remember it (most of a fleet, 100,000s of keys)
         path: list[str] = []
         on_path: set[str] = set()
         key: str | None = node.key

@@ -231,12 +231,16 @@ class Rows:
     ) -> tuple[list[SessionSummary], int]:
         """The rows of the sessions in ``index`` whose name holds ``query``, newest first, at
         most ``limit``; and how many matched."""
-        top, count = newest(query, limit, index)
+        needle = query.casefold()
+        found: Collection[tuple[str, Entry]] = index.items()
+        if needle:
+            found = [(name, seen) for name, seen in found if needle in name.casefold()]
+        top = heapq.nsmallest(limit, found, key=_newest_first)
         rows = [self._summary(name, seen) for name, seen in top]
         if len(self._rows) > 2 * max(limit, len(rows)):
             for stale in [name for name in self._rows if name not in index]:
                 del self._rows[stale]
-        return rows, count
+        return rows, len(found)
 
     def _summary(self, name: str, seen: Entry) -> SessionSummary:
         row = self._rows.get(name)
@@ -250,16 +254,6 @@ class Rows:
 
     def clear(self) -> None:
         self._rows.clear()
-
-
-def newest(query: str, limit: int, index: dict[str, Entry]) -> tuple[list[tuple[str, Entry]], int]:
-    """The sessions in ``index`` whose name holds ``query``, newest first, at most ``limit``;
-    and how many matched."""
-    needle = query.casefold()
-    found: Collection[tuple[str, Entry]] = index.items()
-    if needle:
-        found = [(name, seen) for name, seen in found if needle in name.casefold()]
-    return heapq.nsmallest(limit, found, key=_newest_first), len(found)
 
 
 Read = tuple[Snapshot, Event | None, End | None]  # what _tail.read_summary answers

@@ -18,13 +18,22 @@ import os
 import stat
 from collections.abc import Collection
 from pathlib import Path
+from typing import BinaryIO
 
 from ...core.projection import PLAN_EVENTS
 from ...errors import InvalidLog
 from ...protocols import SessionSummary, Snapshot, TailPage
 from ._index import SUFFIX, Read, entry, summary_of
-from ._lines import _READ_FLAGS, Event, not_a_file, whole_end
-from ._tail import HEAD_READ, _head_event, _summary_before, read_summary, tail_page
+from ._lines import (
+    _READ_FLAGS,
+    Event,
+    checked,
+    invalid_line,
+    not_a_file,
+    parse_event,
+    whole_end,
+)
+from ._tail import HEAD_READ, TAIL_SCAN, _head_event, _summary_before, read_summary
 
 __all__: list[str] = []
 
@@ -105,7 +114,7 @@ def read_summary_and_page(
     walked: list[tuple[int, Event]] = []
     page: TailPage | InvalidLog
     try:
-        page = tail_page(source, path, end, None, limit, types, walked)
+        page = _first_page(source, first[:end], path, limit, types, walked)
     except InvalidLog as error:
         page = error.with_traceback(None)  # its frames hold the bytes: let them go now
     # the walk stopped short of the row's facts, or did not check its deciding event
@@ -116,3 +125,34 @@ def read_summary_and_page(
     # the walk parsed the first line too, when it reached it
     head = walked[-1][1] if walked and walked[-1][0] == 0 else _head_event(first)
     return (Snapshot(last_seq, deciding, (info.st_ino, end)), head, ended), page
+
+
+def _first_page(
+    file: BinaryIO,
+    whole: bytes,
+    path: str,
+    limit: int,
+    types: Collection[str],
+    walked: list[tuple[int, Event]],
+) -> TailPage:
+    """``read_tail(path, None, limit, types)`` of a log whose whole lines are ``whole`` (open
+    as ``file``), split at once rather than walked back a line at a time; each event is added
+    to ``walked`` as (offset, event), newest first, as the walk goes."""
+    lines = whole.split(b"\n")
+    lines.pop()  # what follows the last newline: nothing
+    picked: list[Event] = []
+    offset = len(whole)
+    for index in range(len(lines) - 1, -1, -1):
+        offset -= len(lines[index]) + 1
+        event = parse_event(lines[index])
+        if event is None:
+            raise invalid_line(path, index + 1)
+        walked.append((offset, event))
+        if event["type"] in types:
+            if len(picked) == limit:
+                return TailPage(picked[::-1], more=True, cursor=picked[-1]["seq"])
+            picked.append(checked(event, path, file, offset))
+    return TailPage(picked[::-1], more=False)
+
+
+assert HEAD_READ < TAIL_SCAN  # a whole short log is within what one filtered page reads

@@ -289,8 +289,7 @@ def _summary_before(
 ) -> tuple[int, Event | None, End | None]:
     """:func:`deciding_before`, and the end when the newest of the plan events and
     ``session/end`` events is an end: the ends newer than the plan lie on the same read back
-    (``walked``: that read back, already made, as :func:`tail_page` records it when the plan
-    events are among its types: each of them checked already)."""
+    (``walked``: that read back, already made, each plan event on it checked already)."""
     last_seq, ended, told = -1, None, False
     for offset, event in events_backwards(file, path, end) if walked is None else walked:
         if last_seq < 0:
@@ -410,36 +409,20 @@ def read_tail(path: str, before: int | None, limit: int, types: Collection[str] 
     :data:`TAIL_SCAN` bytes and answers the cursor to go on from. Every
     ``todo/write`` it returns is checked.
     """
+    picked: list[Event] = []
     with open_log(path) as file:
         end, _ = whole_end(file, path, os.fstat(file.fileno()).st_size)
-        return tail_page(file, path, end, before, limit, types)
-
-
-def tail_page(
-    file: BinaryIO,
-    path: str,
-    end: int,
-    before: int | None,
-    limit: int,
-    types: Collection[str] | None,
-    walked: list[tuple[int, Event]] | None = None,
-) -> TailPage:
-    """:func:`read_tail` of the whole lines of ``file`` (the log at ``path``) before ``end``;
-    each event it walks back over is added to ``walked`` as (offset, event), when given."""
-    picked: list[Event] = []
-    start = end if before is None else end_before(file, path, end, before)
-    for offset, event in events_backwards(file, path, start):
-        if walked is not None:
-            walked.append((offset, event))
-        seq = event["seq"]
-        if before is not None and seq >= before:
-            continue
-        if types is None or event["type"] in types:
-            if len(picked) == limit:
-                return TailPage(picked[::-1], more=True, cursor=picked[-1]["seq"])
-            picked.append(checked(event, path, file, offset))
-        if types is not None and start - offset >= TAIL_SCAN and offset > 0:
-            return TailPage(picked[::-1], more=True, cursor=seq)
+        start = end if before is None else end_before(file, path, end, before)
+        for offset, event in events_backwards(file, path, start):
+            seq = event["seq"]
+            if before is not None and seq >= before:
+                continue
+            if types is None or event["type"] in types:
+                if len(picked) == limit:
+                    return TailPage(picked[::-1], more=True, cursor=picked[-1]["seq"])
+                picked.append(checked(event, path, file, offset))
+            if types is not None and start - offset >= TAIL_SCAN and offset > 0:
+                return TailPage(picked[::-1], more=True, cursor=seq)
     return TailPage(picked[::-1], more=False)
 
 
