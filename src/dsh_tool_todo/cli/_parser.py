@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         add(
             commands.add_parser(
                 name,
+                usage=_USAGE.get(name),
                 help=summary,
                 description=description,
                 epilog="examples:\n" + "\n".join(f"  {line}" for line in _EXAMPLES[name]),
@@ -152,6 +153,15 @@ def _show(show: argparse.ArgumentParser) -> None:
     )
     _ascii_flag(show)
     _health_flag(show)
+
+
+# A usage too long for one line, written out: Pythons wrap a group of choices differently.
+_USAGE = {
+    "ask": "%(prog)s [-h] [--session KEY] [--by NAME] [--json]\n"
+    "       (--done ITEM | --reopen ITEM | --remove ITEM | --add ITEM | --note TEXT |\n"
+    "        --withdraw ID | --list)\n"
+    "       [SOURCE]",
+}
 
 
 def _new_log(text: str) -> Path:
