@@ -369,52 +369,35 @@ def _parallel_flag(sub: argparse.ArgumentParser, effect: str) -> None:
     sub.add_argument("--parallel", action="store_true", help=effect)
 
 
-def _interval(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:  # NaN, too
-        raise argparse.ArgumentTypeError(
-            f"must be a finite number of seconds, at least {MIN_INTERVAL} and at most "
-            f"{MAX_INTERVAL:g} (got {text!r})"
-        )
-    return seconds
+def _bounded(low: float, high: float, refusal: str) -> Callable[[str], float]:
+    """A flag's number, finite and from ``low`` to ``high``; ``refusal`` (with ``{text!r}``)
+    says what else to give. Bounded, so that no sleep overflows the platform's clock."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and low <= value <= high):  # NaN, too
+            raise argparse.ArgumentTypeError(refusal.format(text=text))
+        return value
+
+    return parse
 
 
-def _days(text: str) -> float:
-    try:
-        days = float(text)
-    except ValueError:
-        days = math.nan
-    if not (math.isfinite(days) and days >= 0):
-        raise argparse.ArgumentTypeError(f"must be a number of days, 0 or more (got {text!r})")
-    return days
-
-
-def _wait_seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise argparse.ArgumentTypeError(
-            f"must be a finite number of seconds, 0 or more (got {text!r})"
-        )
-    return seconds
-
-
-def _pace(text: str) -> float:
-    """A demo's pace: bounded, so that no sleep overflows the platform's clock (1e10 did)."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not 0 <= seconds <= MAX_PACE:  # NaN, too
-        raise argparse.ArgumentTypeError(
-            f"must be a number of seconds from 0 to {MAX_PACE:g} (got {text!r})"
-        )
-    return seconds
+_interval = _bounded(
+    MIN_INTERVAL,
+    MAX_INTERVAL,
+    f"must be a finite number of seconds, at least {MIN_INTERVAL} and at most "
+    f"{MAX_INTERVAL:g} (got {{text!r}})",
+)
+_days = _bounded(0, math.inf, "must be a number of days, 0 or more (got {text!r})")
+_wait_seconds = _bounded(
+    0, math.inf, "must be a finite number of seconds, 0 or more (got {text!r})"
+)
+_pace = _bounded(
+    0, MAX_PACE, f"must be a number of seconds from 0 to {MAX_PACE:g} (got {{text!r}})"
+)
 
 
 # Each command: its name, its one-line summary in the list, its --help text, its arguments.
