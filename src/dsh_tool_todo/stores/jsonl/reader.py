@@ -47,6 +47,10 @@ def _replaced(path: str) -> LogReplaced:
     return LogReplaced(f"{path}: no longer the log read so far (replaced, cut short or deleted)")
 
 
+DIRECTORY_BACK = 0.5
+"""Seconds between looks for a served directory that is gone, to watch it again once back."""
+
+
 async def _woken(
     watch: DirectoryWatch | None,
     wake: asyncio.Event,
@@ -282,6 +286,7 @@ class JsonlReader:
         try:
             await asyncio.to_thread(self._reindex, index, linked, None)
             while True:
+                interval = self.list_interval
                 if watch is not None and not watch.active:
                     # the directory went (its watch with it) and is polled: watch it again
                     # once it is back, so a log made in it is told at once
@@ -291,7 +296,11 @@ class JsonlReader:
                         if forget is None:
                             forget = watch.listen(told)
                         told()  # what was made before the new watch: one full read
-                if not await _woken(watch, wake, self.list_resync, told, self.list_interval):
+                    elif not os.path.isdir(self.directory):
+                        # looked for again soon, not a whole interval on: a directory made
+                        # again meanwhile would otherwise wait that long to be watched
+                        interval = min(interval, DIRECTORY_BACK)
+                if not await _woken(watch, wake, self.list_resync, told, interval):
                     everything = True  # polled: nothing names what changed
                 wake.clear()
                 names: set[str] | None = None if everything else pending.copy()
