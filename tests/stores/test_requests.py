@@ -437,3 +437,21 @@ def test_an_inbox_line_filing_would_refuse_is_never_taken(tmp_path: Path) -> Non
     kept = PlanRequests(*where).file("note", "fine", by="g")
     with writer(where) as agent:
         assert take_requests(agent) == [kept]
+
+
+def test_a_take_logs_in_inbox_order_so_no_position_passes_an_entry_not_logged(
+    place: Place,
+) -> None:
+    with writer(place) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it", "Docs"))
+    first = PlanRequests(*place).file("done", "Ship it", by="g")
+    with writer(place) as agent:
+        take_requests(agent)
+    later = PlanRequests(*place).file("done", "Docs", by="g")
+    PlanRequests(*place).withdraw(first.id, by="g")  # after `later` in the inbox
+    with writer(place) as agent:
+        assert take_requests(agent) == [later]
+    logged = [e for e in events_of(place) if e["type"].startswith("request/")]
+    assert [e["data"].get("id") for e in logged] == [first.id, later.id, first.id]
+    positions = [e["data"]["inbox"] for e in logged]
+    assert positions == sorted(positions)

@@ -71,6 +71,10 @@ KINDS: tuple[RequestKind, ...] = ("done", "reopen", "remove", "add", "note")
 ITEM_KINDS = frozenset({"done", "reopen", "remove"})  # name an item of one plan
 Status = Literal["pending", "honoured", "not_honoured", "void", "delivered", "withdrawn"]
 TURN_END = "turn/end"
+SETTLING_TYPES = frozenset(
+    {EVENT_TYPE, TURN_START, TURN_END, REQUEST_TAKEN, REQUEST_WITHDRAWN, REQUEST_NOTIFIED}
+)
+"""The event types that file, tell or settle a request: what a reader of them needs."""
 MAX_CONTENT = 300  # as the reminder cuts an item: what a person asks fits a todo's line
 MAX_BY = 64
 MAX_TOLD = 10

@@ -30,14 +30,10 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.contract import EVENT_TYPE, REQUEST_EVENT_TYPES, REQUEST_NOTIFIED, TURN_START
-from ..core.requests import request_states
+from ..core.contract import EVENT_TYPE, REQUEST_NOTIFIED, TURN_START
+from ..core.requests import SETTLING_TYPES, request_states
 
 __all__: list[str] = []
-
-TURN_END = "turn/end"
-SETTLING = frozenset({EVENT_TYPE, TURN_START, TURN_END, *REQUEST_EVENT_TYPES})
-"""The event types that file, tell or settle a request."""
 
 
 class PendingRequests:
@@ -53,7 +49,7 @@ class PendingRequests:
         """Fold ``event`` in; whether the pending requests may have changed (an event of a
         type that settles requests, newer than the ones handed before)."""
         seq = event.get("seq")
-        if event.get("type") not in SETTLING or not isinstance(seq, int):
+        if event.get("type") not in SETTLING_TYPES or not isinstance(seq, int):
             return False
         with self._lock:
             if seq <= self._seq:

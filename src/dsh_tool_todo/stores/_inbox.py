@@ -39,21 +39,20 @@ Entry = dict[str, Any]
 Read = tuple[list[tuple[int, "Entry | None"]], int, "str | None"]
 """What a read of an inbox gives: each whole entry after the position asked for with where it
 ends (``None`` for a line that is no entry: passed over), where the read began (0 when the
-inbox is not the one the position was in), and the inbox's identity (a file's inode)."""
+inbox is not the one the position was in), and the inbox's identity (the name a file's first
+line gives it; ``None`` for a table or memory)."""
 Admit = Callable[[list[Entry]], None]
 POSITION_KEY = "inbox"
-
-
-def _admit_all(entries: list[Entry]) -> None:
-    """Refuse nothing (a filer that judged the entries already, or a test)."""
-
-
 IDENTITY_KEY = "inboxId"
 TAKEN_TYPES = (REQUEST_TAKEN, REQUEST_WITHDRAWN)
 MAX_LINE = 4096  # a request is at most a few hundred characters: a longer line is no entry
 MAX_WAITING = 20
 """Requests a session's inbox holds untaken: a filer beyond it is refused until the agent
 takes them (or they are withdrawn), so a person cannot flood a model's next request."""
+
+
+def _admit_all(entries: list[Entry]) -> None:
+    """Refuse nothing (a filer that judged the entries already, or a test)."""
 
 
 class Inbox(Protocol):
@@ -103,8 +102,8 @@ class FileInbox:
         try:
             _check_regular(fd, self.where)
             fcntl.flock(fd, fcntl.LOCK_EX)
-            entries, _, _ = _read_fd(fd, *after)
-            admit([entry for _, entry in entries if entry is not None])
+            before, _, _ = _read_fd(fd, *after)
+            admit([found for _, found in before if found is not None])
             size = os.fstat(fd).st_size
             if size == 0:  # a new inbox: its first line names it, so a replaced one is told apart
                 line = _header() + line
@@ -289,7 +288,9 @@ async def atake_requests(session: Any) -> list[Request]:
         fold.apply(deciding)
     told: list[Request] = []
     where = {IDENTITY_KEY: identity} if identity is not None else {}
-    for end, entry in [*withdrawals, *batch]:
+    # in inbox order: each event's position says all before it was taken, so a writer that
+    # dies between two never leaves a position past an entry it did not log
+    for end, entry in sorted([*withdrawals, *batch], key=lambda taken: taken[0]):
         if "withdraw" in entry:
             data = {"id": entry["withdraw"], "by": entry.get("by"), POSITION_KEY: end, **where}
             fold.apply(await _maybe(session.append(REQUEST_WITHDRAWN, data)))

@@ -27,10 +27,25 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..core.contract import EVENT_TYPE, REQUEST_EVENT_TYPES, TURN_START
-from ..core.requests import Request, RequestState, _check_request, _match_key, request_states
+from ..core.contract import EVENT_TYPE, TURN_START
+from ..core.requests import (
+    SETTLING_TYPES,
+    Request,
+    RequestState,
+    _check_request,
+    _match_key,
+    request_states,
+)
 from ..errors import StoreUnavailable, TodoError, UsageError
-from ._inbox import IDENTITY_KEY, MAX_WAITING, POSITION_KEY, TAKEN_TYPES, Admit, waiting_of
+from ._inbox import (
+    IDENTITY_KEY,
+    MAX_WAITING,
+    POSITION_KEY,
+    TAKEN_TYPES,
+    Admit,
+    _admit_all,
+    waiting_of,
+)
 
 if TYPE_CHECKING:
     from ..protocols import Event
@@ -81,8 +96,8 @@ class PlanRequests:
         try:
             deciding = await _newest(tail, name, (EVENT_TYPE, TURN_START))
             kind, content, by = _check_request(kind, content, by, _plan_of(deciding))
-            found = await _list(inbox, tail, name)
-            taken = [s.request for s in found.taken if s.status == "pending"]
+            states = request_states(await _recent(tail, name))
+            taken = [s.request for s in states if s.status == "pending"]
             plan_seq = -1 if deciding is None else int(deciding["seq"])
             request = Request(secrets.token_hex(8), kind, content, by, plan_seq, time.time())
 
@@ -121,7 +136,7 @@ class PlanRequests:
         if request_id not in pending:
             raise UsageError(f"no pending request {request_id!r} of this session")
         entry = {"withdraw": request_id, "by": by.strip()[:64], "at": time.time()}
-        _filed(inbox, entry, lambda _: None, (0, None))
+        _filed(inbox, entry, _admit_all, (0, None))
 
     async def aread(self) -> Requests:
         """How the session's requests stand: taken (in its current and previous turn) and
@@ -212,7 +227,7 @@ async def _newest(tail: LogTail, name: str, types: tuple[str, ...]) -> Event | N
 
 async def _recent(tail: LogTail, name: str) -> list[Event]:
     """The events that settle requests, back to the turn/start before the newest one."""
-    types = (EVENT_TYPE, TURN_START, "turn/end", *REQUEST_EVENT_TYPES)
+    types = SETTLING_TYPES
     found: list[Event] = []
     before: int | None = None
     starts = 0

@@ -45,7 +45,7 @@ class PostgresInbox:
                 # a row id is taken and committed under the lock: none commits behind another
                 conn.execute(_sql.REQUESTS_LOCK, (self.session_id,))
                 rows = conn.execute(_sql.READ_REQUESTS, (self.session_id, after[0])).fetchall()
-                admit([entry for _, entry in _entries(rows) if entry is not None])
+                admit([found for _, found in _entries(rows) if found is not None])
                 row = conn.execute(
                     _sql.FILE_REQUEST, (self.session_id, text, self.session_id)
                 ).fetchone()
