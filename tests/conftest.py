@@ -3,7 +3,7 @@ from __future__ import annotations
 import importlib.util
 import signal
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -62,3 +62,19 @@ def script(name: str) -> types.ModuleType:
 
 def snapshot(name: str) -> str:
     return (SNAPSHOTS / name).read_text(encoding="utf-8")
+
+
+@pytest.fixture(params=["jsonl", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where sessions are kept, each store in turn: a directory of JSONL logs, or the URL of a
+    fresh PostgreSQL database set up for them."""
+    if request.param == "jsonl":
+        yield str(tmp_path)
+        return
+    from dsh_tool_todo.stores import postgres
+    from tests.stores.conftest import fresh_database
+    from tests.stores.postgres.test_admin import url
+
+    with fresh_database() as conninfo:
+        postgres.setup(conninfo)
+        yield url(conninfo)

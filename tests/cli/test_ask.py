@@ -88,3 +88,40 @@ def test_show_prints_what_was_asked_under_the_plan(logs: Path) -> None:
         "? note: ship\\nfriday (asked by grace): waiting",
         '? mark "Write the tests" completed (asked by grace): pending',
     ]
+
+
+def test_a_log_named_by_hand_is_shown_and_asked_by_the_name_the_list_gives_it(
+    tmp_path: Path,
+) -> None:
+    with JsonlSession(tmp_path / "Bob Smith.jsonl") as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    listed = dsh_todo("sessions", str(tmp_path)).stdout
+    assert listed.startswith("Bob Smith\t")
+    shown = dsh_todo("show", str(tmp_path), "--session", "Bob Smith").stdout
+    assert shown.startswith("☐ Ship it")
+    dsh_todo("ask", str(tmp_path), "--session", "Bob Smith", "--done", "Ship it", "--by", "grace")
+    with JsonlSession(tmp_path / "Bob Smith.jsonl") as agent:
+        assert [r.content for r in take_requests(agent)] == ["Ship it"]
+    # a session opened for the owner key writes the owner's own log, never the hand-named one
+    from dsh_tool_todo.stores import open_session
+
+    with open_session(tmp_path, "Bob Smith") as owner:
+        owner.append(EVENT_TYPE, plan("Another"))
+    assert len(list(tmp_path.glob("*.jsonl"))) == 2
+
+
+def test_show_lists_what_was_asked_in_the_current_turn_as_watch_and_sessions_do(
+    logs: Path,
+) -> None:
+    dsh_todo("ask", str(logs), "--session", "ada", "--done", "Ship it", "--by", "grace")
+    with JsonlSession(logs / "ada.jsonl") as agent:
+        take_requests(agent)
+        agent.append(EVENT_TYPE, plan("Write the tests", "Ship it", status="completed"))
+    shown = dsh_todo("show", str(logs), "--session", "ada", "--no-health").stdout.splitlines()
+    assert shown[-1] == '? mark "Ship it" completed (asked by grace): honoured'
+    with JsonlSession(logs / "ada.jsonl") as agent:
+        agent.append("turn/start", {})  # a new turn: what the last one settled is not beside it
+    shown = dsh_todo("show", str(logs), "--session", "ada", "--no-health").stdout.splitlines()
+    assert not [line for line in shown if line.startswith("?")]
+    sessions = json.loads(dsh_todo("sessions", str(logs), "--json").stdout)
+    assert sessions["sessions"][0]["asked"] == []

@@ -17,6 +17,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from dsh_tool_todo import UsageError
 from dsh_tool_todo.integrations.pydantic_ai import plan_reminder_processor, todo_write_toolset
 from dsh_tool_todo.plans.reminder import plan_reminder
+from dsh_tool_todo.stores import open_session
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations import requests_scenario as scenario
 from tests.integrations.compaction_scenario import as_user_message
@@ -92,9 +93,68 @@ def test_the_notice_is_a_part_after_the_reminder_and_the_plan_is_the_owners(
 def test_a_toolset_it_cannot_find_owners_in_is_refused() -> None:
     with pytest.raises(UsageError, match=r"toolset= takes the toolset todo_write_toolset\(\)"):
         plan_reminder_processor(toolset=FunctionToolset([]))
-    session_owned = todo_write_toolset(allow_parallel_in_progress=False)
-    with pytest.raises(UsageError, match="toolset= takes a todo_write_toolset built with owners="):
-        plan_reminder_processor(toolset=session_owned)
+
+
+def run_with_session(place: Path, *, asked: bool) -> tuple[list[list[bytes]], list[ModelMessage]]:
+    """:func:`run_agent`'s conversation with the run's session as deps: no registry."""
+    log = place / "t1.jsonl"
+
+    async def look(path: str) -> str:
+        """Read a file."""
+        return await scenario.alook(log if asked else None, path)
+
+    def agent_on(model: Any) -> Agent[Any, Any]:
+        todo = todo_write_toolset(allow_parallel_in_progress=False)
+        return Agent(
+            model,
+            instructions=scenario.SYSTEM,
+            tools=[look],
+            toolsets=[todo],
+            capabilities=[ProcessHistory(plan_reminder_processor(toolset=todo))],
+        )
+
+    place.mkdir()
+    with open_session(str(place), "t1") as session:
+        return run_on_openai_chat(scenario.CALLS, agent_on, scenario.PROMPT, deps=session)
+
+
+def test_with_the_runs_session_as_deps_a_request_is_told_once_and_honoured(
+    tmp_path: Path,
+) -> None:
+    plain, _ = run_with_session(tmp_path / "plain", asked=False)
+    asked, history = run_with_session(tmp_path / "asked", asked=True)
+    notice = as_user_message(scenario.notice())
+    scenario.assert_told_after_the_newest(plain, asked, notice, kept=True)
+    assert user_prompts(history).count(scenario.notice()) == 1
+    scenario.assert_honoured(tmp_path / "asked" / "t1.jsonl")
+
+
+@pytest.mark.parametrize("finds", ["deps", "session=", "DSH_TODO_HOME"])
+def test_a_session_the_toolset_finds_gives_the_plan_and_the_notice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, finds: str
+) -> None:
+    owners, log = scenario.planned(tmp_path, "t1")
+    owners.close()  # the run's own session writes the log now
+    with open_session(str(tmp_path), "t1") as session:
+        deps: object = session
+        if finds == "session=":
+            todo = todo_write_toolset(allow_parallel_in_progress=False, session=lambda _: session)
+            deps = "not a session"
+        else:
+            if finds == "DSH_TODO_HOME":
+                monkeypatch.setenv("DSH_TODO_HOME", str(tmp_path / "home"))
+            todo = todo_write_toolset(allow_parallel_in_progress=False)
+        remind = plan_reminder_processor(toolset=todo)
+        scenario.ask(log)
+        messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart("summary")])]
+        added = asyncio.run(remind(_ctx(deps), messages))
+        again = asyncio.run(remind(_ctx(deps), [*added, ModelRequest(parts=[])]))
+    assert [part.content for part in added[-1].parts] == [
+        "summary",
+        plan_reminder(scenario.PLAN),
+        scenario.notice(),
+    ]
+    assert again[-1].parts == []  # told once; the reminder is in the messages now
 
 
 def _ctx(deps: object) -> Any:

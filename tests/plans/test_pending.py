@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_tool_todo.core.requests import request_states
-from dsh_tool_todo.plans._pending import PendingRequests
+from dsh_tool_todo.plans._pending import MAX_SETTLED, PendingRequests
 
 ITEMS = ("a", "b", "c")
 STATUSES = ("pending", "in_progress", "completed")
@@ -80,3 +80,59 @@ def test_an_event_handed_twice_or_of_another_kind_changes_nothing() -> None:
     assert not pending.add(write)  # older than the newest handed in
     assert not pending.add({"seq": 9, "type": "link/child", "data": {}})
     assert pending.add({"seq": 10, "type": "turn/end", "data": {}})
+
+
+def _asked_of_whole(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What was asked in the current turn, by the fold of the whole log."""
+    starts = [e["seq"] for e in events if e["type"] == "turn/start"]
+    since = starts[-1] if starts else -1
+    states = request_states(events)
+    settled = [s for s in states if s.status != "pending" and (s.settled_seq or 0) >= since]
+    settled = sorted(settled, key=lambda s: s.settled_seq or 0)[-MAX_SETTLED:]
+    shown = [*settled, *(s for s in states if s.status == "pending")]
+    return [s.as_json() for s in sorted(shown, key=lambda s: s.taken_seq)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(step, max_size=60))
+def test_what_was_asked_this_turn_followed_event_by_event_is_the_fold_of_the_whole_log(
+    steps: list[Any],
+) -> None:
+    events = log_of(steps)
+    pending = PendingRequests()
+    for n, event in enumerate(events, 1):
+        pending.add(event)
+        assert pending.asked() == _asked_of_whole(events[:n])
+
+
+def test_a_turn_start_lets_go_of_what_was_settled_before_it_and_shows_what_lapsed_at_it() -> None:
+    pending = PendingRequests()
+    steps = [
+        ("write", {"a": "pending", "b": "pending"}),
+        ("take", "done", "a"),  # r0
+        ("write", {"a": "completed", "b": "pending"}),  # honours r0
+        ("take", "done", "b"),  # r1: not told, lapses at the turn's start
+        ("turn/start",),
+    ]
+    events = log_of(steps)
+    for event in events[:3]:
+        pending.add(event)
+    assert [(r["id"], r["status"]) for r in pending.asked()] == [("r0", "honoured")]
+    for event in events[3:]:
+        pending.add(event)
+    assert [(r["id"], r["status"]) for r in pending.asked()] == [("r1", "void")]
+
+
+def test_at_most_the_newest_settled_are_shown() -> None:
+    pending = PendingRequests()
+    steps: list[tuple[Any, ...]] = [("write", {"a": "pending"})]
+    for _ in range(MAX_SETTLED + 5):
+        steps += [("take", "note", "a"), ("notify", [])]
+    events = log_of(steps)
+    for n, event in enumerate(events):
+        if event["type"] == "request/notified":
+            event["data"]["ids"] = [f"r{(n - 2) // 2}"]
+        pending.add(event)
+    asked = pending.asked()
+    assert len(asked) == MAX_SETTLED
+    assert (asked[-1]["id"], asked[-1]["status"]) == (f"r{MAX_SETTLED + 4}", "delivered")

@@ -360,3 +360,69 @@ def test_an_event_built_in_python_with_a_tuple_of_mappings_converts() -> None:
     extra = make_event(EVENT_TYPE, {"todos": ({"content": "a", "status": "pending", "x": 1},)})
     with pytest.raises(UsageError, match=r"unknown key `x`"):
         wire.acp_plan(extra)
+
+
+# --- what was asked, beside the plan ---------------------------------------------------------
+
+ASKED = [
+    {
+        "id": "6ef9d129c975cc21",
+        "kind": "done",
+        "content": HOSTILE,
+        "by": "grace",
+        "planSeq": 1,
+        "at": 1796450181.8,
+        "status": "pending",
+        "takenSeq": 2,
+        "settledSeq": None,
+        "notified": True,
+    }
+]
+
+
+def test_requests_ride_beside_the_plan_in_every_format_and_validate() -> None:
+    with_requests = {"todos": PLAN, "requests": ASKED}
+    activity = wire.ag_ui_activity_snapshot("s", WRITTEN, requests=ASKED)
+    assert strict(ActivitySnapshotEvent, dict(activity)).content == with_requests  # type: ignore[attr-defined]
+    snapshot = wire.ag_ui_state_snapshot(WRITTEN, requests=ASKED)
+    assert strict(StateSnapshotEvent, dict(snapshot)).snapshot == with_requests  # type: ignore[attr-defined]
+    delta = wire.ag_ui_state_delta(WRITTEN, requests=ASKED)
+    strict(StateDeltaEvent, dict(delta))
+    assert apply_add({"cursor": 3}, delta["delta"]) == {"cursor": 3, **with_requests}
+    update = wire.a2a_artifact_update(WRITTEN, task_id="t", context_id="c", requests=ASKED)
+    (part,) = parse_a2a(dict(update)).artifact.parts
+    assert MessageToDict(part.data) == with_requests
+    assert wire.ai_sdk_data_part("s", WRITTEN, requests=ASKED)["data"] == with_requests
+
+
+def test_an_empty_list_of_requests_is_sent_and_none_leaves_the_key_out() -> None:
+    assert wire.ag_ui_state_snapshot(TURN_START, requests=[])["snapshot"] == {
+        "todos": [],
+        "requests": [],
+    }
+    assert wire.ag_ui_state_delta(TURN_START, requests=[])["delta"][1] == {
+        "op": "add",
+        "path": "/requests",
+        "value": [],
+    }
+    for name, convert in CONVERTERS.items():
+        assert convert(WRITTEN) == {"todos": PLAN}, name
+    assert len(wire.ag_ui_state_delta(WRITTEN, requests=None)["delta"]) == 1
+
+
+def test_the_requests_sent_are_fresh_and_must_be_a_list_of_mappings() -> None:
+    given = copy.deepcopy(ASKED)
+    part = wire.ai_sdk_data_part("s", WRITTEN, requests=given)
+    part["data"]["requests"][0]["status"] = "changed by a consumer"
+    assert given == ASKED
+    with pytest.raises(UsageError, match=r"requests must be a list of requests, .* not str"):
+        wire.ai_sdk_data_part("s", WRITTEN, requests="r1")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"each request is a mapping, not int"):
+        wire.ag_ui_state_delta(WRITTEN, requests=[1])  # type: ignore[list-item]
+
+
+@pytest.mark.node
+def test_the_ai_sdk_reads_a_data_plan_part_with_requests() -> None:
+    chunk = wire.ai_sdk_data_part("main", WRITTEN, requests=ASKED)
+    result = read_with_ai_sdk([chunk])
+    assert result == {"invalid": [], "parts": [chunk]}

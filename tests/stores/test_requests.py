@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from dsh_tool_todo.core.contract import EVENT_TYPE, REQUEST_TAKEN, TURN_START
 from dsh_tool_todo.core.requests import request_states
 from dsh_tool_todo.errors import UsageError
-from dsh_tool_todo.stores import open_session
+from dsh_tool_todo.stores import _inbox, open_session
 from dsh_tool_todo.stores._inbox import MAX_WAITING, atake_requests, take_requests
 from dsh_tool_todo.stores.jsonl import read_events
 from dsh_tool_todo.stores.memory import AsyncMemorySession, MemorySession
@@ -455,3 +455,27 @@ def test_a_take_logs_in_inbox_order_so_no_position_passes_an_entry_not_logged(
     assert [e["data"].get("id") for e in logged] == [first.id, later.id, first.id]
     positions = [e["data"]["inbox"] for e in logged]
     assert positions == sorted(positions)
+
+
+def test_the_first_take_after_a_session_opens_reads_the_inbox_once(
+    place: Place, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with writer(place) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it", "Docs"))
+    PlanRequests(*place).file("done", "Ship it", by="g")
+    with writer(place) as agent:
+        take_requests(agent)
+    later = PlanRequests(*place).file("done", "Docs", by="g")
+    reads: list[int] = []
+    read = _inbox._read
+
+    async def counted(session: Any, inbox: Any, position: int, identity: str | None) -> Any:
+        reads.append(position)
+        return await read(session, inbox, position, identity)
+
+    monkeypatch.setattr(_inbox, "_read", counted)
+    with writer(place) as agent:  # opened again: where the log stopped is not known yet
+        assert take_requests(agent) == [later]
+        assert take_requests(agent) == []
+    assert reads[0] == 0  # from the start: whether anything waits, before the log is asked
+    assert len(reads) == 2  # one read each take

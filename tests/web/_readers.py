@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import httpx
 import pytest
@@ -19,6 +20,7 @@ from dsh_tool_todo.core.links import end_data
 from dsh_tool_todo.plans import fleet
 from dsh_tool_todo.protocols import LogReader, Snapshot, TailPage
 from dsh_tool_todo.stores import open_reader
+from dsh_tool_todo.web import _fleet
 from dsh_tool_todo.web.app import create_app
 
 HOST = "127.0.0.1:8765"
@@ -196,9 +198,46 @@ def check_signals_are_read_again_only_after_a_plan_event(
             reads.append(sorted(reader.tails))
         return reads
 
-    after_notes, after_a_write = run(create_app(reader), calls)
+    with mock.patch.object(_fleet, "REFRESH", 3600.0):  # a loaded machine takes its time
+        after_notes, after_a_write = run(create_app(reader), calls)
     assert after_notes == []
     assert after_a_write == ["b"]
+
+
+def taken(kind: str, content: str, ident: str) -> tuple[str, dict[str, Any]]:
+    """A person's request, taken and told to the model (``request/taken``)."""
+    request = {"id": ident, "kind": kind, "content": content, "by": "grace", "planSeq": 1}
+    return ("request/taken", {**request, "at": 0, "told": True})
+
+
+def check_a_turn_ended_without_honouring_a_request_shows_it(
+    source: str | Path, append: Append, *, refresh: float
+) -> None:
+    """A turn/end is no plan event, yet it settles a told request ``not_honoured``: the list
+    reads the session again, at once when its last read saw the request pending
+    (``refresh`` large), and after :data:`_fleet.REFRESH` when it did not (``refresh`` 0)."""
+    append("b", [TURN, write(("A", "pending"))])
+    if refresh:
+        append("b", [taken("done", "A", "r1")])
+    reader = open_reader(source)
+
+    async def calls(client: httpx.AsyncClient) -> tuple[Any, Any]:
+        before = rows_of(await settled(client))["b"]["signals"]
+        if not refresh:
+            append("b", [taken("done", "A", "r1")])
+            await settled(client)
+        append("b", [("turn/end", {})])
+        deadline = time.monotonic() + 10
+        while True:
+            after = rows_of(await settled(client))["b"]["signals"]
+            if after or time.monotonic() > deadline:
+                return before, after
+            await asyncio.sleep(0.02)
+
+    with mock.patch.object(_fleet, "REFRESH", refresh):
+        before, after = run(create_app(reader), calls)
+    assert before == []
+    assert [(s["kind"], s["items"]) for s in after] == [("not_honoured", ["A"])]
 
 
 def check_a_stuck_run_older_than_the_window_says_at_least(

@@ -103,6 +103,36 @@ def test_every_frame_of_a_tree_stream_is_a_valid_ag_ui_event(
     assert (error["message"], error["code"]) == ("crashed", "delegated_run_failed")
 
 
+def test_the_leads_plan_in_a_tree_stream_says_what_was_asked_beside_it(
+    store: Store, live_server: Server, sse: Callable[..., SseStream]
+) -> None:
+    from dsh_tool_todo.stores import open_session
+    from dsh_tool_todo.stores._inbox import take_requests
+    from dsh_tool_todo.stores.requests import PlanRequests
+
+    store.append(LEAD, one_item_plan("Delegate"))
+    store.append(RESEARCHER, one_item_plan("Search"), parent=LEAD, call_id="c1")
+    lead = store.name(LEAD)
+    asked = PlanRequests(store.source, lead).file("note", "use staging", by="grace")
+    with open_session(store.source, lead) as session:  # taken before the stream opens
+        assert [r.id for r in take_requests(session)] == [asked.id]
+    stream = sse(tree_url(live_server(store.source), store))
+
+    frames = [valid(data_frame(stream).json()) for _ in range(5)]
+    lead_activity, state = frames[1], frames[2]
+    assert "subagentRunId" not in lead_activity
+    assert state["snapshot"] == lead_activity["content"]
+    assert [(r["id"], r["status"]) for r in state["snapshot"]["requests"]] == [
+        (asked.id, "delivered")  # a note told to the model at once
+    ]
+    assert "requests" not in frames[4]["content"]  # the sub-agent's plan goes as it was
+
+    store.append(LEAD, ("turn/start", {}))  # the next turn: nothing asked in it yet
+    cleared = [valid(data_frame(stream).json()) for _ in range(2)]
+    assert cleared[0]["content"] == {"todos": [], "requests": []}
+    assert cleared[1]["delta"][1] == {"op": "add", "path": "/requests", "value": []}
+
+
 def test_a_plain_stream_is_unchanged_and_tree_is_checked(
     tmp_path: Path, store: Store, live_server: Server, sse: Callable[..., SseStream]
 ) -> None:

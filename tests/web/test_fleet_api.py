@@ -22,6 +22,7 @@ from ._readers import (
     Events,
     check_a_row_carries_how_its_run_ended,
     check_a_stuck_run_older_than_the_window_says_at_least,
+    check_a_turn_ended_without_honouring_a_request_shows_it,
     check_signals_are_read_again_only_after_a_plan_event,
     check_signals_not_read_yet_are_pending,
     rows_of,
@@ -289,6 +290,13 @@ def test_signals_are_read_again_only_after_a_plan_event(
     tmp_path: Path, append_jsonl: Append
 ) -> None:
     check_signals_are_read_again_only_after_a_plan_event(tmp_path, append_jsonl)
+
+
+@pytest.mark.parametrize("refresh", [3600.0, 0.0], ids=["seen-pending", "taken-since"])
+def test_a_turn_ended_without_honouring_a_request_shows_it_in_the_list(
+    tmp_path: Path, append_jsonl: Append, refresh: float
+) -> None:
+    check_a_turn_ended_without_honouring_a_request_shows_it(tmp_path, append_jsonl, refresh=refresh)
 
 
 def test_a_stuck_run_older_than_the_writes_read_says_at_least(

@@ -23,6 +23,7 @@ from ._readers import (
     Spied,
     check_a_row_carries_how_its_run_ended,
     check_a_stuck_run_older_than_the_window_says_at_least,
+    check_a_turn_ended_without_honouring_a_request_shows_it,
     check_signals_are_read_again_only_after_a_plan_event,
     check_signals_not_read_yet_are_pending,
     leave_after_first_frame,
@@ -399,6 +400,13 @@ def test_a_row_whose_signals_are_not_read_yet_gives_an_empty_list_marked_pending
 
 def test_signals_are_read_again_only_after_a_plan_event(dsn: str, append_rows: Append) -> None:
     check_signals_are_read_again_only_after_a_plan_event(dsn, append_rows)
+
+
+@pytest.mark.parametrize("refresh", [3600.0, 0.0], ids=["seen-pending", "taken-since"])
+def test_a_turn_ended_without_honouring_a_request_shows_it_in_the_list(
+    dsn: str, append_rows: Append, refresh: float
+) -> None:
+    check_a_turn_ended_without_honouring_a_request_shows_it(dsn, append_rows, refresh=refresh)
 
 
 def test_a_stuck_run_older_than_the_writes_read_says_at_least(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -239,3 +240,33 @@ def test_a_body_declared_too_long_is_refused_before_it_is_read(logs: Path) -> No
         return answer.status_code
 
     assert run_requests(create_app(logs, requests=True), calls) == 413
+
+
+def test_a_log_named_by_hand_takes_requests_from_the_page_and_no_owners_log_gets_them(
+    tmp_path: Path,
+) -> None:
+    from dsh_tool_todo.stores import open_session
+
+    with JsonlSession(tmp_path / "Bob Smith.jsonl") as agent:
+        agent.append("todo/write", plan("Ship it"))
+    with open_session(tmp_path, "Bob Smith") as owner:  # the owner key's log: another file
+        owner.append("todo/write", plan("Ship it"))
+    (owners_log,) = [p for p in tmp_path.glob("*.jsonl") if p.name != "Bob Smith.jsonl"]
+
+    async def calls(client: httpx.AsyncClient) -> list[int]:
+        headers = await token_of(client)
+        codes = []
+        for name in ("Bob Smith", owners_log.stem):
+            filed = await client.post(
+                f"/api/sessions/{quote(name, safe='')}/requests",  # as the page names it
+                json={"kind": "note", "content": f"for {name}", "by": "grace"},
+                headers=headers,
+            )
+            codes.append(filed.status_code)
+        return codes
+
+    assert run_requests(create_app(tmp_path, requests=True), calls) == [201, 201]
+    with JsonlSession(tmp_path / "Bob Smith.jsonl") as agent:
+        assert [r.content for r in take_requests(agent)] == ["for Bob Smith"]
+    with JsonlSession(owners_log) as owner:
+        assert [r.content for r in take_requests(owner)] == [f"for {owners_log.stem}"]

@@ -26,7 +26,10 @@ import pytest
 from dsh_tool_todo.core.contract import EVENT_TYPE
 from dsh_tool_todo.errors import InvalidLog
 from dsh_tool_todo.protocols import Event, Snapshot
+from dsh_tool_todo.stores import open_session
+from dsh_tool_todo.stores._inbox import take_requests
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
+from dsh_tool_todo.stores.requests import PlanRequests
 from dsh_tool_todo.web._wire_stream import WireFormat, WireStream
 from dsh_tool_todo.web.app import create_app
 from tests._processes import stop_process
@@ -522,3 +525,147 @@ def test_a_client_vanishing_mid_stream_releases_its_follow(
     assert reader.open_follows == 1
     frame = data_frame(streams[2])  # the stream left behind still gets every write
     assert frame.id == "1"
+
+
+# --- what was asked, beside the plan (docs/requests.md) ---------------------------------------
+
+
+@pytest.fixture
+def place(store_place: str) -> str:
+    """Where session ``ada`` is kept: a directory of JSONL logs, or a fresh database's URL."""
+    return store_place
+
+
+def agent_appends(place: str, *events: tuple[str, dict[str, Any]]) -> None:
+    with open_session(place, "ada") as agent:
+        for kind, data in events:
+            agent.append(kind, data)
+
+
+def agent_takes(place: str) -> list[str]:
+    """What the agent's writer takes from the inbox before a model call, as adapters do."""
+    with open_session(place, "ada") as agent:
+        return [request.id for request in take_requests(agent)]
+
+
+def next_plan(stream: SseStream, form: str) -> tuple[str | None, dict[str, Any]]:
+    """The seq and content of the next plan sent; for AG-UI, the state frame after the
+    activity says the same (a snapshot, or a delta of one ``add`` per key)."""
+    frame = data_frame(stream)
+    if form == "ai-sdk":
+        return frame.id, frame.json()["data"]
+    content = frame.json()["content"]
+    state = data_frame(stream).json()
+    if state["type"] == "STATE_SNAPSHOT":
+        assert state["snapshot"] == content
+    else:
+        assert {op["path"][1:]: op["value"] for op in state["delta"]} == content
+        assert [op["path"] for op in state["delta"]] == ["/" + key for key in content]
+    return frame.id, content
+
+
+@pytest.mark.parametrize("form", ["ag-ui", "ai-sdk"])
+def test_what_was_asked_rides_beside_the_plan_pending_then_honoured(
+    place: str, live_server: Server, sse: Opener, form: str
+) -> None:
+    agent_appends(place, TURN, plan_write(todo("A", "in_progress"), todo("B")))
+    server = live_server(place)
+    stream = sse(url_of(server, form, "ada"))
+    data_frame(stream)  # the run (or message) starting
+    plan = [todo("A", "in_progress"), todo("B")]
+    assert next_plan(stream, form) == ("1", {"todos": plan})  # no request yet: as always
+
+    asked = PlanRequests(place, "ada").file("done", "A", by="grace")
+    assert agent_takes(place) == [asked.id]  # seq 2: request/taken, told
+    seq, content = next_plan(stream, form)  # the plan again, as it is, with the request
+    assert seq == "2"
+    assert content["todos"] == plan
+    (pending,) = content["requests"]
+    assert pending == {
+        **asked.as_json(),
+        "status": "pending",
+        "takenSeq": 2,
+        "settledSeq": None,
+        "notified": True,
+    }
+    late = sse(url_of(server, form, "ada"))  # a stream opened now shows it at once
+    data_frame(late)
+    assert next_plan(late, form) == ("2", content)
+
+    done = [todo("A", "completed"), todo("B", "in_progress")]
+    agent_appends(place, plan_write(*done))  # seq 3: its own frames carry the new list
+    for opened in (stream, late):
+        seq, content = next_plan(opened, form)
+        assert seq == "3"
+        assert content["todos"] == done
+        assert [(r["id"], r["status"], r["settledSeq"]) for r in content["requests"]] == [
+            (asked.id, "honoured", 3)
+        ]
+
+    # turn/end and a note leave the list as it was: nothing is sent; the next turn empties it
+    agent_appends(place, ("turn/end", {}), NOTE, TURN)
+    assert next_plan(stream, form) == ("6", {"todos": [], "requests": []})
+
+
+@pytest.mark.parametrize("form", ["ag-ui", "ai-sdk"])
+def test_a_request_event_that_changes_nothing_sends_nothing(form: WireFormat) -> None:
+    stream = WireStream(form, "s")
+    written = {"seq": 0, "type": EVENT_TYPE, "data": {"todos": [todo("A")]}}
+    taken = {"id": "r1", "kind": "note", "content": "hi", "by": "ada", "planSeq": 0, "at": 1.0}
+    assert len(stream.snapshot(Snapshot(0, written), [written])) == (2 if form == "ag-ui" else 1)
+    assert stream.change({"seq": 1, "type": "turn/end", "data": {}}) == []
+
+    frames = stream.change({"seq": 2, "type": "request/taken", "data": taken})
+    assert stream.change({"seq": 3, "type": "turn/end", "data": {}}) == []  # a note waits on
+    delivered = stream.change({"seq": 4, "type": "request/notified", "data": {"ids": ["r1"]}})
+
+    for sent, status in ((frames, "pending"), (delivered, "delivered")):
+        payload = json.loads(sent[0].data)
+        content = payload["content" if form == "ag-ui" else "data"]
+        assert content["todos"] == [todo("A")]
+        assert [r["status"] for r in content["requests"]] == [status]
+    assert [frame.id for frame in delivered] == ["4"] * len(delivered)
+
+
+ASKED = HOSTILE.replace("\ud800", "")  # what a person may file: no lone surrogate
+
+
+def test_an_ag_ui_client_and_the_ai_sdk_reader_take_the_plan_with_what_was_asked(
+    tmp_path: Path, live_server: Server, node: Callable[..., NodeClient]
+) -> None:
+    agent_appends(str(tmp_path), plan_write(todo("A", "in_progress")))
+    server = live_server(tmp_path, ping=0.1)
+    agui = ag_ui(node, url_of(server, "ag-ui", "ada"), 3)
+    ai = ai_sdk(node, url_of(server, "ai-sdk", "ada"), 3)
+    agui.next()  # the run started
+    first = (agui.next(), ai.next())
+
+    asked = PlanRequests(tmp_path, "ada").file("add", ASKED, by="grace")
+    agent_takes(str(tmp_path))
+    second = (agui.next(), ai.next())
+    agent_appends(str(tmp_path), plan_write(todo("A", "in_progress"), todo(ASKED)))
+    third = (agui.next(), ai.next())
+
+    assert first[0]["state"] == {"todos": [todo("A", "in_progress")]}
+    assert first[1]["parts"][0]["data"] == {"todos": [todo("A", "in_progress")]}
+    for (state, message), status in ((second, "pending"), (third, "honoured")):
+        requests = state["state"]["requests"]
+        assert [(r["id"], r["content"], r["status"]) for r in requests] == [
+            (asked.id, ASKED, status)
+        ]
+        assert state["messages"][0]["content"] == state["state"]  # the activity says the same
+        (part,) = message["parts"]
+        assert part["data"] == state["state"]
+    assert third[0]["state"]["todos"] == [todo("A", "in_progress"), todo(ASKED)]
+
+
+def test_a_log_read_anew_after_a_request_was_seen_sends_the_list_again_even_empty() -> None:
+    # A replaced log is read from its own snapshot: the client's copy of the list is replaced.
+    stream = WireStream("ai-sdk", "s")
+    taken = {"id": "r1", "kind": "add", "content": "B", "by": "ada", "planSeq": -1, "at": 1.0}
+    recent = [{"seq": 0, "type": "request/taken", "data": taken}]
+    (opening,) = stream.snapshot(Snapshot(0, None), recent)
+    (anew,) = stream.snapshot(Snapshot(0, None), [])
+
+    assert [r["status"] for r in json.loads(opening.data)["data"]["requests"]] == ["pending"]
+    assert json.loads(anew.data)["data"] == {"todos": [], "requests": []}

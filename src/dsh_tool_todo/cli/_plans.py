@@ -1,14 +1,15 @@
 """``dsh-todo show`` and ``watch``: one session's plan, once or as it changes, with the
-plan-health signals of its current turn under it. The log is picked and opened through the
-picker: a file, the log of ``--session`` in a directory or a database, or the most recently
-written one there (then said: on stderr by ``show``, in ``watch``'s title)."""
+plan-health signals of its current turn and what a person asked in it under it. The log is
+picked and opened through the picker: a file, the log of ``--session`` in a directory or a
+database, or the most recently written one there (then said: on stderr by ``show``, in
+``watch``'s title)."""
 
 from __future__ import annotations
 
 import argparse
 import shlex
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.schema import canonical_json
@@ -39,11 +40,13 @@ def show(args: argparse.Namespace, out: TextIO) -> int:
     else:
         text = text_out(out, args.ascii)
         print(drawer(text, args.ascii)(plan or []), file=text)
+        signals, asked = turn_state(target, session)
         if args.health:
-            _print_signals(text, turn_signals(target, session))
-        from ._requests import print_asked
+            _print_signals(text, signals)
+        from ._requests import print_waiting
 
-        print_asked(text, target, session)
+        print_waiting(text, target, session)  # still in the inbox: watch follows the log alone
+        _print_asked(text, asked)
     return 0
 
 
@@ -51,6 +54,9 @@ def watch(args: argparse.Namespace, out: TextIO) -> int:
     wait = _say_waiting if args.wait else None
     target, session, latest = _pick(args)
     try:
+        # a request taken, withdrawn or told, or a turn's end, redraws the plan too: how what
+        # was asked stands is drawn under it (requests still in the inbox are not: filing
+        # one writes no log, and following the inbox too would take a second follower)
         title, plans = follow_plans(target, session, wait=wait, interval=args.interval)
     except FileNotFoundError as error:
         again = ["dsh-todo", "watch", *([] if args.log is None else [args.log])]
@@ -65,10 +71,12 @@ def watch(args: argparse.Namespace, out: TextIO) -> int:
     header = escape_content(title, encoding=text.encoding)
     lead = clear
     for plan in plans:
-        print(f"{lead}{header}\n{draw(plan or [])}", file=text, flush=not args.health)
+        print(f"{lead}{header}\n{draw(plan or [])}", file=text, flush=False)
+        signals, asked = turn_state(target, session)
         if args.health:
-            _print_signals(text, turn_signals(target, session))
-            text.flush()
+            _print_signals(text, signals)
+        _print_asked(text, asked)
+        text.flush()
         lead = clear or f"{REDRAW_SEPARATOR}\n"  # piped or TERM=dumb: redraws one after another
     return 0
 
@@ -96,17 +104,24 @@ def _pick(args: argparse.Namespace) -> tuple[str, str | None, bool]:
 def turn_signals(target: str, session: str | None = None) -> list[Signal]:
     """The plan-health signals of the current turn of a JSONL log, or of ``session`` in the
     database a URL names (:mod:`dsh_tool_todo.core.health`): what ``show`` and ``watch``
-    print under the plan. Reads back from the end to the turn's start, at most
-    ``fleet.MAX_TURN_WRITES`` writes."""
+    print under the plan."""
+    return turn_state(target, session)[0]
+
+
+def turn_state(target: str, session: str | None = None) -> tuple[list[Signal], list[Any]]:
+    """:func:`turn_signals`, and what was asked in the current turn
+    (``fleet.turn_asked``), from one read back from the end: to the turn's start and the one
+    before it, at most ``fleet.MAX_TURN_WRITES`` events (``turn_window(..., asked=True)``,
+    the read ``dsh-todo sessions`` makes of each log)."""
     import asyncio
 
     from ..core.health import turn_health
-    from ..plans.fleet import turn_window
+    from ..plans.fleet import turn_asked, turn_window
 
     async def read() -> tuple[list[Any], bool]:
         reader, name = open_log(target, session)
         try:
-            return await turn_window(reader, name)
+            return await turn_window(reader, name, asked=True)
         finally:
             await reader.aclose()
 
@@ -114,7 +129,7 @@ def turn_signals(target: str, session: str | None = None) -> list[Signal]:
         events, whole = _run_without_a_loop(read())
     else:
         events, whole = asyncio.run(read())
-    return turn_health(events, partial=not whole)
+    return turn_health(events, partial=not whole), turn_asked(events)
 
 
 def _run_without_a_loop(
@@ -137,6 +152,18 @@ def _print_signals(text: TextIO, signals: Sequence[Signal]) -> None:
 
     for signal in signals:
         print("! " + escape_content(describe(signal), encoding=text.encoding), file=text)
+
+
+def _print_asked(text: TextIO, asked: Sequence[Mapping[str, Any]]) -> None:
+    """What was asked in the turn, under the plan, as ``show`` prints it: one line each."""
+    from ..core.requests import Request
+    from ._requests import asked_line
+
+    for state in asked:
+        request = Request.from_json(state)
+        if request is not None:
+            line = asked_line(request, str(state["status"]))
+            print(escape_content(line, encoding=text.encoding), file=text)
 
 
 def _say_waiting(what: str) -> None:

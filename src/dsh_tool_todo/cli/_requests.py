@@ -72,17 +72,19 @@ def _login() -> str:
         return "dsh-todo ask"
 
 
-def print_asked(text: TextIO, target: str, session: str | None) -> None:
-    """What a person asked of this plan, under it: each request waiting or still pending, and
-    how the others of the current turn were settled (``show``)."""
+def print_waiting(text: TextIO, target: str, session: str | None) -> None:
+    """The requests still waiting in the session's inbox, under the plan (``show``)."""
     try:
         found = PlanRequests(target, session).read()
     except TodoError:  # the plan was shown; a store that keeps no requests yet has none to add
         return
-    lines = [f"? {_said(r)} (asked by {r.by}): waiting" for r in found.waiting]
-    lines += [f"? {_said(s.request)} (asked by {s.request.by}): {s.status}" for s in found.taken]
-    for line in lines:
-        print(escape_content(line, encoding=text.encoding), file=text)
+    for request in found.waiting:
+        print(escape_content(asked_line(request, "waiting"), encoding=text.encoding), file=text)
+
+
+def asked_line(request: Request, status: str) -> str:
+    """One request under the plan, as ``show`` and ``watch`` print it (not escaped)."""
+    return f"? {_said(request)} (asked by {request.by}): {status}"
 
 
 def _said(request: Request) -> str:

@@ -47,11 +47,12 @@ Every request is settled at most once; a settled one never changes again.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from ..errors import UsageError
+from ..protocols import TailPage
 from .contract import (
     EVENT_TYPE,
     REQUEST_NOTIFIED,
@@ -80,6 +81,9 @@ MAX_BY = 64
 MAX_TOLD = 10
 """Requests one notice names at most: a writer takes at most this many inbox entries before
 a model call, and the rest wait for the next one (so every request taken is told)."""
+RECENT_EVENTS = 2000
+"""How far back :func:`recent_events` reads a log: the requests of the current and the
+previous turn, within this many events of the kinds that settle them."""
 
 
 @dataclass(frozen=True)
@@ -300,3 +304,32 @@ def _honours(plan: Mapping[str, object], request: Request) -> bool:
     if request.kind == "add":
         return key in plan
     return False
+
+
+class _Tail(Protocol):
+    async def tail(
+        self, name: str, *, before: int | None, limit: int, types: Collection[str] | None = None
+    ) -> TailPage: ...
+
+
+async def recent_events(
+    reader: _Tail, name: str, *, through: int | None = None
+) -> list[Mapping[str, Any]]:
+    """The events of session ``name`` that settle requests, oldest first, back to the
+    ``turn/start`` before the newest one (at most :data:`RECENT_EVENTS`), up to seq
+    ``through`` (``None``: the newest): what :func:`request_states` needs of a log for how
+    the requests of its current turn stand."""
+    found: list[Mapping[str, Any]] = []
+    before = None if through is None else through + 1
+    starts = 0
+    while len(found) < RECENT_EVENTS:
+        page = await reader.tail(name, before=before, limit=200, types=SETTLING_TYPES)
+        for event in reversed(page.events):
+            found.append(event)
+            starts += event["type"] == TURN_START
+            if starts == 2:
+                return found[::-1]
+        if not page.more or page.cursor is None:
+            break
+        before = page.cursor
+    return found[::-1]

@@ -39,7 +39,7 @@ import inspect
 import logging
 import os
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
@@ -49,6 +49,7 @@ from ..core.contract import NO_OWNER, NOT_RECORDED
 from ..core.links import link_data
 from ..core.listeners import LOGGER_NAME
 from ..core.model import TodoItem
+from ..core.requests import Request
 from ..core.schema import parameters
 from ..core.tool import OwnedCall, TodoWriteTool, todo_write_tool
 from ..errors import ToolCallRejected, ToolFailure, UsageError
@@ -56,6 +57,7 @@ from ..protocols import LogReader as LogReader
 from ..protocols import Session, StoreSession
 from ..stores import open_owners, open_reader
 from ..stores._home import home_from_environment
+from ..stores._inbox import atake_requests
 from ..stores.owners import OwnerRegistry
 from ._links import nested_owner, opened
 
@@ -122,6 +124,11 @@ class Binding:
     """The library's version, for what an adapter reports (a server's, a tracer's)."""
     parameters: ClassVar[Callable[[], dict[str, Any]]] = staticmethod(parameters)
     """A fresh copy of the tool's parameters, for a framework that edits what it gets."""
+    atake_requests: ClassVar[Callable[[Any], Awaitable[list[Request]]]] = staticmethod(
+        atake_requests
+    )
+    """What waits in a session's own inbox, taken into its log (an adapter that holds the
+    run's session, not an owner registry: :meth:`OwnerRegistry.atake_requests` otherwise)."""
 
     def __init__(
         self,

@@ -14,7 +14,7 @@ from ..errors import StoreUnavailable, ToolFailure
 from ..plans.reminder import request_notice
 from ._binding import Binding, OwnerRegistry
 
-__all__ = ["atold", "told"]
+__all__ = ["atold", "atold_in", "told"]
 
 _FAILURES = (ToolFailure, StoreUnavailable, OSError)
 
@@ -28,7 +28,20 @@ async def atold(owners: OwnerRegistry, owner: str) -> str | None:
     try:
         return request_notice(await owners.atake_requests(owner))
     except _FAILURES as error:
-        _warn(owner, error)
+        _warn(f"owner {owner!r}", error)
+        return None
+
+
+async def atold_in(session: object) -> str | None:
+    """:func:`atold` for a session the adapter finds the run's (no registry): what waits in
+    that session's own inbox. Its writer is the run that holds it, one model request after
+    another, as its ``todo_write`` calls are; ``None`` too for a session of no store of this
+    library (it has no inbox)."""
+    try:
+        return request_notice(await Binding.atake_requests(session))
+    except _FAILURES as error:
+        key = getattr(session, "key", None)
+        _warn(f"session {key!r}" if isinstance(key, str) else "the run's session", error)
         return None
 
 
@@ -37,11 +50,9 @@ def told(owners: OwnerRegistry, owner: str) -> str | None:
     try:
         return request_notice(owners.take_requests(owner))
     except _FAILURES as error:
-        _warn(owner, error)
+        _warn(f"owner {owner!r}", error)
         return None
 
 
-def _warn(owner: str, error: Exception) -> None:
-    Binding.log.warning(
-        "owner %r: requests were not taken for this model request: %s", owner, error
-    )
+def _warn(whose: str, error: Exception) -> None:
+    Binding.log.warning("%s: requests were not taken for this model request: %s", whose, error)

@@ -25,7 +25,7 @@ from ..plans.checklist import Todos
 from ..plans.reminder import plan_reminder
 from ._binding import OwnerRegistry
 
-__all__ = ["aplan_of", "plan_in", "reminder_due", "todos_of"]
+__all__ = ["aplan_in", "aplan_of", "plan_in", "reminder_due", "todos_of"]
 
 
 def plan_in(session: Any) -> Todos | None:
@@ -45,8 +45,13 @@ async def aplan_of(owners: OwnerRegistry, owner: str) -> Todos | None:
     """:func:`plan_in` for ``owner`` of ``owners``, read under the owner's lock
     (a session's ``latest`` may be a coroutine)."""
     async with owners.alocked(owner) as session:
-        found: Any = session.latest((EVENT_TYPE, TURN_START))
-        return _plan(await found if inspect.isawaitable(found) else found)
+        return await aplan_in(session)
+
+
+async def aplan_in(session: Any) -> Todos | None:
+    """:func:`plan_in` for a session whose ``latest`` may be a coroutine."""
+    found: Any = session.latest((EVENT_TYPE, TURN_START))
+    return _plan(await found if inspect.isawaitable(found) else found)
 
 
 def todos_of(arguments: object) -> object:

@@ -14,19 +14,21 @@ forward the session the agent writes its plans to::
 Every update is :func:`dsh_tool_todo.plans.wire.a2a_artifact_update` parsed into
 the SDK's own ``TaskArtifactUpdateEvent``: artifact id ``plan``, one data part
 ``{"todos": [...]}``, ``append`` false, so the client's task keeps one plan
-artifact, the latest. See docs/wire-formats.md.
+artifact, the latest. See docs/wire-formats.md. Once the session has taken a
+person's request, the data part says what was asked beside the plan,
+``{"todos": [...], "requests": [...]}`` (docs/requests.md).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.contract import EVENT_TYPE, TURN_START
 from ..errors import UsageError
 from ..plans._a2a_tree import ArtifactTree
-from ..plans._follow_tree import TreeForwarder
+from ..plans._lead_asked import AskedForwarder, LeadAsked, Requests
 from ..plans.forwarding import Subscribable, event_loop
 from ..plans.wire import PlanSource, a2a_artifact_update
 from ._binding import LogReader
@@ -54,7 +56,11 @@ class ArtifactQueue(Protocol):
 
 
 def plan_artifact_update(
-    source: PlanSource, *, task_id: str, context_id: str
+    source: PlanSource,
+    *,
+    task_id: str,
+    context_id: str,
+    requests: Sequence[Mapping[str, Any]] | None = None,
 ) -> TaskArtifactUpdateEvent:
     """The plan of ``source`` (an event or a plan) as the SDK's ``TaskArtifactUpdateEvent``.
 
@@ -65,9 +71,11 @@ def plan_artifact_update(
     the SDK's server writes U+2028, U+2029 and U+0085 raw into an SSE
     ``data:`` line, where its streaming client's line reader breaks the line
     (each becomes a line feed, which JSON escapes, as the line break it is).
-    Two items whose contents differ only there then read alike.
+    Two items whose contents differ only there then read alike. The text of
+    ``requests`` (what was asked, beside the plan) is made safe alike.
     """
-    return _sdk_event(dict(a2a_artifact_update(source, task_id=task_id, context_id=context_id)))
+    update = a2a_artifact_update(source, task_id=task_id, context_id=context_id, requests=requests)
+    return _sdk_event(dict(update))
 
 
 def _sdk_event(update: dict[str, Any]) -> TaskArtifactUpdateEvent:
@@ -77,6 +85,8 @@ def _sdk_event(update: dict[str, Any]) -> TaskArtifactUpdateEvent:
     (part,) = artifact["parts"]
     for todo in part["data"]["todos"]:
         todo["content"] = _wire_safe(todo["content"])
+    if "requests" in part["data"]:
+        part["data"]["requests"] = _wire_safe_json(part["data"]["requests"])
     # Built field by field, not through json_format.ParseDict (6x slower); the tests check
     # that both give the same event.
     data = Value()
@@ -102,6 +112,8 @@ def _wire_safe_json(value: Any) -> Any:
         return _wire_safe(value)
     if isinstance(value, dict):
         return {key: _wire_safe_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_wire_safe_json(item) for item in value]
     return value
 
 
@@ -119,13 +131,29 @@ def _wire_safe(text: str) -> str:
     return _SURROGATES.sub("\ufffd", _LINE_BREAKS.sub("\n", text))
 
 
-class PlanArtifactForwarder(TreeForwarder[TaskArtifactUpdateEvent]):
+def _lead_plan(task_id: str, context_id: str, *, priming: bool) -> LeadAsked[Any]:
+    """The lead's artifact ``plan``: each plan event's, and what was asked beside it once a
+    request was seen; a request event that changes that sends the plan again, as it is."""
+
+    def build(source: Mapping[str, Any], requests: Requests) -> TaskArtifactUpdateEvent:
+        return plan_artifact_update(
+            source, task_id=task_id, context_id=context_id, requests=requests
+        )
+
+    def decides(event: Mapping[str, Any]) -> bool:
+        return event.get("type") in (EVENT_TYPE, TURN_START)
+
+    return LeadAsked(build, decides, priming=priming)
+
+
+class PlanArtifactForwarder(AskedForwarder[TaskArtifactUpdateEvent]):
     """A subscription made by :func:`forward_plan_artifacts`; calling it unsubscribes.
 
     ``await drain()`` waits until every update queued so far has been
     enqueued (and, with a ``reader``, every event each sub-agent's log held
-    then), and raises the first failure since the last drain; ``await
-    aclose()`` stops it and waits for the sub-agents' followers to end.
+    then, and what was asked in the lead's log before it started), and raises
+    the first failure since the last drain; ``await aclose()`` stops it and
+    waits for the sub-agents' followers to end.
     """
 
 
@@ -154,6 +182,11 @@ def forward_plan_artifacts(
     delegating call and how its run ended (docs/wire-trees.md). The
     lead's key is ``session_key``, else the session's ``key``. Without
     ``reader`` only artifact ``plan`` is sent, the lead's.
+
+    Once the session takes a person's request, artifact ``plan`` says what was asked
+    beside the plan (``"requests"``, docs/requests.md), and a request event that changes
+    that sends it again. With ``reader``, what was asked in the lead's log before this
+    call counts too (sent at once, with the plan the log holds).
     """
     # checked now, not at the first write, so a wrong call fails where it is made
     plan_artifact_update(None, task_id=task_id, context_id=context_id)  # type: ignore[arg-type]
@@ -172,9 +205,8 @@ def forward_plan_artifacts(
             key, reader, running, task_id=task, context_id=context, build=_sdk_event
         )
 
-    def convert(event: Mapping[str, Any]) -> TaskArtifactUpdateEvent | None:
-        if event.get("type") not in (EVENT_TYPE, TURN_START):
-            return None
-        return plan_artifact_update(event, task_id=task, context_id=context)
-
-    return PlanArtifactForwarder(session, convert, event_queue.enqueue_event, running, tree=tree)
+    lead = _lead_plan(task, context, priming=tree is not None)
+    forwarder = PlanArtifactForwarder(session, lead, event_queue.enqueue_event, running, tree=tree)
+    if tree is not None and reader is not None:
+        forwarder.prime(reader, tree.lead_key)
+    return forwarder

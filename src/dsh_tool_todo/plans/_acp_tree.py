@@ -23,10 +23,12 @@ from ..core.links import End, end_of
 from ..errors import AcpUnavailable, UsageError, missing_extra
 from ..protocols import LogReader, Snapshot
 from ._follow_tree import TreeFollower
-from .wire import acp_plan_operation, plan_id
+from ._lead_asked import LeadAsked, Requests
+from .acp import plan_update
+from .wire import _acp_meta, acp_plan_operation, plan_id
 
 if TYPE_CHECKING:
-    from acp.schema import AgentPlanContentUpdate, AgentPlanRemovedUpdate
+    from acp.schema import AgentPlanContentUpdate, AgentPlanRemovedUpdate, AgentPlanUpdate
 
     Operation = AgentPlanContentUpdate | AgentPlanRemovedUpdate
 
@@ -77,14 +79,18 @@ class PlanTree(TreeFollower):
         self._priority = priority
         self._update_model, self._removed_model = _sdk_models()
 
-    def convert(self, key: str, event: Mapping[str, Any]) -> Operation | None:
+    def convert(
+        self, key: str, event: Mapping[str, Any], requests: Requests = None
+    ) -> Operation | None:
         """The update ``event`` of session ``key`` sends, or ``None``: a write updates its
-        plan; a ``turn/start``, or the session's end, removes it."""
+        plan; a ``turn/start``, or the session's end, removes it. Either carries
+        ``requests`` (what was asked) in its ``_meta`` unless they are ``None``."""
+        source: Mapping[str, Any] | None = event
         if end_of(event) is not None:
-            return self._removed_model.model_validate(_removed(key))
-        if event.get("type") not in (EVENT_TYPE, TURN_START):
+            source = None  # no plan: removed
+        elif event.get("type") not in (EVENT_TYPE, TURN_START):
             return None
-        operation = acp_plan_operation(key, event, priority=self._priority)
+        operation = acp_plan_operation(key, source, priority=self._priority, requests=requests)
         if operation["sessionUpdate"] == "plan_removed":
             return self._removed_model.model_validate(operation)
         return self._update_model.model_validate(operation)
@@ -99,11 +105,31 @@ class PlanTree(TreeFollower):
             self._gone(name)
 
     def _gone(self, name: str) -> None:
-        self._put(self._removed_model.model_validate(_removed(name)))
+        self._put(self._removed_model.model_validate(acp_plan_operation(name, None)))
+
+    def lead(self, *, priming: bool) -> LeadAsked[Operation]:
+        """The lead's plan, with what was asked beside it (:meth:`convert`'s ``requests``)."""
+
+        def decides(event: Mapping[str, Any]) -> bool:
+            return end_of(event) is not None or event.get("type") in (EVENT_TYPE, TURN_START)
+
+        def build(event: Mapping[str, Any], requests: Requests) -> Operation | None:
+            return self.convert(self.lead_key, event, requests)
+
+        return LeadAsked(build, decides, priming=priming)
 
 
-def _removed(name: str) -> dict[str, str]:
-    return {"sessionUpdate": "plan_removed", "planId": plan_id(name)}
+def classic_lead(model: type[AgentPlanUpdate], priority: str, *, priming: bool) -> LeadAsked[Any]:
+    """The lead's classic ``plan`` update of each write, with what was asked in its ``_meta``
+    once a request was seen. A ``turn/start`` leaves the client's plan as it is."""
+
+    def build(event: Mapping[str, Any], requests: Requests) -> AgentPlanUpdate:
+        update: dict[str, Any] = {**plan_update(event["data"]["todos"], priority=priority)}
+        if requests is not None:
+            update["_meta"] = _acp_meta(requests)
+        return model.model_validate(update)
+
+    return LeadAsked(build, lambda event: event.get("type") == EVENT_TYPE, priming=priming)
 
 
 def _sdk_models() -> tuple[type[AgentPlanContentUpdate], type[AgentPlanRemovedUpdate]]:

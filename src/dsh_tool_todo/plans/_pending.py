@@ -1,12 +1,14 @@
-"""A person's requests still pending in a log, followed as its events come: for a view of the
-plan that shows them beside it (the MCP resource ``todo://plan``).
+"""A person's requests in a log, followed as its events come: for a view of the plan that shows
+them beside it (the MCP resource ``todo://plan``: the pending ones; the streams, ``watch`` and
+the fleet tree: what was asked in the current turn, :meth:`PendingRequests.asked`).
 
 The settlement is :func:`~dsh_tool_todo.core.requests.request_states`, the one fold every
 reader uses. What it is handed is kept small: after each event, only what can still change
 an answer stays (the events of the requests still pending, the newest ``turn/start``, the
 newest ``todo/write`` after it). A settled request never changes again, and an older plan
 decides nothing a newer one does not, so the fold of what is kept gives the same pending
-requests as the fold of the whole log (``tests/plans/test_pending.py``).
+requests as the fold of the whole log (``tests/plans/test_pending.py``). A request settled is
+kept as its state, until a later ``turn/start`` (at most :data:`MAX_SETTLED` of them).
 
 >>> pending = PendingRequests()
 >>> plan = {"todos": [{"content": "Ship it", "status": "pending"}]}
@@ -31,9 +33,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.contract import EVENT_TYPE, REQUEST_NOTIFIED, TURN_START
-from ..core.requests import SETTLING_TYPES, request_states
+from ..core.requests import SETTLING_TYPES, RequestState, recent_events, request_states
+from ..protocols import LogReader
 
 __all__: list[str] = []
+
+MAX_SETTLED = 20
+"""Settled requests of the current turn :meth:`PendingRequests.asked` shows at most: the
+newest settled (the pending ones are shown all)."""
 
 
 class PendingRequests:
@@ -42,6 +49,8 @@ class PendingRequests:
     def __init__(self) -> None:
         self._kept: list[Mapping[str, Any]] = []
         self._pending: list[dict[str, Any]] = []
+        self._settled: dict[str, RequestState] = {}  # of the current turn, by id
+        self._asked: list[dict[str, Any]] = []
         self._seq = -1  # the newest event handed in: an older one is not handed twice
         self._lock = threading.Lock()  # a session's listener hands events in from its thread
 
@@ -59,6 +68,7 @@ class PendingRequests:
             states = request_states(self._kept)
             pending = {s.request.id for s in states if s.status == "pending"}
             self._pending = [s.request.as_json() for s in states if s.status == "pending"]
+            self._keep_settled(event, states)
             deciding = {id(e) for e in _deciding(self._kept)}
             self._kept = [e for e in self._kept if id(e) in deciding or _names(e) & pending]
         return True
@@ -66,6 +76,24 @@ class PendingRequests:
     def pending(self) -> list[dict[str, Any]]:
         """The requests still pending, oldest taken first, each as its events give it."""
         return list(self._pending)
+
+    def asked(self) -> list[dict[str, Any]]:
+        """What was asked in the current turn, oldest taken first, each with how it stands
+        (:meth:`~dsh_tool_todo.core.requests.RequestState.as_json`): the pending requests,
+        and the ones settled since the newest ``turn/start`` (at it too: what lapsed with the
+        plan it cleared), at most the newest :data:`MAX_SETTLED` of those."""
+        return list(self._asked)
+
+    def _keep_settled(self, event: Mapping[str, Any], states: list[RequestState]) -> None:
+        if event.get("type") == TURN_START:
+            self._settled.clear()
+        # a settled request's events are dropped once its fold has settled it: its state is
+        # in this fold's answer once, and kept from here
+        self._settled.update((s.request.id, s) for s in states if s.status != "pending")
+        newest = sorted(self._settled.values(), key=lambda s: s.settled_seq or 0)[-MAX_SETTLED:]
+        self._settled = {s.request.id: s for s in newest}
+        shown = [*newest, *(s for s in states if s.status == "pending")]
+        self._asked = [s.as_json() for s in sorted(shown, key=lambda s: s.taken_seq)]
 
 
 def _deciding(events: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -92,3 +120,12 @@ def _names(event: Mapping[str, Any]) -> set[str]:
         return {i for i in ids if isinstance(i, str)} if isinstance(ids, list) else set()
     ident = data.get("id")
     return {ident} if isinstance(ident, str) else set()
+
+
+async def read_pending(reader: LogReader, name: str) -> PendingRequests:
+    """Session ``name``'s requests as its log's recent events leave them
+    (:func:`~dsh_tool_todo.core.requests.recent_events`): to follow on from, event by event."""
+    pending = PendingRequests()
+    for event in await recent_events(reader, name):
+        pending.add(event)
+    return pending

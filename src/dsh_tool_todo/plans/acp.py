@@ -14,13 +14,11 @@ the client that displays it escapes it for its own medium.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict
 
-from ..core.contract import EVENT_TYPE
 from ..core.model import Status
 from ..errors import AcpUnavailable, UsageError, missing_extra
-from ._follow_tree import TreeForwarder
+from ._lead_asked import AskedForwarder
 from .checklist import Todos, plan_items
 from .forwarding import Subscribable, event_loop
 
@@ -115,6 +113,12 @@ def forward_plans(
     ``session_key``, else the session's ``key``, else ``session_id``. Any
     other client gets the ``plan`` update of each write, the lead's only.
 
+    Once the session takes a person's request, the lead's updates carry what was asked in
+    their ``_meta``, under ``"dsh-tool-todo/requests"``, and a request event that changes
+    that sends the lead's plan again as the client holds it (``plan_removed`` again when
+    removed; docs/requests.md). With ``reader``, what was asked in the lead's log before this
+    call counts too (sent at once, with the plan the log holds).
+
     ``loop`` defaults to the running loop: call this from a coroutine, or pass
     the loop. Await :meth:`PlanForwarder.drain` before answering the prompt so
     the plans reach the client first; call the forwarder (or await its
@@ -127,13 +131,24 @@ def forward_plans(
     model = _sdk_model()
     running = event_loop(loop, "forward_plans")
     key = session_key if session_key is not None else getattr(session, "key", None)
+    lead_key = session_id if key is None else key
     tree = None
     if plans_supported(client_capabilities):
-        tree = PlanTree(session_id if key is None else key, priority, reader, running)
-    return PlanForwarder(session, connection, session_id, model, priority, running, tree=tree)
+        tree = PlanTree(lead_key, priority, reader, running)
+    return PlanForwarder(
+        session,
+        connection,
+        session_id,
+        model,
+        priority,
+        running,
+        tree=tree,
+        reader=reader,
+        lead_key=lead_key,
+    )
 
 
-class PlanForwarder(TreeForwarder[Any]):
+class PlanForwarder(AskedForwarder[Any]):
     """A subscription made by :func:`forward_plans`; calling it unsubscribes.
 
     Updates wait in one first-in, first-out queue, filled by the listener in
@@ -142,7 +157,8 @@ class PlanForwarder(TreeForwarder[Any]):
     a single sender task on the loop. So the client receives each session's
     updates in its log's order whichever thread appended them, and
     :meth:`drain` can wait for exactly the updates queued before it (and, for
-    identified plans, for every event each sub-agent's log held then).
+    identified plans, for every event each sub-agent's log held then; with a
+    ``reader``, for what was asked in the lead's log before it started).
     :meth:`aclose` stops it and waits for the sub-agents' followers to end.
     """
 
@@ -156,20 +172,23 @@ class PlanForwarder(TreeForwarder[Any]):
         loop: asyncio.AbstractEventLoop,
         *,
         tree: PlanTree | None = None,
+        reader: LogReader | None = None,
+        lead_key: str | None = None,
     ) -> None:
-        def legacy(event: Mapping[str, Any]) -> AgentPlanUpdate | None:
-            if event.get("type") != EVENT_TYPE:
-                return None
-            return model.model_validate(plan_update(event["data"]["todos"], priority=priority))
+        from ._acp_tree import classic_lead  # as in forward_plans: it builds on the wire formats
 
-        def identified(event: Mapping[str, Any]) -> Any:
-            assert tree is not None
-            return tree.convert(tree.lead_key, event)
+        priming = reader is not None
+        if tree is None:
+            lead = classic_lead(model, priority, priming=priming)
+        else:
+            lead = tree.lead(priming=priming)
 
         async def send(update: Any) -> None:
             await connection.session_update(session_id=session_id, update=update)
 
-        super().__init__(session, legacy if tree is None else identified, send, loop, tree=tree)
+        super().__init__(session, lead, send, loop, tree=tree)
+        if reader is not None:
+            self.prime(reader, session_id if lead_key is None else lead_key)
 
 
 def _check_priority(priority: str) -> Priority:

@@ -9,7 +9,8 @@ cycle (a hostile log can name any parent) is shown as a root, and so is one
 more than :data:`MAX_DEPTH` levels down a chain of links (the text and the
 JSON stay printable however long the chain). Each node
 carries its progress, the item in progress, the health signals of its
-current turn (:mod:`dsh_tool_todo.core.health`), and how its delegated run
+current turn (:mod:`dsh_tool_todo.core.health`), what a person asked of it in that
+turn (:meth:`~dsh_tool_todo.plans._pending.PendingRequests.asked`), and how its delegated run
 ended when its log says so (``session/end``, :func:`~dsh_tool_todo.core.links.end_of`:
 the newest of its plan events and ends is an end; a write after an end is a
 run started again). :func:`render_tree` is what
@@ -20,17 +21,19 @@ run started again). :func:`render_tree` is what
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, cast, get_args
 
-from ..core.contract import EVENT_TYPE, SESSION_END_EVENT_TYPE, TURN_START
+from ..core.contract import EVENT_TYPE, REQUEST_TAKEN, SESSION_END_EVENT_TYPE, TURN_START
 from ..core.health import HealthOptions, Signal, turn_health
 from ..core.links import End, end_of
 from ..core.projection import PLAN_EVENTS
+from ..core.requests import SETTLING_TYPES, Status
 from ..errors import InvalidLog, SessionNotFound
 from ..protocols import LogReader, Progress, SessionSummary, TailPage
+from ._pending import PendingRequests
 from .checklist import escape_content
 
 __all__ = [
@@ -63,6 +66,7 @@ class FleetNode:
     cycle: bool = False
     deep: bool = False
     end: End | None = None
+    asked: tuple[dict[str, Any], ...] = ()  # each a RequestState.as_json(), oldest taken first
     children: list[FleetNode] = field(default_factory=list)
 
 
@@ -80,10 +84,10 @@ async def read_fleet(
     shared = _Shared()
     if getattr(reader, "sessions_paged", None) is not None:
         async for row, first in cast(_Paged, reader).sessions_paged(
-            "", limit, types=_WITH_ENDS, page=PAGE
+            "", limit, types=_READ, page=PAGE
         ):
             if isinstance(first, TailPage) and not first.more:  # the whole turn is in hand
-                node = _filled(_bare(row), _last_turn(first.events), True, options)
+                node = _filled(_bare(row), _last_turns(first.events, 2), True, options)
             else:
                 node = await _node(reader, row, options, first)
             nodes.append(shared(node))
@@ -121,8 +125,8 @@ async def _node(
         node.readable = False
         return node
     try:
-        # the ends ride on the read the signals need: no second read of the log
-        events, whole = await _turn(reader, row.name, _WITH_ENDS, first)
+        # the ends and the requests ride on the read the signals need: no second read of the log
+        events, whole = await _turn(reader, row.name, _READ, first, starts=2)
     except (InvalidLog, SessionNotFound, OSError):  # broken, unreadable, or deleted since listed
         node.readable = False
         return node
@@ -139,26 +143,36 @@ def _bare(row: SessionSummary) -> FleetNode:
     )
 
 
-def _last_turn(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What :func:`_turn` finds in a last page: its events from the last ``turn/start`` on."""
+def _last_turns(events: list[dict[str, Any]], starts: int) -> list[dict[str, Any]]:
+    """What :func:`_turn` finds in a last page: its events from the ``starts``-th last
+    ``turn/start`` on."""
     for position in range(len(events) - 1, -1, -1):
         if events[position]["type"] == TURN_START:
-            return events[position:]
+            starts -= 1
+            if not starts:
+                return events[position:]
     return events
 
 
 def _filled(
     node: FleetNode, events: list[dict[str, Any]], whole: bool, options: HealthOptions | None
 ) -> FleetNode:
-    """``node`` with what its current turn's plan events (and ends) say."""
-    node.end = end_of(events[-1]) if events else None
-    writes = [event for event in events if event["type"] != SESSION_END_EVENT_TYPE]
+    """``node`` with what its current turn's events say: those of :data:`_READ`, from the
+    ``turn/start`` before it on."""
+    plans = [event for event in events if event["type"] in _PLANS_AND_ENDS]
+    node.end = end_of(plans[-1]) if plans else None
+    writes = [event for event in plans if event["type"] != SESSION_END_EVENT_TYPE]
     if writes and writes[-1]["type"] == EVENT_TYPE:
         node.in_progress = tuple(
             str(item.get("content"))
             for item in writes[-1]["data"]["todos"]
             if item.get("status") == "in_progress"
         )
+    if any(event["type"] == REQUEST_TAKEN for event in events):
+        node.asked = tuple(turn_asked(events))
+        writes = [event for event in events if event["type"] != SESSION_END_EVENT_TYPE]
+    else:  # nothing was asked: the plan events alone, and only the turn's, fold fastest
+        writes = _last_turns(writes, 1)
     node.signals = tuple(turn_health(writes, options, partial=not whole))
     return node
 
@@ -175,14 +189,37 @@ async def turn_events(reader: _Tail, name: str) -> list[dict[str, Any]]:
     return (await _turn(reader, name))[0]
 
 
-async def turn_window(reader: _Tail, name: str) -> tuple[list[dict[str, Any]], bool]:
+async def turn_window(
+    reader: _Tail, name: str, *, asked: bool = False
+) -> tuple[list[dict[str, Any]], bool]:
     """:func:`turn_events`, and whether they begin where the turn does (``False``: the turn
     is longer than :data:`MAX_TURN_WRITES`, and these are its latest writes; fold them
-    with ``turn_health(..., partial=True)``)."""
+    with ``turn_health(..., partial=True)``).
+
+    ``asked``: also the events that settle a person's requests
+    (:data:`~dsh_tool_todo.core.requests.SETTLING_TYPES`), back to the ``turn/start`` before
+    the current one (a request the turn before took may still be pending): what
+    ``turn_health`` needs for ``not_honoured``, and :func:`turn_asked` for what was asked
+    (the same read ``dsh-todo sessions`` makes of each log)."""
+    if asked:
+        return await _turn(reader, name, SETTLING_TYPES, starts=2)
     return await _turn(reader, name)
 
 
-_WITH_ENDS = (*PLAN_EVENTS, SESSION_END_EVENT_TYPE)
+def turn_asked(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """What was asked in the current turn of ``events`` (``turn_window(..., asked=True)``),
+    each as :meth:`~dsh_tool_todo.core.requests.RequestState.as_json`: what
+    :meth:`~dsh_tool_todo.plans._pending.PendingRequests.asked` answers, the list every view
+    shows beside the plan."""
+    pending = PendingRequests()
+    for event in events:
+        pending.add(event)
+    return pending.asked()
+
+
+_PLANS_AND_ENDS = frozenset({*PLAN_EVENTS, SESSION_END_EVENT_TYPE})
+_READ = frozenset({*SETTLING_TYPES, SESSION_END_EVENT_TYPE})
+"""What the fleet reads of each log: the plan events, the ends, and the requests' events."""
 
 
 async def _turn(
@@ -190,12 +227,15 @@ async def _turn(
     name: str,
     types: Collection[str] = PLAN_EVENTS,
     first: TailPage | None = None,
+    *,
+    starts: int = 1,
 ) -> tuple[list[dict[str, Any]], bool]:
-    """The current turn's plan events (from its ``turn/start``), at most MAX_TURN_WRITES,
-    and whether nothing of the turn lies before them (``types``: also the ends; ``first``:
-    the first page, when the list's read of the log held it)."""
+    """The current turn's events of ``types``, back to its ``turn/start`` (``starts=2``: to
+    the one before it), at most MAX_TURN_WRITES, and whether the current turn's start lies
+    within them (``first``: the first page, when the list's read of the log held it)."""
     found: list[dict[str, Any]] = []
     before: int | None = None
+    seen = 0
     while len(found) < MAX_TURN_WRITES:
         if first is not None:
             page, first = first, None
@@ -205,11 +245,13 @@ async def _turn(
             event = page.events[position]
             found.append(event)
             if event["type"] == TURN_START:
-                return found[::-1], True
+                seen += 1
+                if seen == starts:
+                    return found[::-1], True
         if not page.more or page.cursor is None:
             return found[::-1], True
         before = page.cursor
-    return found[::-1], False
+    return found[::-1], seen > 0
 
 
 def build_tree(nodes: Sequence[FleetNode]) -> list[FleetNode]:
@@ -293,6 +335,8 @@ def render_tree(roots: Sequence[FleetNode], *, encoding: str | None = None) -> s
                 fields.append("last " + _when(node.last_activity))
             if node.in_progress:
                 fields.append("now: " + ", ".join(f'"{shown(c)}"' for c in node.in_progress))
+            if node.asked:
+                fields.append(_asked_text(node.asked))
             if node.signals:
                 fields.append("! " + ", ".join(_signal_text(s) for s in node.signals))
             if node.cycle:
@@ -325,6 +369,15 @@ def _end_text(end: End, shown: Callable[[str], str]) -> str:
     return f"{end.outcome}: {shown(end.error)}"
 
 
+def _asked_text(asked: Sequence[Mapping[str, Any]]) -> str:
+    """``asked: 1 pending, 1 honoured``: how many requests of the turn stand each way."""
+    counts = [(sum(r["status"] == status for r in asked), status) for status in _STATUSES]
+    return "asked: " + ", ".join(f"{count} {status}" for count, status in counts if count)
+
+
+_STATUSES: tuple[Status, ...] = get_args(Status)
+
+
 def _signal_text(signal: Signal) -> str:
     return f"{signal.kind}@{signal.seq}"
 
@@ -350,6 +403,7 @@ def fleet_json(roots: Sequence[FleetNode]) -> list[dict[str, Any]]:
             "cycle": node.cycle,
             "deep": node.deep,
             "end": _end_json(node.end),
+            "asked": list(node.asked),
             "children": [node_json(child) for child in node.children],
         }
 

@@ -15,6 +15,14 @@ consumer overwrites instead of appending.
 >>> ai_sdk_data_part("main", {"seq": 5, "type": "turn/start", "data": {}})
 {'type': 'data-plan', 'id': 'plan:main', 'data': {'todos': []}}
 
+With ``requests`` (a list of what was asked, as
+:meth:`~dsh_tool_todo.plans._pending.PendingRequests.asked` gives it), the plan
+carries it beside ``todos`` under ``requests``; ``None`` (the default) leaves
+the key out, so a plan without requests is what it always was:
+
+>>> ai_sdk_data_part("main", None, requests=[])["data"]
+{'todos': [], 'requests': []}
+
 Content is passed through as the model wrote it, never escaped: these are
 structured data, and the consumer escapes for whatever it renders on.
 Nothing here imports a framework; docs/wire-formats.md lists each format,
@@ -54,6 +62,11 @@ STATE_KEY = "todos"
 A2A_ARTIFACT_ID = "plan"
 """A2A artifacts belong to one task: the fixed id makes each write replace the last."""
 AI_SDK_DATA_TYPE = "data-plan"
+REQUESTS_KEY = "requests"
+"""The key beside ``todos`` holding what a person asked (docs/requests.md)."""
+ACP_REQUESTS_META = "dsh-tool-todo/requests"
+"""The key in an ACP update's ``_meta`` holding what a person asked: ACP allows no field of
+its own beside ``entries``, and namespaces ``_meta``'s keys."""
 _PLAN_ID_PREFIX = "plan:"
 
 
@@ -62,8 +75,12 @@ class PlanItem(TypedDict):
     status: Status
 
 
-class PlanContent(TypedDict):
+class _PlanTodos(TypedDict):
     todos: list[PlanItem]
+
+
+class PlanContent(_PlanTodos, total=False):
+    requests: list[dict[str, Any]]  # only when asked for: a plan without is as it always was
 
 
 def plan_id(session_key: str) -> str:
@@ -112,6 +129,28 @@ def plan_of(source: PlanSource) -> list[PlanItem]:
     return [{"content": item["content"], "status": item["status"]} for item in todos]
 
 
+def _content(source: PlanSource, requests: Sequence[Mapping[str, Any]] | None) -> PlanContent:
+    """``{"todos": [...]}`` of ``source``, and ``requests`` beside it unless ``None``."""
+    content: PlanContent = {"todos": plan_of(source)}
+    if requests is not None:
+        content["requests"] = _requests_of(requests)
+    return content
+
+
+def _requests_of(requests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Fresh copies of ``requests``: a list of mappings, each a request as it stands."""
+    if isinstance(requests, (str, bytes, Mapping)) or not isinstance(requests, Sequence):
+        raise UsageError(
+            "requests must be a list of requests, as PendingRequests.asked() gives them "
+            f"(or None for none shown), not {type(requests).__name__}"
+        )
+    for request in requests:
+        if not isinstance(request, Mapping):
+            raise UsageError(f"each request is a mapping, not {type(request).__name__}")
+    # a request's fields are JSON scalars: a copy of each mapping shares nothing
+    return [dict(request) for request in requests]
+
+
 def _as_logged(todos: Any) -> Any:
     """``todos`` in the containers a logged write holds: a plan built in Python may be any
     sequence of mappings. Every key is kept, so a key the tool refuses is still seen."""
@@ -157,7 +196,7 @@ class AgUiStateSnapshot(TypedDict):
 class JsonPatchAdd(TypedDict):
     op: Literal["add"]
     path: str
-    value: list[PlanItem]
+    value: list[PlanItem] | list[dict[str, Any]]
 
 
 class AgUiStateDelta(TypedDict):
@@ -166,7 +205,11 @@ class AgUiStateDelta(TypedDict):
 
 
 def ag_ui_activity_snapshot(
-    session_key: str, source: PlanSource, *, subagent_run_id: str | None = None
+    session_key: str,
+    source: PlanSource,
+    *,
+    subagent_run_id: str | None = None,
+    requests: Sequence[Mapping[str, Any]] | None = None,
 ) -> AgUiActivitySnapshot:
     """An AG-UI ``ACTIVITY_SNAPSHOT`` of ``activityType`` ``PLAN`` that replaces the session's last.
 
@@ -180,7 +223,7 @@ def ag_ui_activity_snapshot(
         "type": "ACTIVITY_SNAPSHOT",
         "messageId": plan_id(session_key),
         "activityType": AG_UI_ACTIVITY_TYPE,
-        "content": {"todos": plan_of(source)},
+        "content": _content(source, requests),
         "replace": True,
     }
     if subagent_run_id is not None:
@@ -193,28 +236,33 @@ def ag_ui_activity_snapshot(
     return snapshot
 
 
-def ag_ui_state_snapshot(source: PlanSource) -> AgUiStateSnapshot:
-    """An AG-UI ``STATE_SNAPSHOT`` whose state is ``{"todos": [...]}``.
+def ag_ui_state_snapshot(
+    source: PlanSource, *, requests: Sequence[Mapping[str, Any]] | None = None
+) -> AgUiStateSnapshot:
+    """An AG-UI ``STATE_SNAPSHOT`` whose state is ``{"todos": [...]}`` (and ``requests``).
 
     A snapshot replaces the agent's whole state: use it for a stream that
     carries only the plan, and :func:`ag_ui_state_delta` where the state
     holds other keys too.
     """
-    return {"type": "STATE_SNAPSHOT", "snapshot": {"todos": plan_of(source)}}
+    return {"type": "STATE_SNAPSHOT", "snapshot": _content(source, requests)}
 
 
-def ag_ui_state_delta(source: PlanSource) -> AgUiStateDelta:
+def ag_ui_state_delta(
+    source: PlanSource, *, requests: Sequence[Mapping[str, Any]] | None = None
+) -> AgUiStateDelta:
     """An AG-UI ``STATE_DELTA`` setting the state's ``todos`` key to the whole new list.
 
     One RFC 6902 ``add`` at ``/todos``: it replaces the member when it exists
     and creates it when it does not (section 4.1), so it applies to any
     object state and touches no other key; a plan replaces wholesale, so a
-    finer patch would only be a longer way to say the same.
+    finer patch would only be a longer way to say the same. With ``requests``, a
+    second ``add`` sets ``/requests`` the same way.
     """
-    return {
-        "type": "STATE_DELTA",
-        "delta": [{"op": "add", "path": "/" + STATE_KEY, "value": plan_of(source)}],
-    }
+    delta: list[JsonPatchAdd] = [{"op": "add", "path": "/" + STATE_KEY, "value": plan_of(source)}]
+    if requests is not None:
+        delta.append({"op": "add", "path": "/" + REQUESTS_KEY, "value": _requests_of(requests)})
+    return {"type": "STATE_DELTA", "delta": delta}
 
 
 # --- A2A -------------------------------------------------------------------------------------
@@ -239,12 +287,19 @@ class A2aArtifactUpdate(TypedDict):
     lastChunk: bool
 
 
-def a2a_artifact_update(source: PlanSource, *, task_id: str, context_id: str) -> A2aArtifactUpdate:
+def a2a_artifact_update(
+    source: PlanSource,
+    *,
+    task_id: str,
+    context_id: str,
+    requests: Sequence[Mapping[str, Any]] | None = None,
+) -> A2aArtifactUpdate:
     """An A2A ``TaskArtifactUpdateEvent`` (its JSON form) carrying the plan as artifact ``plan``.
 
     One data part ``{"todos": [...]}``, ``append: false`` and ``lastChunk:
     true``: each write replaces the task's previous plan artifact whole. A
-    cleared plan is the artifact with ``{"todos": []}``.
+    cleared plan is the artifact with ``{"todos": []}``. With ``requests``, the
+    data part is ``{"todos": [...], "requests": [...]}``.
     """
     for name, value in (("task_id", task_id), ("context_id", context_id)):
         if not isinstance(value, str) or not value:
@@ -255,7 +310,7 @@ def a2a_artifact_update(source: PlanSource, *, task_id: str, context_id: str) ->
         "artifact": {
             "artifactId": A2A_ARTIFACT_ID,
             "name": A2A_ARTIFACT_ID,
-            "parts": [{"data": {"todos": plan_of(source)}, "mediaType": "application/json"}],
+            "parts": [{"data": _content(source, requests), "mediaType": "application/json"}],
         },
         "append": False,
         "lastChunk": True,
@@ -271,24 +326,51 @@ class AiSdkDataPart(TypedDict):
     data: PlanContent
 
 
-def ai_sdk_data_part(session_key: str, source: PlanSource) -> AiSdkDataPart:
+def ai_sdk_data_part(
+    session_key: str, source: PlanSource, *, requests: Sequence[Mapping[str, Any]] | None = None
+) -> AiSdkDataPart:
     """An AI SDK UI message stream chunk ``data-plan``; a chunk with the same ``id`` replaces it.
 
     The ``id`` is :func:`plan_id`, so the message keeps one plan part per
-    session; a cleared plan is ``data: {"todos": []}``.
+    session; a cleared plan is ``data: {"todos": []}``. With ``requests``,
+    ``data`` carries them beside the plan.
     """
-    return {"type": "data-plan", "id": plan_id(session_key), "data": {"todos": plan_of(source)}}
+    identifier = plan_id(session_key)
+    return {"type": "data-plan", "id": identifier, "data": _content(source, requests)}
 
 
 # --- ACP -------------------------------------------------------------------------------------
 
 
-def acp_plan(source: PlanSource, *, priority: str = "medium") -> PlanUpdatePayload:
+class _AcpMeta(TypedDict, total=False):
+    _meta: dict[str, list[dict[str, Any]]]
+
+
+class AcpPlan(PlanUpdatePayload, _AcpMeta):
+    pass
+
+
+def acp_plan(
+    source: PlanSource,
+    *,
+    priority: str = "medium",
+    requests: Sequence[Mapping[str, Any]] | None = None,
+) -> AcpPlan:
     """The ACP ``plan`` session update (:func:`dsh_tool_todo.plans.acp.plan_update`) of ``source``.
 
-    A cleared plan is ``entries: []``, which clears the client's plan.
+    A cleared plan is ``entries: []``, which clears the client's plan. With ``requests``,
+    the update carries them in its ``_meta``, under :data:`ACP_REQUESTS_META`.
     """
-    return plan_update(plan_of(source), priority=priority)
+    entries = plan_update(plan_of(source), priority=priority)["entries"]
+    plan: AcpPlan = {"sessionUpdate": "plan", "entries": entries}
+    if requests is not None:
+        plan["_meta"] = _acp_meta(requests)
+    return plan
+
+
+def _acp_meta(requests: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """An ACP update's ``_meta`` saying what was asked."""
+    return {ACP_REQUESTS_META: _requests_of(requests)}
 
 
 class AcpPlanItems(TypedDict):
@@ -297,31 +379,52 @@ class AcpPlanItems(TypedDict):
     entries: list[PlanEntryPayload]
 
 
-class AcpPlanContentUpdate(TypedDict):
+class _AcpPlanContent(TypedDict):
     sessionUpdate: Literal["plan_update"]
     plan: AcpPlanItems
 
 
-class AcpPlanRemoved(TypedDict):
+class AcpPlanContentUpdate(_AcpPlanContent, _AcpMeta):
+    pass
+
+
+class _AcpPlanRemoved(TypedDict):
     sessionUpdate: Literal["plan_removed"]
     planId: str
 
 
+class AcpPlanRemoved(_AcpPlanRemoved, _AcpMeta):
+    pass
+
+
 def acp_plan_operation(
-    session_key: str, source: PlanSource, *, priority: str = "medium"
+    session_key: str,
+    source: PlanSource,
+    *,
+    priority: str = "medium",
+    requests: Sequence[Mapping[str, Any]] | None = None,
 ) -> AcpPlanContentUpdate | AcpPlanRemoved:
     """ACP's plan operations: ``plan_update`` with a ``planId``, ``plan_removed`` when cleared.
 
     A ``turn/start`` (or ``None``) removes the plan; a written list, even an
     empty one, updates it. ACP marks both updates unstable: send them only to
     a client whose capabilities advertise ``plan``, and :func:`acp_plan` to
-    any other.
+    any other. With ``requests``, either carries them in its ``_meta``, under
+    :data:`ACP_REQUESTS_META`.
+
+    >>> acp_plan_operation("main", None, requests=[])["_meta"]
+    {'dsh-tool-todo/requests': []}
     """
     identifier = plan_id(session_key)
+    operation: AcpPlanContentUpdate | AcpPlanRemoved
     if source is None or (isinstance(source, Mapping) and source.get("type") == TURN_START):
-        return {"sessionUpdate": "plan_removed", "planId": identifier}
-    entries = acp_plan(source, priority=priority)["entries"]
-    return {
-        "sessionUpdate": "plan_update",
-        "plan": {"type": "items", "planId": identifier, "entries": entries},
-    }
+        operation = {"sessionUpdate": "plan_removed", "planId": identifier}
+    else:
+        entries = acp_plan(source, priority=priority)["entries"]
+        operation = {
+            "sessionUpdate": "plan_update",
+            "plan": {"type": "items", "planId": identifier, "entries": entries},
+        }
+    if requests is not None:
+        operation["_meta"] = _acp_meta(requests)
+    return operation

@@ -261,7 +261,8 @@ async def atake_requests(session: Any) -> list[Request]:
     A request withdrawn before it was taken is passed over, never logged. At most
     :data:`~dsh_tool_todo.core.requests.MAX_TOLD` are taken, the ones one notice names.
     Cheap when nothing waits: the inbox is read after the position this session took last
-    (remembered on the session), and the log only once, after the session opened."""
+    (remembered on the session), and the log only once, after the session opened: then the
+    inbox is read from its start, once, and what the log took already is left out of it."""
     inbox = inbox_of(session)
     if inbox is None:
         return []
@@ -275,7 +276,8 @@ async def atake_requests(session: Any) -> list[Request]:
         position, known = data.get(POSITION_KEY), data.get(IDENTITY_KEY)
         if isinstance(position, int) and not isinstance(position, bool):
             known = known if isinstance(known, str) else None
-            entries, start, identity = await _read(session, inbox, position, known)
+            read = _after((entries, start, identity), position, known)
+            entries, start, identity = read or await _read(session, inbox, position, known)
     batch, withdrawals, consumed = _batch(entries, start)
     if not batch and not withdrawals:
         _remember(session, (consumed, identity))
@@ -331,6 +333,17 @@ def _batch(
             batch[entry["id"]] = (end, entry)
         consumed = end
     return list(batch.values()), withdrawals, consumed
+
+
+def _after(read: Read, position: int, identity: str | None) -> Read | None:
+    """What reading the inbox after ``position`` of the inbox ``identity`` names gives, from
+    ``read``, a read from its start; ``None`` when only reading it again can say: an inbox
+    other than the log's, or a position that ends no entry read (each store decides then).
+    Where an entry read ends, the inbox held that much: a file as long, a row as old."""
+    entries, _, named = read
+    if identity not in (None, named) or (position != 0 and all(e != position for e, _ in entries)):
+        return None
+    return [(end, entry) for end, entry in entries if end > position], position, named
 
 
 def _remember(session: Any, through: tuple[int, str | None]) -> None:

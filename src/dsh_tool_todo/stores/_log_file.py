@@ -196,7 +196,7 @@ def open_session(path: str, session: str | None, /) -> StoreSession:
     """The writer of the log ``path`` and ``session`` name (a new one is created)."""
     from .jsonl import JsonlSession
 
-    return JsonlSession(_log_of(path, session))
+    return JsonlSession(_log_of(path, session, named=False))
 
 
 def pick_log(path: str, session: str | None, /) -> tuple[str, None]:
@@ -248,8 +248,10 @@ def show_plan(path: str, session: str | None, /) -> Plan:
 
 
 def follow_plans(path: str, session: str | None, wait: Wait, interval: float, /) -> Plans:
-    """The log's name, and its plan now and after each change, polled every ``interval`` s;
-    with ``wait``, a log not there yet is awaited (``wait`` is told so) instead of refused."""
+    """The log's name, and its plan now and after each change, polled every ``interval`` s
+    (and again after each event that settles a request: ``watch`` draws how they stand
+    under it); with ``wait``, a log not there yet is awaited (``wait`` is told so) instead
+    of refused."""
     import time
 
     from .jsonl import follow_plan
@@ -259,7 +261,10 @@ def follow_plans(path: str, session: str | None, wait: Wait, interval: float, /)
         wait(str(log))
         while not log.exists():
             time.sleep(interval)
-    return str(log), follow_plan(_existing(log), interval=interval, sleep=time.sleep)
+    from ..core.requests import SETTLING_TYPES
+
+    plans = follow_plan(_existing(log), interval=interval, sleep=time.sleep, also=SETTLING_TYPES)
+    return str(log), plans
 
 
 def _log_names(directory: str) -> list[str]:
@@ -277,9 +282,13 @@ def _log_names(directory: str) -> list[str]:
         )
 
 
-def _log_of(path: str, session: str | None) -> Path:
+def _log_of(path: str, session: str | None, *, named: bool = True) -> Path:
     """The log at ``path``; with a ``session``, the log of that owner key in the directory
-    ``path`` (``owner_file_name``), which need not exist yet. A file takes no session."""
+    ``path`` (``owner_file_name``), which need not exist yet. A file takes no session.
+
+    ``named``: when the owner's log is not there, a log the directory holds under the file
+    name ``session`` (as ``dsh-todo sessions`` and the web view list it) is the one read. A
+    writer (``named=False``) always writes its owner's log."""
     log = log_path(path)
     if session is None:
         return log
@@ -288,6 +297,13 @@ def _log_of(path: str, session: str | None) -> Path:
     if os.path.exists(path) and not os.path.isdir(path):
         raise UsageError(f"{path} is one log: {FILE_SESSION}")
     owned = log / owner_file_name(session)
+    if not os.path.lexists(owned) and named:
+        from ._owner_names import SUFFIX
+        from .jsonl._index import plain_name
+
+        # a log named by hand (`Bob Smith.jsonl`): the view lists it by its file name
+        literal = log / (session + SUFFIX)
+        owned = literal if plain_name(session) and os.path.lexists(literal) else owned
     if os.path.islink(owned) and os.path.dirname(os.path.realpath(owned)) != os.path.realpath(path):
         # as the directory's reader, list and prune: a session's log is a file of the directory
         raise UsageError(

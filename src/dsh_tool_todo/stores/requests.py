@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.contract import EVENT_TYPE, TURN_START
 from ..core.requests import (
-    SETTLING_TYPES,
     Request,
     RequestState,
     _check_request,
     _match_key,
+    recent_events,
     request_states,
 )
 from ..errors import StoreUnavailable, TodoError, UsageError
@@ -55,9 +55,6 @@ if TYPE_CHECKING:
 __all__ = ["PlanRequests", "Requests"]
 
 T = TypeVar("T")
-RECENT_EVENTS = 2000
-"""How far back :meth:`PlanRequests.read` reads a log: the requests of the current and the
-previous turn, within this many events of the kinds that settle them."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +93,7 @@ class PlanRequests:
         try:
             deciding = await _newest(tail, name, (EVENT_TYPE, TURN_START))
             kind, content, by = _check_request(kind, content, by, _plan_of(deciding))
-            states = request_states(await _recent(tail, name))
+            states = request_states(await recent_events(tail, name))
             taken = [s.request for s in states if s.status == "pending"]
             plan_seq = -1 if deciding is None else int(deciding["seq"])
             request = Request(secrets.token_hex(8), kind, content, by, plan_seq, time.time())
@@ -180,7 +177,7 @@ def _open(target: Target, session: str | None) -> tuple[Inbox, LogTail, str]:
 
 
 async def _list(inbox: Inbox, tail: LogTail, name: str) -> Requests:
-    events = await _recent(tail, name)
+    events = await recent_events(tail, name)
     return Requests(request_states(events), await _waiting(inbox, tail, name))
 
 
@@ -223,25 +220,6 @@ async def _newest(tail: LogTail, name: str, types: tuple[str, ...]) -> Event | N
         if not page.more or page.cursor is None:
             return None
         before = page.cursor
-
-
-async def _recent(tail: LogTail, name: str) -> list[Event]:
-    """The events that settle requests, back to the turn/start before the newest one."""
-    types = SETTLING_TYPES
-    found: list[Event] = []
-    before: int | None = None
-    starts = 0
-    while len(found) < RECENT_EVENTS:
-        page = await tail.tail(name, before=before, limit=200, types=types)
-        for event in reversed(page.events):
-            found.append(event)
-            starts += event["type"] == TURN_START
-            if starts == 2:
-                return found[::-1]
-        if not page.more or page.cursor is None:
-            break
-        before = page.cursor
-    return found[::-1]
 
 
 def _plan_of(deciding: Event | None) -> list[dict[str, Any]] | None:

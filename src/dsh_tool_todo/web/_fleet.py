@@ -1,16 +1,20 @@
 """The fleet in the web view: health signals per listed session, and a session's family.
 
-Signals are read from a session's current turn (``fleet.turn_events``), which costs a read
+Signals are read from a session's current turn (``fleet.turn_window``), which costs a read
 of its log; a list of 10,000 sessions shows at most ``MAX_SESSIONS`` rows per request, so
 only those rows are read, and each answer is kept per (name, seq of the newest plan event):
 only a ``todo/write`` or ``turn/start`` can change a turn's signals, so a list asked for
 again after one session wrote a plan reads that one session's log, and after any other
-appends reads none.
+appends reads none. Except for a person's requests: a ``turn/end`` settles one still pending
+``not_honoured``, and taking one appends no plan event. So a session whose last read found a
+request pending is read again after any append, and any other after appends at most every
+:data:`REFRESH` seconds (one may have been taken since).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -18,12 +22,13 @@ from typing import Any
 from ..core.health import turn_health
 from ..core.links import link_of
 from ..errors import InvalidLog, SessionNotFound
-from ..plans.fleet import turn_window
+from ..plans.fleet import turn_asked, turn_window
 from ..protocols import LogReader, SessionSummary
 
 CACHED = 20_000  # answers kept: above a 10,000-session fleet, bounded all the same
 AT_ONCE = 8  # logs read at once: a cold list of 200 rows is not 200 opens at once
 BUDGET = 0.05  # seconds a list request waits for signals not yet known
+REFRESH = 5.0  # seconds a row's signals are kept through appends that are no plan event
 
 
 Stamp = tuple[Any, ...]
@@ -60,8 +65,11 @@ class SignalCache:
         self._size = size
         self._budget = budget
         self._on_late = on_late
-        # per session: its stamp, the newest seq it was read at, its signals
-        self._kept: OrderedDict[str, tuple[Stamp, int | None, list[dict[str, Any]]]] = OrderedDict()
+        # per session: its stamp, the newest seq it was read at, its signals, and until when
+        # (monotonic) they stand through appends that are no plan event
+        self._kept: OrderedDict[str, tuple[Stamp, int | None, list[dict[str, Any]], float]] = (
+            OrderedDict()
+        )
         self._reading: dict[tuple[str, Stamp], asyncio.Task[list[dict[str, Any]]]] = {}
         self._gate: asyncio.Semaphore | None = None
 
@@ -72,6 +80,8 @@ class SignalCache:
         if kept is None or kept[0] != stamp or row.last_seq is None:
             return None
         if kept[1] is not None and row.last_seq < kept[1]:
+            return None
+        if row.last_seq != kept[1] and time.monotonic() >= kept[3]:
             return None
         self._kept.move_to_end(row.name)
         return kept[2]
@@ -123,12 +133,13 @@ class SignalCache:
             # first, so the budget's timer runs between reads and a cold list is not held up.
             await asyncio.sleep(0)
             try:
-                events, whole = await turn_window(self._reader, name)
+                events, whole = await turn_window(self._reader, name, asked=True)
             except (InvalidLog, SessionNotFound, OSError):  # nothing kept for a log not read
                 self._kept.pop(name, None)
                 return []
         found = [signal.as_json() for signal in turn_health(events, partial=not whole)]
-        self._kept[name] = (stamp, last_seq, found)
+        pending = any(state["status"] == "pending" for state in turn_asked(events))
+        self._kept[name] = (stamp, last_seq, found, 0.0 if pending else time.monotonic() + REFRESH)
         self._kept.move_to_end(name)
         while len(self._kept) > self._size:
             self._kept.popitem(last=False)

@@ -24,7 +24,8 @@ import json
 import secrets
 import time
 from collections import deque
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -42,6 +43,13 @@ MAX_BODY = 4096
 RATE = 30
 RATE_WINDOW = 60.0
 KINDS = ("done", "reopen", "remove", "add", "note")
+
+
+@runtime_checkable
+class _LogFiles(Protocol):
+    """A reader whose sessions are files (a directory's): each session's log by name."""
+
+    def path_of(self, name: str) -> Path: ...
 
 
 async def _no_token(request: Request) -> Response:
@@ -78,6 +86,9 @@ class RequestRoutes:
         session the view does not serve, so no message names a path of the server."""
         await self.plans.snapshot(name)
         key = self.plans.owner_of(name)
+        if key is None and isinstance(self.plans, _LogFiles):
+            # a log named by hand (`Bob Smith.jsonl`): its file, not an owner's of that key
+            return PlanRequests(str(self.plans.path_of(name)))
         return PlanRequests(self.target, key if key is not None else name)
 
     async def give_token(self, request: Request) -> Response:

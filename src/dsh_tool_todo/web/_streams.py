@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,12 +23,13 @@ from starlette.responses import Response
 
 from ..core.contract import EVENT_TYPE
 from ..core.projection import PLAN_EVENTS, TodosProjection, checked_deciding
+from ..core.requests import recent_events
 from ..errors import InvalidLog, LogReplaced, SessionNotFound
 from ..plans.checklist import escape_content
 from ..protocols import Event, LogReader, Snapshot
 from ._listhub import ListHub
+from ._wire_stream import FOLLOWED, WireStream
 from ._wire_stream import SEP as WIRE_SEP
-from ._wire_stream import WireStream
 
 __all__ = [
     "Timing",
@@ -159,10 +160,15 @@ def _fatal_message(name: str, error: Exception) -> tuple[str, str]:
 
 
 async def _changes(
-    plans: LogReader, name: str, snapshot: Snapshot | None, after: int | None
+    plans: LogReader,
+    name: str,
+    snapshot: Snapshot | None,
+    after: int | None,
+    types: Collection[str] = PLAN_EVENTS,
 ) -> AsyncIterator[Snapshot | Event]:
     """``snapshot`` (when given), then each event that decides the plan after it (or after
-    seq ``after``), and a fresh snapshot whenever the log was replaced, forever."""
+    seq ``after``), and a fresh snapshot whenever the log was replaced, forever. ``types``
+    adds events of other types to follow (the wire streams': those settling requests)."""
     position = after
     while True:
         if snapshot is not None:
@@ -176,7 +182,9 @@ async def _changes(
                 async for event in events:
                     if event["type"] in PLAN_EVENTS:
                         where = f"session {name!r}, seq {event['seq']}"
-                        yield checked_deciding(event, where)
+                        event = checked_deciding(event, where)
+                    if event["type"] in types:
+                        yield event
                         # A backlog is read in batches and its frames sent without a pause:
                         # a client gone meanwhile is only seen (and its stream cancelled)
                         # when the loop runs, so run it between two frames.
@@ -229,12 +237,13 @@ def wire_stream(plans: LogReader, form: WireStream, first: Snapshot, timing: Tim
         hello = f"dsh-todo {form.format} stream"
         yield ServerSentEvent(comment=hello, retry=timing.retry_ms, sep=WIRE_SEP)
         try:
-            async with _closing(_changes(plans, form.name, first, None)) as changes:
+            async with _closing(_changes(plans, form.name, first, None, FOLLOWED)) as changes:
                 async for change in changes:
-                    if change is first:
-                        frames_now = form.opening(change)
-                    elif isinstance(change, Snapshot):
-                        frames_now = form.snapshot(change)
+                    if isinstance(change, Snapshot):
+                        # what was asked as the snapshot stands, so the plan says it at once
+                        recent = await recent_events(plans, form.name, through=change.last_seq)
+                        opened = form.opening if change is first else form.snapshot
+                        frames_now = opened(change, recent)
                     else:
                         frames_now = form.change(change)
                     for frame in frames_now:

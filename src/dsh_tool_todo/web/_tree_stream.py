@@ -1,7 +1,8 @@
 """A lead session's stream with its sub-agents (``?format=ag-ui&tree=1``, ``format=ai-sdk``).
 
 One run (AG-UI) or one message (AI SDK) per connection, as the plain stream: the
-lead's plan and each change of it, exactly as without ``tree``. Beside it, each
+lead's plan and each change of it, exactly as without ``tree`` (what was asked
+beside it too; a sub-agent's plan goes without). Beside it, each
 session under the lead in the fleet's tree of links
 (:func:`~dsh_tool_todo.plans.fleet.descendants` of the reader's session rows, the
 rows ``dsh-todo sessions`` builds its tree from) is followed from its log, and what
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,6 +34,7 @@ from starlette.responses import Response
 from ..core.contract import EVENT_TYPE, SESSION_END_EVENT_TYPE
 from ..core.links import End, end_of
 from ..core.projection import PLAN_EVENTS, checked_deciding
+from ..core.requests import recent_events
 from ..errors import InvalidLog, LogReplaced, SessionNotFound
 from ..plans import wire
 from ..plans._ag_ui_tree import SubAgents
@@ -42,7 +44,7 @@ from ..plans.fleet import descendants
 from ..protocols import Event, LogReader, Snapshot
 from ._listhub import ListHub
 from ._streams import Timing, _changes, _closing, _fatal_message
-from ._wire_stream import RUN_ERROR_CODES, SEP, WireStream, _frame, _plan
+from ._wire_stream import FOLLOWED, RUN_ERROR_CODES, SEP, WireStream, _frame, _plan
 
 __all__ = ["tree_stream"]
 
@@ -94,6 +96,7 @@ class _Broken:
 @dataclass(frozen=True)
 class _Lead:
     change: Snapshot | Event | Exception
+    recent: Sequence[Mapping[str, Any]] = ()  # a snapshot's: the requests as it stands
 
 
 _Step = _Placed | _Read | _Told | _Broken | _Lead
@@ -108,12 +111,13 @@ def tree_stream(
         yield ServerSentEvent(
             comment=f"dsh-todo {form.format} tree stream", retry=timing.retry_ms, sep=SEP
         )
-        for frame in form.opening(first):
-            yield frame
         steps: asyncio.Queue[_Step] = asyncio.Queue(BACKLOG)
         tree = _Tree(plans, hub, form.name, steps, form.format)
-        tree.start(first)
         try:
+            recent = await recent_events(plans, form.name, through=first.last_seq)
+            for frame in form.opening(first, recent):
+                yield frame
+            tree.start(first)
             while True:
                 step = await steps.get()
                 if isinstance(step, _Lead) and isinstance(step.change, Exception):
@@ -172,7 +176,7 @@ class _Tree:
             change = step.change
             assert not isinstance(change, Exception)
             if isinstance(change, Snapshot):
-                return form.snapshot(change)
+                return form.snapshot(change, step.recent)
             return form.change(change)
         return [_frame(payload, None) for payload in self._events(step)]
 
@@ -201,9 +205,13 @@ class _Tree:
     async def _lead(self, first: Snapshot) -> None:
         """The lead's plan changes, as the plain stream reads them."""
         try:
-            async with _closing(_changes(self.plans, self.lead, first, None)) as changes:
+            following = _changes(self.plans, self.lead, first, None, FOLLOWED)
+            async with _closing(following) as changes:
                 async for change in changes:
-                    if change is not first:
+                    if isinstance(change, Snapshot) and change is not first:
+                        recent = await recent_events(self.plans, self.lead, through=change.last_seq)
+                        await self.steps.put(_Lead(change, recent))
+                    elif change is not first:
                         await self.steps.put(_Lead(change))
         except (InvalidLog, SessionNotFound, OSError) as error:
             await self.steps.put(_Lead(error))

@@ -7,6 +7,12 @@ one ``data:`` line of JSON per event, no ``event:`` name (both clients, and a
 browser's ``EventSource.onmessage``, read unnamed events), and the seq the
 frame reflects as its ``id``.
 
+Once the stream has seen a person's request (in the log's recent events at its
+start, or followed), each plan it sends says what was asked beside it
+(:mod:`dsh_tool_todo.plans._asked`, docs/requests.md): the AG-UI activity's
+content and state carry ``requests`` beside ``todos``, the AI SDK's data part
+too; a request event that changes the list sends the plan again, with its seq.
+
 Frames are separated by a bare ``\\n``: AG-UI's client splits the body on
 ``"\\n\\n"`` and nothing else, so the ``\\r\\n`` the library's own stream uses
 would run every event into the next.
@@ -17,14 +23,17 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from sse_starlette import ServerSentEvent
 
 from ..core.contract import EVENT_TYPE
+from ..core.projection import PLAN_EVENTS
+from ..core.requests import SETTLING_TYPES
 from ..errors import InvalidLog, UsageError
 from ..plans import wire
+from ..plans._asked import AskedBeside
 from ..protocols import Event, Snapshot
 
 __all__ = ["FORMATS", "SEP", "WireFormat", "WireStream", "wire_format"]
@@ -33,6 +42,9 @@ WireFormat = Literal["ag-ui", "ai-sdk"]
 FORMATS: tuple[WireFormat, ...] = ("ag-ui", "ai-sdk")
 SEP = "\n"
 RUN_ERROR_CODES = {"deleted": "session_deleted", "invalid": "invalid_log", "io": "read_failed"}
+FOLLOWED = frozenset({*PLAN_EVENTS, *SETTLING_TYPES})
+"""The events a wire stream follows: the plan's, and those that settle requests."""
+Recent = Iterable[Mapping[str, Any]]
 
 
 def wire_format(values: Sequence[str]) -> WireFormat | None:
@@ -79,8 +91,9 @@ class WireStream:
     """The frames of one connection's stream in ``format`` for session ``name``.
 
     Each method returns the frames for one step: the opening, a snapshot
-    (fresh, resumed, or after the log was replaced), one plan change, and the
-    error that ends the stream.
+    (fresh, resumed, or after the log was replaced), one event followed, and the
+    error that ends the stream. ``recent`` is the log's
+    :func:`~dsh_tool_todo.core.requests.recent_events` up to the snapshot.
     """
 
     def __init__(self, format: WireFormat, name: str) -> None:
@@ -88,8 +101,10 @@ class WireStream:
         self.name = name
         # One AG-UI run per connection; the id only has to be unique among this thread's runs.
         self.run_id = f"{name}:{uuid.uuid4().hex}"
+        self.asked = AskedBeside()
+        self._current: Snapshot | Event | None = None  # what the plan sent last was
 
-    def opening(self, snapshot: Snapshot) -> list[ServerSentEvent]:
+    def opening(self, snapshot: Snapshot, recent: Recent = ()) -> list[ServerSentEvent]:
         """The first frames: the run (or message) starting, then the plan as it is now."""
         if self.format == "ag-ui":
             start: dict[str, Any] = {
@@ -99,29 +114,41 @@ class WireStream:
             }
         else:
             start = {"type": "start", "messageId": wire.plan_id(self.name)}
-        return [_frame(start, None), *self.snapshot(snapshot)]
+        return [_frame(start, None), *self.snapshot(snapshot, recent)]
 
-    def snapshot(self, snapshot: Snapshot) -> list[ServerSentEvent]:
+    def snapshot(self, snapshot: Snapshot, recent: Recent = ()) -> list[ServerSentEvent]:
         """The whole plan, replacing whatever the client holds."""
+        self.asked.prime(recent)
+        self._current = snapshot
         return self._plan_frames(snapshot.last_seq, snapshot, wire.ag_ui_state_snapshot)
 
     def change(self, event: Event) -> list[ServerSentEvent]:
-        """A ``todo/write`` or ``turn/start``: the new plan, and for AG-UI the state's delta."""
+        """A ``todo/write`` or ``turn/start``: the new plan, and for AG-UI the state's delta.
+        Another event: the plan again when it changed what was asked, else nothing."""
+        moved = self.asked.add(event)
+        if event["type"] in PLAN_EVENTS:
+            self._current = event
+        elif not moved or self._current is None:
+            return []
         # The activity replaces the one in the client's messages; the delta sets
-        # only the state's `todos` key, leaving any other the client keeps.
-        return self._plan_frames(event["seq"], event, wire.ag_ui_state_delta)
+        # only the state's `todos` (and `requests`) key, leaving any other the client keeps.
+        return self._plan_frames(event["seq"], self._current, wire.ag_ui_state_delta)
 
     def _plan_frames(
-        self, seq: int, source: Snapshot | Event, state: Callable[[wire.PlanSource], Any]
+        self, seq: int, source: Snapshot | Event, state: Callable[..., Any]
     ) -> list[ServerSentEvent]:
         """The plan ``source`` leaves, framed at ``seq``: for AG-UI its activity, then
         ``state`` of it (the state's snapshot or delta); for the AI SDK its data part."""
         with self._checked(seq):
             plan = _plan(source)
+            requests = self.asked.shown()
             if self.format == "ag-ui":
-                payloads: list[Any] = [wire.ag_ui_activity_snapshot(self.name, plan), state(plan)]
+                payloads: list[Any] = [
+                    wire.ag_ui_activity_snapshot(self.name, plan, requests=requests),
+                    state(plan, requests=requests),
+                ]
             else:
-                payloads = [wire.ai_sdk_data_part(self.name, plan)]
+                payloads = [wire.ai_sdk_data_part(self.name, plan, requests=requests)]
         return [_frame(payload, seq) for payload in payloads]
 
     def fatal(self, message: str, cause: str) -> Iterator[ServerSentEvent]:

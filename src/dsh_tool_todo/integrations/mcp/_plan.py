@@ -29,7 +29,7 @@ from typing import Any, ParamSpec, TypeVar
 from ...core.contract import EVENT_TYPE, TURN_START
 from ...plans._agents import read_tree
 from ...plans._follow_tree import LIST_LIMIT
-from ...plans._pending import PendingRequests
+from ...plans._pending import PendingRequests, read_pending
 from ...plans.fleet import descendants
 from ...plans.wire import plan_of
 from .._binding import Binding, LogReader, OwnerRegistry, StoreSession
@@ -137,6 +137,8 @@ class PlanResource:
         self._channels: dict[tuple[object, str], _Channel] = {}
         self._late = False  # subscribed before the owner's session was open: tell on opening
         self._requests = PendingRequests()  # a person's, taken by the owner's writer
+        self._primed: StoreSession | None = None  # the session whose log they were read from
+        self._heard: list[Mapping[str, Any]] | None = None  # the events heard while reading it
 
     @property
     def description(self) -> str:
@@ -153,6 +155,7 @@ class PlanResource:
         # Under the owner's lock: a read never sees a call half-recorded.
         async with self._registry.alocked(self._owner) as session:
             self.watch(session)
+            await self._prime(session)
             text = plan_text(session)
         pending = self._requests.pending()
         return json.dumps({**json.loads(text), "requests": pending}) if pending else text
@@ -186,6 +189,7 @@ class PlanResource:
         else:
             async with self._registry.alocked(self._owner) as session:
                 self.watch(session)
+                await self._prime(session)
         loop = asyncio.get_running_loop()
         with self._lock:
             existing = self._channels.get((connection, uri))
@@ -282,6 +286,31 @@ class PlanResource:
         if unseen:
             self._poke_all()
 
+    async def _prime(self, session: StoreSession) -> None:
+        """The requests the owner's log leaves pending, read from the log once per session
+        opened (the caller holds the owner): the listener hears only what is taken from then
+        on, and a server restarted over a session with requests pending must list them. The
+        events heard while the log is read are folded in after its own."""
+        if self._primed is session:
+            return
+        self._primed = session
+        reader = self._tree_reader()
+        if reader is None:  # in memory, or open_session without reader=: what it hears only
+            return
+        with self._lock:
+            self._heard = []
+        try:
+            primed = await read_pending(reader, self._registry.key(self._owner))
+            with self._lock:
+                for event in self._heard or ():
+                    primed.add(event)
+                self._requests = primed
+        except Exception as error:  # the plan is still read; the requests are what it hears
+            _log.debug("todo://plan: the owner's requests cannot be read: %r", error)
+        finally:
+            with self._lock:
+                self._heard = None
+
     def _not_made_yet(self) -> bool:
         """Whether the owner's log is not there and no call has opened it: its plan is empty,
         and reading it must not make an empty log (a server no call reaches leaves none)."""
@@ -292,7 +321,11 @@ class PlanResource:
 
     def _on_event(self, event: Mapping[str, Any]) -> None:
         # Called under the session's append lock, in the appending thread: only schedule.
-        if self._requests.add(event) or event.get("type") in _PLAN_EVENTS:
+        with self._lock:
+            requests = self._requests
+            if self._heard is not None:  # the log is being read: folded in after it
+                self._heard.append(event)
+        if requests.add(event) or event.get("type") in _PLAN_EVENTS:
             self._poke_all()
 
     def _poke_all(self, uri: str | None = None) -> None:

@@ -23,9 +23,9 @@ from ...errors import UsageError
 from ...plans.checklist import Todos
 from .._binding import OwnerRegistry
 from .._links import nested_owner
-from .._notice import atold
-from .._reminder import aplan_of, plan_in, reminder_due
-from ._call import _agent_name, _from_deps, _HomeCall, _RegistryCall, _Toolset
+from .._notice import atold, atold_in
+from .._reminder import aplan_in, aplan_of, plan_in, reminder_due
+from ._call import _agent_name, _Call, _from_deps, _HomeCall, _RegistryCall, _SessionCall, _Toolset
 
 if TYPE_CHECKING:
     from . import PlanOf
@@ -51,32 +51,38 @@ def plan_reminder_processor(
     latest ``todo/write`` (or ``turn/start``) event of the run's session, found
     as :func:`todo_write_toolset` finds it (``ctx.deps.session`` or ``ctx.deps``).
 
-    ``toolset``: the :func:`todo_write_toolset` the agent runs, when it was built with
-    ``owners=`` (or under ``DSH_TODO_HOME``). The processor then reads the plan of the
-    run's owner as the tool records it (unless ``plan`` is given), and tells the model
-    what a person asked of it since the last request (``docs/requests.md``): the
-    request notice, a user prompt part of its own after the reminder's place, once.
+    ``toolset``: the :func:`todo_write_toolset` the agent runs. The processor then reads
+    the plan where the tool records this run's calls (the run's owner in the toolset's
+    registry, or the run's session as the toolset finds it; unless ``plan`` is given), and
+    tells the model what a person asked of it since the last request (``docs/requests.md``):
+    the request notice, a user prompt part of its own after the reminder's place, once.
     """
     if plan is not None and not callable(plan):
         raise UsageError(f"plan must be a function of the RunContext, not {type(plan).__name__}")
-    owned = _registry_call(toolset)
+    owned = _toolset_call(toolset)
 
     async def remind(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
         if not messages or not isinstance(messages[-1], ModelRequest):
             return messages
-        owner = None if owned is None else _owner(owned, ctx)
+        owner = _owner(owned, ctx) if isinstance(owned, _RegistryCall) else None
+        session = None if owned is None or owner is not None else await _session(owned, ctx)
         if plan is not None:
             found = plan(ctx)
             todos = await found if inspect.isawaitable(found) else found
         elif owner is not None:
             todos = await aplan_of(*owner)
+        elif session is not None:
+            todos = await aplan_in(session)
         elif owned is None or _from_deps(ctx) is not None:
             todos = _plan_from_deps(ctx)
         else:
             todos = None  # a run the toolset finds no owner for has no plan
         added = [reminder_due(todos, _written(messages), _shown(messages))]
+        # each its own part: never joined to the reminder
         if owner is not None:
-            added.append(await atold(*owner))  # its own part: never joined to the reminder
+            added.append(await atold(*owner))
+        elif session is not None:
+            added.append(await atold_in(session))
         parts = [UserPromptPart(text) for text in added if text is not None]
         if not parts:
             return messages
@@ -86,8 +92,8 @@ def plan_reminder_processor(
     return remind
 
 
-def _registry_call(toolset: object) -> _RegistryCall | None:
-    """The tool function of ``toolset`` when its owners are a registry's keys."""
+def _toolset_call(toolset: object) -> _Call | None:
+    """The tool function of ``toolset``: where it finds the owner of a run's calls."""
     if toolset is None:
         return None
     if not isinstance(toolset, _Toolset):
@@ -95,14 +101,16 @@ def _registry_call(toolset: object) -> _RegistryCall | None:
             "plan_reminder_processor: toolset= takes the toolset todo_write_toolset() returned, "
             f"not {type(toolset).__name__}"
         )
-    call = toolset.call
-    if not isinstance(call, _RegistryCall):
-        raise UsageError(
-            "plan_reminder_processor: toolset= takes a todo_write_toolset built with owners= "
-            "(or under DSH_TODO_HOME), whose plans are in an owner registry; this one records "
-            "in the run's session"
-        )
-    return call
+    return toolset.call
+
+
+async def _session(call: _Call, ctx: RunContext[Any]) -> Any:
+    """The session the tool records this run's calls in when it is the run's own (``deps``,
+    or ``session=``), not a registry's (``None``)."""
+    if isinstance(call, _SessionCall):
+        found = call.find(ctx)
+        return await found if inspect.isawaitable(found) else found
+    return _from_deps(ctx) if isinstance(call, _HomeCall) else None
 
 
 def _owner(call: _RegistryCall, ctx: RunContext[Any]) -> tuple[OwnerRegistry, str] | None:

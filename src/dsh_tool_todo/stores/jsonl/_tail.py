@@ -326,9 +326,15 @@ def _reopened(
 
 
 def follow_plan(
-    path: str | os.PathLike[str], *, interval: float, sleep: Callable[[float], None]
+    path: str | os.PathLike[str],
+    *,
+    interval: float,
+    sleep: Callable[[float], None],
+    also: Collection[str] = (),
 ) -> Iterator[Plan]:
-    """Yield the current plan, then each new one as events are appended, forever.
+    """Yield the current plan, then each new one as events are appended, forever; with
+    ``also``, the same plan again after appended events of those types (and none newer of
+    the plan's).
 
     Starts from the end of the file, so following a long log costs nothing up
     front; a line still being written waits for its newline. When the log is
@@ -353,12 +359,14 @@ def follow_plan(
                 tail.close()
                 deciding, tail = _reopened(name, interval, sleep)
                 plan = plan_of(deciding)
-                if plan != before:
+                if plan != before or also:  # a log of its own: what it asked may differ too
                     yield plan
                 continue
             changes = [event for event in events if event["type"] in PLAN_EVENTS]
             if changes:
                 plan = plan_of(changes[-1])
+                yield plan
+            elif also and any(event["type"] in also for event in events):
                 yield plan
     finally:
         tail.close()

@@ -18,6 +18,7 @@ import psycopg
 from psycopg_pool import PoolTimeout
 
 from ...core.contract import EVENT_TYPE, TURN_START
+from ...core.requests import SETTLING_TYPES
 from ...errors import LogReplaced, UsageError
 from . import _sql
 from ._core import (
@@ -134,7 +135,8 @@ def follow_plans(
     interval: float = 0.2,
 ) -> tuple[str, Iterator[list[TodoItem] | None]]:
     """``watch``: a title, and the session's plan now and after each change, pushed by NOTIFY
-    (``interval`` is how often a file is looked at: a database needs none).
+    (``interval`` is how often a file is looked at: a database needs none), and the same
+    plan again after each event that settles a request (``watch`` draws how they stand).
 
     The session is checked before this returns, so a bad URL or session fails
     before anything is drawn; the follower reconnects by itself afterwards.
@@ -155,19 +157,22 @@ def _plans(url: str, session_id: str, *, absent: bool = False) -> Iterator[list[
     loop.set_exception_handler(_quiet_about_a_ctrl_c)
     try:
         while True:  # once, and again each time the session is deleted and written anew
+            plan = None
             if absent:  # awaited: nothing to draw before its first row
                 last, absent = -1, False
             else:
                 last = _last_seq(url, session_id)
-                yield current_plan(url, session_id)
+                yield (plan := current_plan(url, session_id))
             follower = PostgresFollower(url, session_id, after_seq=last)
             try:
                 while True:
                     event = loop.run_until_complete(follower.__anext__())
                     if event["type"] == EVENT_TYPE:
-                        yield event["data"]["todos"]
+                        yield (plan := event["data"]["todos"])
                     elif event["type"] == TURN_START:
-                        yield None
+                        yield (plan := None)
+                    elif event["type"] in SETTLING_TYPES:
+                        yield plan
             except LogReplaced:
                 continue
             finally:
