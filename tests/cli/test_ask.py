@@ -125,3 +125,28 @@ def test_show_lists_what_was_asked_in_the_current_turn_as_watch_and_sessions_do(
     assert not [line for line in shown if line.startswith("?")]
     sessions = json.loads(dsh_todo("sessions", str(logs), "--json").stdout)
     assert sessions["sessions"][0]["asked"] == []
+
+
+def test_a_request_event_no_filer_could_write_crashes_no_command(logs: Path) -> None:
+    taken = {"id": "huge", "kind": "note", "content": "x", "by": "eve", "planSeq": 0}
+    with JsonlSession(logs / "ada.jsonl") as agent:
+        agent.append("request/taken", {**taken, "at": 10**400, "told": True})
+        agent.append("turn/end", {})
+    with (logs / "ada.jsonl.requests").open("w") as inbox:
+        inbox.write(json.dumps({**taken, "at": 10**400}) + "\n")
+    assert dsh_todo("show", str(logs), "--session", "ada").stdout.startswith("☐ Write the tests")
+    assert json.loads(dsh_todo("sessions", str(logs), "--json").stdout)["sessions"]
+    assert dsh_todo("ask", str(logs), "--session", "ada", "--list").stdout == "No requests.\n"
+
+
+def test_a_directory_where_a_sessions_log_would_be_is_refused_not_looked_into(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bob.jsonl").mkdir()
+    with JsonlSession(tmp_path / "bob.jsonl" / "inner.jsonl") as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    for command in (["ask", "--note", "hi"], ["show"]):
+        run = dsh_todo(*command[:1], str(tmp_path), "--session", "bob", *command[1:], check=False)
+        assert run.returncode == 2
+        assert run.stderr.endswith("is a directory, not the log of session 'bob'\n")
+    assert not list(tmp_path.rglob("*.requests"))

@@ -9,7 +9,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import IO
+from typing import IO, Any
 
 import pytest
 
@@ -173,3 +173,34 @@ class Lines:
         while (line := self._lines.get(timeout=30)) is not None:
             found.append(line)
         return found
+
+
+def test_a_log_rotated_away_between_two_reads_of_a_redraw_keeps_what_was_read_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The plan was read, then the log was gone for the read of what was asked: watch ended
+    with an error (and with --no-health, which made no second read before, too)."""
+    import argparse
+    import io
+
+    from dsh_tool_todo.cli import _plans
+
+    asked = {"id": "r1", "kind": "note", "content": "hi", "by": "grace", "planSeq": 0, "at": 0}
+    reads = iter([([], [{**asked, "status": "pending"}]), FileNotFoundError("gone")])
+
+    def turn_state(target: str, session: str | None) -> Any:
+        read = next(reads)
+        if isinstance(read, Exception):
+            raise read
+        return read
+
+    plans = [[{"content": "Ship it", "status": "pending"}]] * 2
+    monkeypatch.setattr(_plans, "_pick", lambda args: ("a.jsonl", None, False))
+    monkeypatch.setattr(_plans, "follow_plans", lambda *a, **k: ("a.jsonl", iter(plans)))
+    monkeypatch.setattr(_plans, "turn_state", turn_state)
+    out = io.StringIO()
+    args = argparse.Namespace(wait=False, log=None, session=None, interval=0.2, ascii=True)
+    assert _plans.watch(argparse.Namespace(**vars(args), health=False), out) == 0
+    first, second = out.getvalue().split(f"{_plans.REDRAW_SEPARATOR}\n")
+    assert first == second
+    assert first.endswith("? note: hi (asked by grace): pending\n")

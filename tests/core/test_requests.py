@@ -3,6 +3,8 @@ generated histories."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -167,7 +169,14 @@ def test_a_withdrawn_request_is_settled_once_and_a_second_take_changes_nothing()
 
 @pytest.mark.parametrize(
     "data",
-    [None, [], "x", {"id": "", "kind": "done"}, {**asked("i", "done", "A"), "planSeq": True}],
+    [
+        None,
+        [],
+        "x",
+        {"id": "", "kind": "done"},
+        {**asked("i", "done", "A"), "planSeq": True},
+        {**asked("i", "done", "A"), "at": 10**400},  # no float holds it
+    ],
 )
 def test_a_malformed_request_event_is_skipped(data: Any) -> None:
     log = [*numbered(todo_write(*PLAN), make_event(REQUEST_TAKEN, data), {"type": 5}), "junk"]
@@ -265,3 +274,20 @@ def test_a_request_round_trips_through_json() -> None:
     request = Request("r1", "add", "Ship it", "ada", 3, 2.5)
     assert Request.from_json(request.as_json()) == request
     assert Request.from_json({**request.as_json(), "at": float("nan")}) is None
+
+
+def test_the_recent_events_are_read_back_a_bounded_stretch_of_the_log(tmp_path: Path) -> None:
+    """A log of other events was read back to its start for its few requests (a session's
+    stream opened in seconds)."""
+    import json
+
+    from dsh_tool_todo.core.requests import RECENT_LOOK, recent_events
+    from dsh_tool_todo.stores._log_file import FileTail
+
+    events = [turn_start(), todo_write(*PLAN), make_event(REQUEST_TAKEN, asked("d", "add", "B"))]
+    events += [make_event("message/assistant", {"text": "thinking"})] * (3 * RECENT_LOOK)
+    events += [todo_write(*PLAN)]
+    log = tmp_path / "a.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in numbered(*events)))
+    found = asyncio.run(recent_events(FileTail(str(log)), "a"))
+    assert [event["type"] for event in found] == ["todo/write"]  # not the request

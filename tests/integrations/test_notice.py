@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_tool_todo.errors import LogBusy, StoreUnavailable
+from dsh_tool_todo.errors import LogBusy, StoreUnavailable, UsageError
 from dsh_tool_todo.integrations._notice import atold, told
 from dsh_tool_todo.stores.owners import OwnerRegistry
 from tests.integrations import requests_scenario as scenario
@@ -21,6 +21,7 @@ from tests.integrations.adapter_contract import Unopenable, opener
     [
         LogBusy("ada.jsonl: another session is writing this log (one writer per log)"),
         StoreUnavailable("session 'ada' on PostgreSQL at 127.0.0.1:1/none: refused"),
+        OverflowError("int too large to convert to float"),  # what no store should raise
     ],
 )
 def test_a_session_that_cannot_be_opened_tells_nothing_and_warns(
@@ -42,3 +43,9 @@ def test_a_store_that_works_tells_the_notice_once(tmp_path: Path) -> None:
     assert told(owners, scenario.OWNER) == scenario.notice()
     assert told(owners, scenario.OWNER) is None
     owners.close()
+
+
+def test_a_misuse_is_the_developers_to_see_not_a_warning() -> None:
+    owners = OwnerRegistry(open_session=opener(Unopenable(UsageError("await atake_requests"))))
+    with pytest.raises(UsageError, match="await atake_requests"):
+        told(owners, scenario.OWNER)

@@ -4,12 +4,13 @@ fold of the whole log leaves pending, though only a few events are kept."""
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_tool_todo.core.requests import request_states
-from dsh_tool_todo.plans._pending import MAX_SETTLED, PendingRequests
+from dsh_tool_todo.core.requests import Request, request_states
+from dsh_tool_todo.plans._pending import MAX_PENDING, MAX_SETTLED, PendingRequests
 
 ITEMS = ("a", "b", "c")
 STATUSES = ("pending", "in_progress", "completed")
@@ -62,14 +63,42 @@ def test_followed_event_by_event_it_is_the_fold_of_the_whole_log(steps: list[Any
     for n, event in enumerate(events, 1):
         pending.add(event)
         whole = [s.request.as_json() for s in request_states(events[:n]) if s.status == "pending"]
+        whole = whole[-MAX_PENDING:]
         assert pending.pending() == whole
 
 
 def test_it_keeps_only_what_can_still_change_an_answer() -> None:
     pending = PendingRequests()
-    for event in log_of([("write", {"a": "pending"})] * 500):
+    steps: list[tuple[Any, ...]] = [("write", {"a": "pending"})] * 500
+    for event in log_of([*steps, *[("take", "note", "a"), ("notify", [])] * 200]):
+        if event["type"] == "request/notified":
+            event["data"]["ids"] = [f"r{n}" for n in range(200)]
         pending.add(event)
-    assert len(pending._kept) == 1
+    assert pending._fold.states == {}  # every note delivered: none is kept in the fold
+    assert len(pending.asked()) == MAX_SETTLED
+
+
+def test_each_event_costs_what_the_pending_requests_do_not_the_log_before_it() -> None:
+    """Folding again every event kept for the pending requests, as each came, made a log of
+    many pending requests cost their square (2,000 took seconds)."""
+    calls = 0
+    real = Request.from_json
+
+    def counted(data: object) -> Request | None:
+        nonlocal calls
+        calls += 1
+        return real(data)
+
+    steps = [("write", {"a": "pending"}), *[("take", "add", "b")] * 2000]
+    events = log_of(steps)
+    for n, event in enumerate(events[1:]):
+        event["data"]["content"] = f"item {n}"
+    pending = PendingRequests()
+    with mock.patch.object(Request, "from_json", counted):
+        for event in events:
+            pending.add(event)
+    assert [r["content"] for r in pending.pending()] == [f"item {n}" for n in range(1980, 2000)]
+    assert calls <= 3 * 2000
 
 
 def test_an_event_handed_twice_or_of_another_kind_changes_nothing() -> None:
@@ -89,8 +118,8 @@ def _asked_of_whole(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     states = request_states(events)
     settled = [s for s in states if s.status != "pending" and (s.settled_seq or 0) >= since]
     settled = sorted(settled, key=lambda s: s.settled_seq or 0)[-MAX_SETTLED:]
-    shown = [*settled, *(s for s in states if s.status == "pending")]
-    return [s.as_json() for s in sorted(shown, key=lambda s: s.taken_seq)]
+    pending = [s for s in states if s.status == "pending"][-MAX_PENDING:]
+    return [s.as_json() for s in sorted([*settled, *pending], key=lambda s: s.taken_seq)]
 
 
 @settings(max_examples=300, deadline=None)

@@ -479,3 +479,78 @@ def test_the_first_take_after_a_session_opens_reads_the_inbox_once(
         assert take_requests(agent) == []
     assert reads[0] == 0  # from the start: whether anything waits, before the log is asked
     assert len(reads) == 2  # one read each take
+
+
+HOSTILE_LINES = [
+    # a request whose time no float holds
+    {"id": "huge", "kind": "note", "content": "x", "by": "eve", "planSeq": -1, "at": 10**400},
+    # a request that also names an id to withdraw no dict can hold
+    {"id": "both", "kind": "note", "content": "x", "by": "eve", "planSeq": -1, "at": 0,
+     "withdraw": [1]},
+]  # fmt: skip
+
+
+def test_inbox_lines_no_filer_writes_are_passed_over_by_filing_listing_and_taking(
+    tmp_path: Path,
+) -> None:
+    where = (str(tmp_path), "ada")
+    with writer(where) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    PlanRequests(*where).file("note", "first", by="grace")
+    with (tmp_path / "ada.jsonl.requests").open("a") as inbox:
+        for line in HOSTILE_LINES:
+            inbox.write(json.dumps(line) + "\n")
+    asked = PlanRequests(*where).file("note", "still here", by="grace")
+    assert [r.content for r in PlanRequests(*where).read().waiting] == ["first", "still here"]
+    with writer(where) as agent:
+        assert [r.content for r in take_requests(agent)] == ["first", "still here"]
+    assert asked.content == "still here"
+
+
+def test_a_taken_request_no_filer_could_write_is_passed_over_by_every_reader(
+    tmp_path: Path,
+) -> None:
+    from dsh_tool_todo.plans._pending import PendingRequests
+    from dsh_tool_todo.plans.fleet import turn_asked
+
+    with writer((str(tmp_path), "ada")) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+        for line in HOSTILE_LINES[:1]:
+            agent.append("request/taken", {**line, "told": True})
+        agent.append("turn/end", {})
+    events = [json.loads(line) for line in (tmp_path / "ada.jsonl").read_text().splitlines()]
+    assert request_states(events) == []
+    assert turn_asked(events) == []
+    pending = PendingRequests()
+    assert all(pending.add(event) or True for event in events)
+    assert pending.asked() == []
+
+
+def test_a_symlink_to_a_log_files_into_the_inbox_its_writer_takes(tmp_path: Path) -> None:
+    with writer((str(tmp_path), "real")) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    (tmp_path / "alias.jsonl").symlink_to("real.jsonl")
+    PlanRequests(str(tmp_path), "alias").file("note", "through the link", by="grace")
+    PlanRequests(str(tmp_path / "alias.jsonl")).file("note", "by its path", by="grace")
+    assert not (tmp_path / "alias.jsonl.requests").exists()
+    with writer((str(tmp_path), "real")) as agent:
+        assert [r.content for r in take_requests(agent)] == ["through the link", "by its path"]
+
+
+@pytest.mark.parametrize(
+    ("by", "message"),
+    [("\ud800", "NUL or a lone surrogate"), ("a\x00b", "NUL or a lone surrogate"),
+     ("x" * 65, "at most 64 characters")],
+)  # fmt: skip
+def test_a_withdrawal_checks_who_withdraws_as_a_filing_does(
+    tmp_path: Path, by: str, message: str
+) -> None:
+    where = (str(tmp_path), "ada")
+    with writer(where) as agent:
+        agent.append(EVENT_TYPE, plan("Ship it"))
+    asked = PlanRequests(*where).file("note", "hi", by="grace")
+    with pytest.raises(UsageError, match=message):
+        PlanRequests(*where).withdraw(asked.id, by=by)
+    with pytest.raises(UsageError, match=r"no pending request 'x{40}\.\.\.' of this session"):
+        PlanRequests(*where).withdraw("x" * 5000, by="grace")
+    assert [r.id for r in PlanRequests(*where).read().waiting] == [asked.id]

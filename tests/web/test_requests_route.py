@@ -1,8 +1,11 @@
-"""The request route of ``dsh-todo serve --requests``: off by default, guarded by its own token
-and the Origin check, bounded in size and rate; what it files the agent's writer takes."""
+"""The request routes of ``dsh-todo serve``: filing off unless ``--requests``, guarded by its own
+token and the Origin check, bounded in size and rate; what it files the agent's writer takes.
+Reading what was asked is on every server, under the view's own guards."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -10,14 +13,16 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from dsh_tool_todo.cli._plans import turn_state
 from dsh_tool_todo.errors import UsageError
 from dsh_tool_todo.stores._inbox import take_requests
 from dsh_tool_todo.stores.jsonl import JsonlReader, JsonlSession
+from dsh_tool_todo.stores.requests import PlanRequests
 from dsh_tool_todo.web import _requests
 from dsh_tool_todo.web.app import create_app
 from tests._builders import plan
 
-from .conftest import ASGI_PORT, HOST, run_requests
+from .conftest import ASGI_PORT, HOST, LiveServer, SseStream, run_requests
 
 ORIGIN = f"http://{HOST}:{ASGI_PORT}"
 
@@ -34,7 +39,9 @@ async def token_of(client: httpx.AsyncClient) -> dict[str, str]:
     return {given["header"]: given["token"], "origin": ORIGIN}
 
 
-def test_the_route_is_off_unless_the_server_is_started_with_requests(logs: Path) -> None:
+def test_filing_is_off_unless_the_server_is_started_with_requests_and_reading_is_not(
+    logs: Path,
+) -> None:
     async def calls(client: httpx.AsyncClient) -> list[object]:
         posted = await client.post(
             "/api/sessions/ada/requests", json={"kind": "note", "content": "x"}
@@ -44,7 +51,7 @@ def test_the_route_is_off_unless_the_server_is_started_with_requests(logs: Path)
         token = await client.get("/api/requests/token")
         return [token.status_code, token.json()["token"], posted.status_code, listed.status_code]
 
-    assert run_requests(create_app(logs), calls) == [200, None, 404, 404]
+    assert run_requests(create_app(logs), calls) == [200, None, 404, 200]
     assert not (logs / "ada.jsonl.requests").exists()
 
 
@@ -154,6 +161,36 @@ def test_requests_past_the_rate_are_refused(logs: Path, monkeypatch: pytest.Monk
     assert run_requests(create_app(logs, requests=True), calls) == [201, 201, 201, 429, 429]
 
 
+def test_requests_filed_at_once_count_each_other_toward_the_rate(
+    logs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rate was judged before a filing and counted after it: 80 at once all got in."""
+    monkeypatch.setattr(_requests, "RATE", 3)
+    filing = PlanRequests.afile
+
+    async def in_turn(self: PlanRequests, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.01)  # the others arrive while this one is filed (a database's)
+        return await filing(self, *args, **kwargs)
+
+    monkeypatch.setattr(PlanRequests, "afile", in_turn)
+
+    async def calls(client: httpx.AsyncClient) -> list[int]:
+        headers = await token_of(client)
+        answers = await asyncio.gather(
+            *(
+                client.post(
+                    "/api/sessions/ada/requests",
+                    json={"kind": "note", "content": f"note {n}"},
+                    headers=headers,
+                )
+                for n in range(8)
+            )
+        )
+        return sorted(answer.status_code for answer in answers)
+
+    assert run_requests(create_app(logs, requests=True), calls) == [201] * 3 + [429] * 5
+
+
 def test_a_request_is_withdrawn_from_the_page(logs: Path) -> None:
     async def calls(client: httpx.AsyncClient) -> tuple[int, int, Any]:
         headers = await token_of(client)
@@ -172,7 +209,7 @@ def test_a_request_is_withdrawn_from_the_page(logs: Path) -> None:
     assert run_requests(create_app(logs, requests=True), calls) == (
         200,
         400,
-        {"taken": [], "waiting": []},
+        {"taken": [], "waiting": [], "asked": []},
     )
 
 
@@ -270,3 +307,96 @@ def test_a_log_named_by_hand_takes_requests_from_the_page_and_no_owners_log_gets
         assert [r.content for r in take_requests(agent)] == ["for Bob Smith"]
     with JsonlSession(owners_log) as owner:
         assert [r.content for r in take_requests(owner)] == [f"for {owners_log.stem}"]
+
+
+def listed(app: Any, name: str = "ada") -> Any:
+    async def calls(client: httpx.AsyncClient) -> Any:
+        answer = await client.get(f"/api/sessions/{name}/requests")
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    return run_requests(app, calls)
+
+
+def test_a_plain_server_lists_what_is_waiting_and_what_the_turn_asked_as_show_reads_it(
+    logs: Path,
+) -> None:
+    log = logs / "ada.jsonl"
+    done = PlanRequests(log).file("done", "Ship it", by="grace")
+    with JsonlSession(log) as agent:
+        take_requests(agent)
+    note = PlanRequests(log).file("note", "Use the staging database", by="grace")
+
+    first = listed(create_app(logs))
+    assert [r["id"] for r in first["waiting"]] == [note.id]
+    assert [(r["id"], r["status"]) for r in first["asked"]] == [(done.id, "pending")]
+    assert first["asked"] == turn_state(str(log))[1]  # the list `dsh-todo show` prints
+    assert {k: first[k] for k in ("taken", "waiting")} == PlanRequests(log).read().as_json()
+
+    with JsonlSession(log) as agent:
+        agent.append("todo/write", plan("Write the tests", "Ship it", status="completed"))
+    assert [r["status"] for r in listed(create_app(logs))["asked"]] == ["honoured"]
+    with JsonlSession(log) as agent:
+        agent.append("turn/start", {})
+    after = listed(create_app(logs))
+    # settled in the turn before: no longer asked in this one, still among those taken
+    assert (after["asked"], [r["status"] for r in after["taken"]]) == ([], ["honoured"])
+
+
+def test_the_read_route_keeps_the_views_guards_on_a_plain_server(logs: Path) -> None:
+    async def calls(client: httpx.AsyncClient) -> list[Any]:
+        path = "/api/sessions/ada/requests"
+        bearer = {"authorization": "Bearer secret"}
+        answers = [
+            await client.get(path),
+            await client.get(path, headers={**bearer, "host": "evil.example:8765"}),
+            await client.get("/api/sessions/ghost/requests", headers=bearer),
+            await client.get(path, headers=bearer),
+        ]
+        return [(a.status_code, a.text) for a in answers]
+
+    answers = run_requests(create_app(logs, token="secret"), calls)
+    assert [status for status, _ in answers] == [401, 403, 404, 200]
+    assert answers[2][1] == '{"error":"no session \'ghost\' is served"}'
+    assert not any(str(logs) in text for _, text in answers)
+
+
+def test_a_reader_given_reads_the_inboxes_of_its_source(logs: Path) -> None:
+    filed = PlanRequests(logs, "ada").file("add", "Docs", by="grace")
+    for app in (create_app(JsonlReader(logs)), create_app(JsonlReader(logs), inboxes=logs)):
+        assert [r["id"] for r in listed(app)["waiting"]] == [filed.id]
+
+
+def test_the_stream_tells_of_request_events_only_when_asked_to(
+    logs: Path, live_server: Callable[..., LiveServer], sse: Callable[..., SseStream]
+) -> None:
+    server = live_server(logs)
+    url = f"{server.url}/api/sessions/ada/stream"
+    told, plain = sse(f"{url}?requests=1"), sse(url)
+    for stream in (told, plain):
+        stream.projection()
+    PlanRequests(logs, "ada").file("done", "Ship it", by="grace")
+    with JsonlSession(logs / "ada.jsonl") as agent:
+        take_requests(agent)
+        agent.append("todo/write", plan("Write the tests", "Ship it", status="completed"))
+    frame = told.named_event()
+    assert (frame.event, frame.full_id, frame.json()["cause"]) == (
+        "requests",
+        None,
+        "request/taken",
+    )
+    assert told.named_event().event == "projection"
+    assert plain.named_event().event == "projection"  # the request event is not sent
+
+
+@pytest.mark.parametrize("query", ["requests=2", "requests=1&format=ag-ui"])
+def test_the_streams_requests_option_is_1_or_0_on_this_librarys_frames(
+    logs: Path, query: str
+) -> None:
+    async def calls(client: httpx.AsyncClient) -> httpx.Response:
+        # bounded: a stream that took the query would never end
+        return await asyncio.wait_for(client.get(f"/api/sessions/ada/stream?{query}"), 30)
+
+    answer = run_requests(create_app(logs), calls)
+    assert answer.status_code == 400
+    assert "`requests` is 1 or 0, without `format`" in answer.json()["error"]

@@ -7,12 +7,14 @@ database, or the most recently written one there (then said: on stderr by ``show
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.schema import canonical_json
+from ..errors import TodoError
 from ..plans.checklist import escape_content
 from ..stores import current_plan, follow_plans, open_log, pick_log
 from ._output import clear_screen, drawer, print_utf8, shown_path, text_out
@@ -70,9 +72,14 @@ def watch(args: argparse.Namespace, out: TextIO) -> int:
     title += " (the most recently written)" if latest else ""
     header = escape_content(title, encoding=text.encoding)
     lead = clear
+    signals: list[Signal] = []
+    asked: list[Any] = []
     for plan in plans:
         print(f"{lead}{header}\n{draw(plan or [])}", file=text, flush=False)
-        signals, asked = turn_state(target, session)
+        # rotated away between the plan's read and this one: what was read last stands, as
+        # the plan does, until the log is back
+        with contextlib.suppress(OSError, TodoError):
+            signals, asked = turn_state(target, session)
         if args.health:
             _print_signals(text, signals)
         _print_asked(text, asked)

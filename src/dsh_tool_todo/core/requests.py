@@ -83,7 +83,10 @@ MAX_TOLD = 10
 a model call, and the rest wait for the next one (so every request taken is told)."""
 RECENT_EVENTS = 2000
 """How far back :func:`recent_events` reads a log: the requests of the current and the
-previous turn, within this many events of the kinds that settle them."""
+previous turn, within this many events of the kinds that settle them..."""
+RECENT_LOOK = 20_000
+"""...and within this many events of the log, of any kind (a log of other events is not
+read back to its start)."""
 
 
 @dataclass(frozen=True)
@@ -121,9 +124,15 @@ class Request:
             return None
         if not isinstance(by, str) or isinstance(plan_seq, bool) or not isinstance(plan_seq, int):
             return None
-        if isinstance(at, bool) or not isinstance(at, (int, float)) or not math.isfinite(at):
+        if isinstance(at, bool) or not isinstance(at, (int, float)):
             return None
-        return cls(ident, cast(RequestKind, kind), content, by, plan_seq, float(at))
+        try:
+            when = float(at)  # an int too large for a float is no time: OverflowError
+        except OverflowError:
+            return None
+        if not math.isfinite(when):
+            return None
+        return cls(ident, cast(RequestKind, kind), content, by, plan_seq, when)
 
 
 @dataclass(frozen=True)
@@ -207,6 +216,7 @@ class _Fold:
         self.pending: dict[str, RequestState] = {}
         self.plan: dict[str, object] | None = None
         self.cleared_at = -1  # the newest turn/start's seq
+        self.settled: list[str] = []  # ids settled, in order, for a follower to drain
 
     def pending_copy(self) -> _Fold:
         """A fold that goes on from this one, knowing only its pending requests (health
@@ -291,6 +301,7 @@ class _Fold:
         state = self.pending.pop(ident, None)
         if state is not None:
             self.states[ident] = replace(state, status=status, settled_seq=seq)
+            self.settled.append(ident)
 
 
 def _honours(plan: Mapping[str, object], request: Request) -> bool:
@@ -316,20 +327,25 @@ async def recent_events(
     reader: _Tail, name: str, *, through: int | None = None
 ) -> list[Mapping[str, Any]]:
     """The events of session ``name`` that settle requests, oldest first, back to the
-    ``turn/start`` before the newest one (at most :data:`RECENT_EVENTS`), up to seq
-    ``through`` (``None``: the newest): what :func:`request_states` needs of a log for how
-    the requests of its current turn stand."""
+    ``turn/start`` before the newest one (at most :data:`RECENT_EVENTS`, looking back at most
+    :data:`RECENT_LOOK` events), up to seq ``through`` (``None``: the newest): what
+    :func:`request_states` needs of a log for how the requests of its current turn stand."""
     found: list[Mapping[str, Any]] = []
     before = None if through is None else through + 1
     starts = 0
+    newest: int | None = None
     while len(found) < RECENT_EVENTS:
         page = await reader.tail(name, before=before, limit=200, types=SETTLING_TYPES)
         for event in reversed(page.events):
             found.append(event)
+            newest = event["seq"] if newest is None else newest
             starts += event["type"] == TURN_START
             if starts == 2:
                 return found[::-1]
         if not page.more or page.cursor is None:
             break
         before = page.cursor
+        newest = page.cursor if newest is None else newest
+        if newest - before >= RECENT_LOOK:
+            break
     return found[::-1]

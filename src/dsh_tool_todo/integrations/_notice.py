@@ -10,13 +10,16 @@ requests wait in the inbox for a request that can take them. A WARNING on the
 
 from __future__ import annotations
 
-from ..errors import StoreUnavailable, ToolFailure
+from ..errors import UsageError
 from ..plans.reminder import request_notice
 from ._binding import Binding, OwnerRegistry
 
 __all__ = ["atold", "atold_in", "told"]
 
-_FAILURES = (ToolFailure, StoreUnavailable, OSError)
+# A store down, a log another process writes, and anything else the inbox or the log can
+# hold: the notice is a side channel, and the model's request goes on without it. A misuse
+# (UsageError: a synchronous take of an asynchronous session) is the developer's to see.
+_FAILURES = (Exception,)
 
 
 async def atold(owners: OwnerRegistry, owner: str) -> str | None:
@@ -27,6 +30,8 @@ async def atold(owners: OwnerRegistry, owner: str) -> str | None:
     ``None`` too when the owner's store fails."""
     try:
         return request_notice(await owners.atake_requests(owner))
+    except UsageError:
+        raise
     except _FAILURES as error:
         _warn(f"owner {owner!r}", error)
         return None
@@ -39,6 +44,8 @@ async def atold_in(session: object) -> str | None:
     library (it has no inbox)."""
     try:
         return request_notice(await Binding.atake_requests(session))
+    except UsageError:
+        raise
     except _FAILURES as error:
         key = getattr(session, "key", None)
         _warn(f"session {key!r}" if isinstance(key, str) else "the run's session", error)
@@ -49,6 +56,8 @@ def told(owners: OwnerRegistry, owner: str) -> str | None:
     """:func:`atold` for a synchronous hook (a session whose calls are synchronous)."""
     try:
         return request_notice(owners.take_requests(owner))
+    except UsageError:
+        raise
     except _FAILURES as error:
         _warn(f"owner {owner!r}", error)
         return None

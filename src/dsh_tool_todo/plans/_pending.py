@@ -2,13 +2,12 @@
 them beside it (the MCP resource ``todo://plan``: the pending ones; the streams, ``watch`` and
 the fleet tree: what was asked in the current turn, :meth:`PendingRequests.asked`).
 
-The settlement is :func:`~dsh_tool_todo.core.requests.request_states`, the one fold every
-reader uses. What it is handed is kept small: after each event, only what can still change
-an answer stays (the events of the requests still pending, the newest ``turn/start``, the
-newest ``todo/write`` after it). A settled request never changes again, and an older plan
-decides nothing a newer one does not, so the fold of what is kept gives the same pending
-requests as the fold of the whole log (``tests/plans/test_pending.py``). A request settled is
-kept as its state, until a later ``turn/start`` (at most :data:`MAX_SETTLED` of them).
+The settlement is :func:`~dsh_tool_todo.core.requests.request_states`'s fold, the one every
+reader uses, applied event by event: each event costs what the requests still pending cost,
+never what the log before it did. A settled request never changes again, so its state leaves
+the fold as it settles and is kept as shown (until a later ``turn/start``, at most
+:data:`MAX_SETTLED` of them); the answers are those of the fold of the whole log
+(``tests/plans/test_pending.py``).
 
 >>> pending = PendingRequests()
 >>> plan = {"todos": [{"content": "Ship it", "status": "pending"}]}
@@ -32,25 +31,29 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.contract import EVENT_TYPE, REQUEST_NOTIFIED, TURN_START
-from ..core.requests import SETTLING_TYPES, RequestState, recent_events, request_states
+from ..core.contract import REQUEST_TAKEN, TURN_START
+from ..core.requests import SETTLING_TYPES, Request, RequestState, _Fold, recent_events
 from ..protocols import LogReader
 
 __all__: list[str] = []
 
 MAX_SETTLED = 20
 """Settled requests of the current turn :meth:`PendingRequests.asked` shows at most: the
-newest settled (the pending ones are shown all)."""
+newest settled."""
+MAX_PENDING = 20
+"""Pending requests :meth:`PendingRequests.pending` and :meth:`~PendingRequests.asked` show at
+most: the newest taken (a model told 10 a call, in a long turn, can leave many pending; every
+frame of a stream carries the list)."""
 
 
 class PendingRequests:
     """The requests a log leaves pending, from its events handed in order (:meth:`add`)."""
 
     def __init__(self) -> None:
-        self._kept: list[Mapping[str, Any]] = []
-        self._pending: list[dict[str, Any]] = []
+        self._fold = _Fold()
+        self._taken: set[str] = set()  # every id taken: a second record of one changes nothing
         self._settled: dict[str, RequestState] = {}  # of the current turn, by id
-        self._asked: list[dict[str, Any]] = []
+        self._answers: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._seq = -1  # the newest event handed in: an older one is not handed twice
         self._lock = threading.Lock()  # a session's listener hands events in from its thread
 
@@ -64,62 +67,66 @@ class PendingRequests:
             if seq <= self._seq:
                 return False
             self._seq = seq
-            self._kept.append(event)
-            states = request_states(self._kept)
-            pending = {s.request.id for s in states if s.status == "pending"}
-            self._pending = [s.request.as_json() for s in states if s.status == "pending"]
-            self._keep_settled(event, states)
-            deciding = {id(e) for e in _deciding(self._kept)}
-            self._kept = [e for e in self._kept if id(e) in deciding or _names(e) & pending]
+            self._apply(event, seq)
+            self._answers = None
         return True
 
+    def _apply(self, event: Mapping[str, Any], seq: int) -> None:
+        fold = self._fold
+        if event.get("type") == REQUEST_TAKEN:
+            ident = _taken_id(event)
+            if ident is None or ident in self._taken:
+                return  # not a request, or taken already: the first record stands
+            self._taken.add(ident)
+        elif event.get("type") == TURN_START:
+            self._settled.clear()
+        fold.apply(event)
+        # Each settled state is moved out of the fold as it settles (it never changes
+        # again): the fold holds only the pending ones, so an event costs what they do.
+        for ident in fold.settled:
+            state = fold.states.pop(ident, None)
+            if state is not None:
+                self._settled[ident] = state
+        fold.settled.clear()
+        if len(self._settled) > MAX_SETTLED:
+            newest = sorted(self._settled.values(), key=_settled_seq)[-MAX_SETTLED:]
+            self._settled = {s.request.id: s for s in newest}
+
     def pending(self) -> list[dict[str, Any]]:
-        """The requests still pending, oldest taken first, each as its events give it."""
-        return list(self._pending)
+        """The requests still pending, oldest taken first, each as its events give it (the
+        newest :data:`MAX_PENDING`)."""
+        return list(self._answered()[0])
 
     def asked(self) -> list[dict[str, Any]]:
         """What was asked in the current turn, oldest taken first, each with how it stands
         (:meth:`~dsh_tool_todo.core.requests.RequestState.as_json`): the pending requests,
         and the ones settled since the newest ``turn/start`` (at it too: what lapsed with the
-        plan it cleared), at most the newest :data:`MAX_SETTLED` of those."""
-        return list(self._asked)
+        plan it cleared); at most the newest :data:`MAX_PENDING` and :data:`MAX_SETTLED`."""
+        return list(self._answered()[1])
 
-    def _keep_settled(self, event: Mapping[str, Any], states: list[RequestState]) -> None:
-        if event.get("type") == TURN_START:
-            self._settled.clear()
-        # a settled request's events are dropped once its fold has settled it: its state is
-        # in this fold's answer once, and kept from here
-        self._settled.update((s.request.id, s) for s in states if s.status != "pending")
-        newest = sorted(self._settled.values(), key=lambda s: s.settled_seq or 0)[-MAX_SETTLED:]
-        self._settled = {s.request.id: s for s in newest}
-        shown = [*newest, *(s for s in states if s.status == "pending")]
-        self._asked = [s.as_json() for s in sorted(shown, key=lambda s: s.taken_seq)]
-
-
-def _deciding(events: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """What decides the plan from here on: the newest ``turn/start`` (the plan it cleared:
-    a later request naming an older plan's item lapses) and a ``todo/write`` after it."""
-    found: list[Mapping[str, Any]] = []
-    for event in reversed(events):
-        kind = event.get("type")
-        if kind == EVENT_TYPE and not found:
-            found.append(event)
-        elif kind == TURN_START:
-            found.append(event)
-            break
-    return found
+    def _answered(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        with self._lock:
+            if self._answers is None:
+                pending = sorted(self._fold.pending.values(), key=_taken_seq)[-MAX_PENDING:]
+                shown = sorted([*self._settled.values(), *pending], key=_taken_seq)
+                self._answers = (
+                    [s.request.as_json() for s in pending],
+                    [s.as_json() for s in shown],
+                )
+            return self._answers
 
 
-def _names(event: Mapping[str, Any]) -> set[str]:
-    """The request ids an event names."""
-    data = event.get("data")
-    if not isinstance(data, Mapping):
-        return set()
-    if event.get("type") == REQUEST_NOTIFIED:
-        ids = data.get("ids")
-        return {i for i in ids if isinstance(i, str)} if isinstance(ids, list) else set()
-    ident = data.get("id")
-    return {ident} if isinstance(ident, str) else set()
+def _taken_seq(state: RequestState) -> int:
+    return state.taken_seq
+
+
+def _settled_seq(state: RequestState) -> int:
+    return state.settled_seq or 0
+
+
+def _taken_id(event: Mapping[str, Any]) -> str | None:
+    request = Request.from_json(event.get("data"))
+    return None if request is None else request.id
 
 
 async def read_pending(reader: LogReader, name: str) -> PendingRequests:

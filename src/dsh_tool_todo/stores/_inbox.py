@@ -46,6 +46,7 @@ POSITION_KEY = "inbox"
 IDENTITY_KEY = "inboxId"
 TAKEN_TYPES = (REQUEST_TAKEN, REQUEST_WITHDRAWN)
 MAX_LINE = 4096  # a request is at most a few hundred characters: a longer line is no entry
+ID_DIGITS = 16  # a request's id: secrets.token_hex(8), as filing makes it
 MAX_WAITING = 20
 """Requests a session's inbox holds untaken: a filer beyond it is refused until the agent
 takes them (or they are withdrawn), so a person cannot flood a model's next request."""
@@ -84,10 +85,11 @@ _FILE_FLAGS = (
 
 
 class FileInbox:
-    """The inbox of the JSONL log ``log``: the file ``log + ".requests"``."""
+    """The inbox of the JSONL log ``log``: the file ``log + ".requests"`` beside the file the
+    log is (a symlink to a log names the same inbox as the log it leads to: its one writer's)."""
 
     def __init__(self, log: str) -> None:
-        self.where = log + ".requests"
+        self.where = os.path.realpath(log) + ".requests"
 
     def file(
         self,
@@ -205,17 +207,27 @@ def _entry(line: bytes | str) -> Entry | None:
         return None  # a torn or foreign line: passed over, never taken
     if not isinstance(value, dict):
         return None
+    if "withdraw" in value:  # a withdrawal, whatever else it holds: judged as one
+        return value if _filed_id(value["withdraw"]) else None
     request = Request.from_json(value)
-    if request is not None:
-        try:
-            _check_text("content", request.content, MAX_CONTENT)
-            _check_text("by", request.by, MAX_BY)
-        except UsageError:
-            return None
-        return value
-    if isinstance(value.get("withdraw"), str):
-        return value
-    return None
+    if request is None or not _filed_id(request.id):
+        return None
+    try:
+        _check_text("content", request.content, MAX_CONTENT)
+        _check_text("by", request.by, MAX_BY)
+    except UsageError:
+        return None
+    return value
+
+
+def _filed_id(ident: object) -> bool:
+    """Whether ``ident`` is an id as filing makes them: 16 lowercase hex digits."""
+    return (
+        isinstance(ident, str)
+        and len(ident) == ID_DIGITS
+        and ident.isascii()
+        and (all(c in "0123456789abcdef" for c in ident))
+    )
 
 
 def waiting_of(entries: list[Entry]) -> list[Request]:

@@ -5,6 +5,7 @@ directory and an owner key name, and the logs pruned. A database's side of the s
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -304,6 +305,13 @@ def _log_of(path: str, session: str | None, *, named: bool = True) -> Path:
         # a log named by hand (`Bob Smith.jsonl`): the view lists it by its file name
         literal = log / (session + SUFFIX)
         owned = literal if plain_name(session) and os.path.lexists(literal) else owned
+    if os.path.isdir(owned):  # never the logs in it: a session is one file of the directory
+        from ..errors import path_error
+
+        raise path_error(
+            IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)),
+            f"{owned}: is a directory, not the log of session {session!r}",
+        )
     if os.path.islink(owned) and os.path.dirname(os.path.realpath(owned)) != os.path.realpath(path):
         # as the directory's reader, list and prune: a session's log is a file of the directory
         raise UsageError(

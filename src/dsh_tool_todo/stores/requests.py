@@ -29,15 +29,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.contract import EVENT_TYPE, TURN_START
 from ..core.requests import (
+    MAX_BY,
     Request,
     RequestState,
     _check_request,
+    _check_text,
     _match_key,
     recent_events,
     request_states,
 )
 from ..errors import StoreUnavailable, TodoError, UsageError
 from ._inbox import (
+    ID_DIGITS,
     IDENTITY_KEY,
     MAX_WAITING,
     POSITION_KEY,
@@ -96,7 +99,8 @@ class PlanRequests:
             states = request_states(await recent_events(tail, name))
             taken = [s.request for s in states if s.status == "pending"]
             plan_seq = -1 if deciding is None else int(deciding["seq"])
-            request = Request(secrets.token_hex(8), kind, content, by, plan_seq, time.time())
+            ident = secrets.token_hex(ID_DIGITS // 2)
+            request = Request(ident, kind, content, by, plan_seq, time.time())
 
             def admit(entries: list[dict[str, Any]]) -> None:  # under the inbox's lock
                 waiting = waiting_of(entries)
@@ -122,6 +126,8 @@ class PlanRequests:
         :class:`~dsh_tool_todo.errors.UsageError` for one that is not."""
         if not isinstance(by, str) or not by.strip():
             raise UsageError("a withdrawal names who withdraws it (by=), a non-empty string")
+        by = by.strip()
+        _check_text("by", by, MAX_BY)  # as a filing's: what every view then shows
         inbox, tail, name = _open(self.source, self.session)
         try:
             found = await _list(inbox, tail, name)
@@ -131,8 +137,10 @@ class PlanRequests:
             s.request.id for s in found.taken if s.status == "pending"
         }
         if request_id not in pending:
-            raise UsageError(f"no pending request {request_id!r} of this session")
-        entry = {"withdraw": request_id, "by": by.strip()[:64], "at": time.time()}
+            long = isinstance(request_id, str) and len(request_id) > 40
+            shown = f"{request_id[:40]}..." if long else request_id
+            raise UsageError(f"no pending request {shown!r} of this session")
+        entry = {"withdraw": request_id, "by": by, "at": time.time()}
         _filed(inbox, entry, _admit_all, (0, None))
 
     async def aread(self) -> Requests:
@@ -193,6 +201,9 @@ async def _through(tail: LogTail, name: str) -> tuple[int, str | None]:
 
 
 async def _waiting(inbox: Inbox, tail: LogTail, name: str) -> list[Request]:
+    entries, _, _ = inbox.read_after(0, None)
+    if not waiting_of([entry for _, entry in entries if entry is not None]):
+        return []  # nothing waits whatever the writer took: the log is not read back for it
     entries, _, _ = inbox.read_after(*await _through(tail, name))
     return waiting_of([entry for _, entry in entries if entry is not None])
 

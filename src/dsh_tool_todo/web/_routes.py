@@ -91,6 +91,20 @@ def _tree(request: Request, form: str | None) -> bool:
     return True
 
 
+def _asked(request: Request, form: str | None) -> bool:
+    """Whether this library's frames tell of request events too (``requests=1``): what the
+    page refreshes its list of requests on. The ``format`` streams carry the list itself."""
+    raw = _once(request, "requests")
+    if raw is None or raw in ("", "0"):
+        return False
+    if raw != "1" or form is not None:
+        raise _BadRequest(
+            f"`requests` is 1 or 0, without `format` (got {raw[:40]!r}): the `format` streams "
+            "carry what was asked in their plans"
+        )
+    return True
+
+
 _MARK = re.compile(r"[0-9a-f]{12}|none")  # what a frame id says of its plan (_streams)
 _DIGITS = re.compile(r"-?[0-9]{1,19}")  # ASCII only: int() also takes "+5", " 5", "5_0", "١٢"
 
@@ -211,6 +225,7 @@ class Views:
         except ValueError as error:
             raise _BadRequest(str(error)) from None
         tree = _tree(request, form)
+        asked = _asked(request, form)
         resume = request.headers.get("last-event-id") or _once(request, "after")
         after: int | None = None
         mark: str | None = None
@@ -231,7 +246,9 @@ class Views:
             # another plan at that seq now, or none found near it: the log was replaced
             same = not isinstance(found, bool) and plan_mark(found) == mark
             resumed_on = found if same else False
-        return plan_stream(self.plans, name, now, after, self.timing, resumed_on=resumed_on)
+        return plan_stream(
+            self.plans, name, now, after, self.timing, resumed_on=resumed_on, requests=asked
+        )
 
     @staticmethod
     def errors() -> dict[Any, Handler]:

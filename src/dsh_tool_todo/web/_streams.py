@@ -201,10 +201,13 @@ def plan_stream(
     timing: Timing,
     *,
     resumed_on: Event | bool | None = True,
+    requests: bool = False,
 ) -> Response:
     """Session ``name``'s stream of ``projection`` frames, resumed after seq ``after`` (a
     ``Last-Event-ID``) when given; ``now`` is its snapshot, read before the answer starts.
-    ``resumed_on`` is ``False`` when the id's plan mark does not match the log read now."""
+    ``resumed_on`` is ``False`` when the id's plan mark does not match the log read now.
+    ``requests``: also a ``requests`` frame, ``{"seq", "cause"}`` and no id (a resume goes on
+    from the plan), per other event that may change what was asked (``request/taken``, ...)."""
     # Past the end, a plan the log no longer holds (both: a replaced log), or too far behind
     # for every step to be worth sending: the current plan. One rule for every store.
     fresh = after is None or resumed_on is False or not 0 <= now.last_seq - after <= MAX_REPLAY
@@ -213,8 +216,13 @@ def plan_stream(
     async def frames() -> AsyncIterator[ServerSentEvent]:
         yield ServerSentEvent(comment="dsh-todo projection stream", retry=timing.retry_ms)
         try:
-            async with _closing(_changes(plans, name, first, after)) as changes:
+            followed = FOLLOWED if requests else PLAN_EVENTS
+            async with _closing(_changes(plans, name, first, after, followed)) as changes:
                 async for change in changes:
+                    if not isinstance(change, Snapshot) and change["type"] not in PLAN_EVENTS:
+                        told = {"seq": change["seq"], "cause": change["type"]}
+                        yield ServerSentEvent(json.dumps(told), event="requests")
+                        continue
                     deciding = change.deciding if isinstance(change, Snapshot) else change
                     yield _sse(projection_frame(change), deciding)
         except (InvalidLog, SessionNotFound, OSError) as error:

@@ -15,7 +15,10 @@ The wire format is this library's own, documented in ``docs/web.md``:
 - ``GET /api/sessions/{name}/stream`` — Server-Sent Events, one ``projection``
   frame per change of the plan, the seq as the event id, resumable with
   ``Last-Event-ID``; ``?format=ag-ui`` or ``?format=ai-sdk`` gives the same
-  changes as AG-UI events or AI SDK UI message chunks (``_wire_stream``).
+  changes as AG-UI events or AI SDK UI message chunks (``_wire_stream``); ``?requests=1``
+  adds a ``requests`` frame per event that may change what was asked;
+- ``GET /api/sessions/{name}/requests`` — what was asked of the session: the requests
+  still waiting and those of its current turn, each with how it stands (``_requests``).
 
 Every request must name the served address in its ``Host`` header (a DNS
 rebinding page cannot), and, when a token is set, carry it. Pages load no
@@ -32,11 +35,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import AsyncIterator, Collection
 from pathlib import Path
 
-from ..errors import UsageError, needs_extra
+from ..errors import needs_extra
 
 with needs_extra("the web view", "web"):
     import sse_starlette  # noqa: F401  # the streams' framework: its absence named here
@@ -67,6 +69,7 @@ def create_app(
     send_timeout: float = 30.0,
     warm_list: bool = False,
     requests: bool | str | Path = False,
+    inboxes: str | Path | None = None,
 ) -> Starlette:
     """The web view of ``source`` (a :class:`LogReader`, a directory, or a ``postgresql://`` URL).
 
@@ -82,16 +85,15 @@ def create_app(
     With ``requests`` (``dsh-todo serve --requests``), the page may file a person's requests
     against a session's plan (docs/requests.md): the one route that changes anything, under
     guards of its own (``_requests``). ``True`` for a ``source`` given as a directory or URL;
-    with a reader, the directory or URL it reads.
+    with a reader, the directory or URL it reads. Every server lists what was asked, read-only
+    without ``requests``: with a reader, ``inboxes`` is the directory or URL it reads (what
+    ``dsh-todo serve`` passes; a directory's reader finds each inbox beside its log).
     """
-    if requests is True:
-        if not isinstance(source, (str, Path)):
-            raise UsageError(
-                "requests=True needs the source as a directory or a postgresql:// URL; with a "
-                "reader, pass requests= the directory or URL it reads"
-            )
-        requests = source
+    from ._requests import request_routes
+
     plans = open_reader(source) if isinstance(source, (str, Path)) else source
+    hosts = served_hosts(host, port, extra_hosts)
+    asking = request_routes(plans, hosts, source=source, requests=requests, inboxes=inboxes)
     hub = ListHub(plans)
     health = SignalCache(plans, on_late=hub.ring)
 
@@ -118,14 +120,8 @@ def create_app(
             await plans.aclose()
 
     views = Views(plans, hub, health, Timing(ping, retry_ms, send_timeout))
-    hosts = served_hosts(host, port, extra_hosts)
     routes = views.routes()
-    from ._requests import RequestRoutes, off_routes
-
-    if requests:
-        routes[-1:-1] = RequestRoutes(os.fspath(requests), plans, hosts).routes()
-    else:
-        routes[-1:-1] = off_routes()
+    routes[-1:-1] = asking
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=views.errors())
     app.add_middleware(
         Guard,

@@ -43,10 +43,9 @@ def serve(
     note: str | None = None,
     requests: bool = False,
 ) -> None:
-    """Serve ``source`` (a directory or a database URL, opened by
-    :func:`~dsh_tool_todo.stores.open_reader`) at ``host:port`` until interrupted; ``note``
-    is said on ``err`` once it serves. With ``requests``, the page may file a person's
-    requests against a plan (docs/requests.md)."""
+    """Serve ``source`` (a directory or database URL, :func:`~dsh_tool_todo.stores.open_reader`)
+    at ``host:port`` until interrupted; ``note`` is said on ``err`` once it serves. With
+    ``requests``, the page may file a person's requests against a plan (docs/requests.md)."""
     try:
         import uvicorn
 
@@ -96,6 +95,7 @@ def serve(
         token=token,
         warm_list=True,
         requests=source if requests else False,
+        inboxes=source,  # what was asked is read on every server: the inboxes are there
     )
     _raise_open_files()  # each open stream holds a socket and its log: 1024 is soon reached
     listener = _listen(host, port)  # a taken port is one line and status 2, before any banner

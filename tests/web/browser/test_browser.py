@@ -100,7 +100,7 @@ def test_the_tool_row_on_opening_shows_only_the_current_turn(
     expect(page.locator("#plan-empty")).to_have_text(
         "The plan is empty (the last call wrote no todos)."
     )
-    expect(page.locator(".help")).to_contain_text("A refused call appends nothing")
+    expect(page.locator(".tool-row .help")).to_contain_text("A refused call appends nothing")
     assert page_errors == []
 
 

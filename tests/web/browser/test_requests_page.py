@@ -1,4 +1,5 @@
-"""A person's requests from the session page (``dsh-todo serve --requests``), in Chromium.
+"""A person's requests on the session page, in Chromium: filed from it (``dsh-todo serve
+--requests``), and listed read-only by a plain ``dsh-todo serve``.
 
 The test plays the person (clicks, fields) and the agent (its writer takes the inbox and
 writes the plan), over a JSONL directory and over PostgreSQL.
@@ -170,10 +171,10 @@ def test_hostile_items_notes_and_names_are_shown_as_literal_text(
     page.fill("#ask-note-text", HOSTILE)
     page.click("#ask-note button")
     expect(page.locator("#requests [data-kind=note] .content")).to_have_text(
-        [HOSTILE_SHOWN, "<b>x</b>\\u001b[2J"]
+        ["<b>x</b>\\u001b[2J", HOSTILE_SHOWN]  # waiting, oldest first
     )
     expect(page.locator("#requests [data-kind=note] .by")).to_have_text(
-        ["by web view", f"by {HOSTILE_SHOWN}"]
+        [f"by {HOSTILE_SHOWN}", "by web view"]
     )
     expect(item(page, "onerror").locator(".ask-done")).to_have_attribute(
         "aria-label", f"ask to mark “{HOSTILE_SHOWN}” done"
@@ -185,22 +186,59 @@ def test_hostile_items_notes_and_names_are_shown_as_literal_text(
     assert page_errors == []
 
 
-def test_without_requests_the_page_has_no_request_controls(
+def test_without_requests_the_page_has_no_request_controls_nor_an_empty_list(
     tmp_path: Path, serve_process: Starter, page: Page, page_errors: PageErrors
 ) -> None:
     with JsonlSession(tmp_path / "live.jsonl") as session:
         session.append(*TURN)
         session.append("todo/write", {"todos": [todo("Ship it")]})
     child = serve_process(tmp_path)
-    asked: list[str] = []
-    page.on("request", lambda request: asked.append(request.url))
-    with page.expect_response(lambda answer: answer.url.endswith("/api/requests/token")) as token:
+    with (
+        page.expect_response(lambda answer: answer.url.endswith("/live/requests")) as listed,
+        page.expect_response(lambda answer: answer.url.endswith("/api/requests/token")) as token,
+    ):
         page.goto(f"{child.url}/s/live")
     assert token.value.json()["token"] is None
+    assert listed.value.json() == {"taken": [], "waiting": [], "asked": []}
     expect(page.locator("#plan-figures")).to_have_text("0/1 completed")
     expect(page.locator("#calls .call")).to_have_count(1)
     expect(page.locator("#connection")).to_have_text("live")
 
-    assert page.locator(".asks, #requests, .request-panel, .ask-form").count() == 0
-    assert not any(url.endswith("/static/requests.js") for url in asked)
+    expect(page.locator(".request-panel")).to_have_count(1)
+    expect(page.locator(".request-panel")).to_be_hidden()  # nothing was asked
+    assert page.locator(".asks, .ask-form, .withdraw").count() == 0
     assert page_errors == []  # the token route answers "no token", not a 404
+
+
+def test_a_plain_server_lists_what_was_asked_read_only_as_it_stands(
+    agent: Agent, serve_process: Starter, page: Page, page_errors: PageErrors
+) -> None:
+    child = serve_process(agent.source)
+    try:
+        agent.write(todo("Write the tests", "in_progress"), todo("Ship it"))
+        with page.expect_response(lambda answer: answer.url.endswith("/requests")) as listed:
+            page.goto(f"{child.url}/s/{agent.name}")
+        assert listed.value.json()["asked"] == []
+        expect(page.locator(".request-panel")).to_have_count(1)
+        expect(page.locator(".request-panel")).to_be_hidden()
+        filer = PlanRequests(agent.source, agent.name)
+        with ThreadPoolExecutor(1) as other:  # beside the event loop of Playwright's sync API
+            other.submit(filer.file, "done", "Ship it", by="grace").result()
+            # taking it logs an event and writes no plan: the page, polling nothing (nothing
+            # was open), hears of it from its stream
+            assert agent.take() == ["Ship it"]
+            row = request_row(page, "Ship it")
+            expect(row.locator(".status")).to_have_text("pending", timeout=POLL_MS)
+            expect(row.locator(".by")).to_have_text("by grace")
+            other.submit(filer.file, "note", "Use the staging database", by="grace").result()
+        # still waiting first, then what the turn asked (as `dsh-todo show` lists them)
+        expect(page.locator("#requests .request .status")).to_have_text(
+            ["waiting", "pending"], timeout=POLL_MS
+        )
+        agent.write(todo("Write the tests", "in_progress"), todo("Ship it", "completed"))
+        expect(row.locator(".status")).to_have_text("honoured", timeout=SETTLE_MS)
+        assert page.locator(".asks, .ask-form, .withdraw, #ask-problem:visible").count() == 0
+        assert page_errors == []
+    finally:
+        child.process.kill()  # before a database is dropped under it
+        child.process.wait(timeout=10)

@@ -2,6 +2,8 @@
 // Model-written text is only ever set with textContent (never parsed as HTML), with controls and
 // bidi overrides shown as escapes, so it reads as the literal characters the model sent.
 
+import { RequestPanel } from "./requests.js";
+
 const GLYPHS = { pending: "☐", in_progress: "►", completed: "☑" };
 const STATUS_WORDS = { pending: "pending", in_progress: "in progress", completed: "completed" };
 const MAX_CALLS = 50;
@@ -383,8 +385,9 @@ async function showFamily(base, into) {
   into.hidden = parts.length === 0;
 }
 
-// A server started with --requests gives a request token, and the page loads the request
-// panel (requests.js); without one (`{"token": null}`) the page is the plain view.
+// A server started with --requests gives a request token, and the request panel
+// (requests.js) has its controls; without one (`{"token": null}`) it only lists what was asked,
+// read-only. Every server lists it: the module is loaded with the page, not on demand.
 async function requestPanel(base) {
   let given;
   try {
@@ -392,8 +395,8 @@ async function requestPanel(base) {
   } catch {
     return null; // a server from before the request channel: no panel
   }
-  if (typeof given.token !== "string" || typeof given.header !== "string") return null;
-  const { RequestPanel } = await import("./requests.js");
+  if (typeof given.header !== "string") return null;
+  if (typeof given.token !== "string") given = { header: given.header, token: null };
   return new RequestPanel(base, given, { el, visible });
 }
 
@@ -443,7 +446,7 @@ function sessionPage(name) {
     stopped: false,
     expanded: new Set(),
   };
-  let requests = null; // the request panel, once the server says it takes requests
+  let requests = null; // the request panel, once the token route answered
   requestPanel(base).then((panel) => {
     if (panel === null || state.stopped) return;
     requests = panel;
@@ -637,9 +640,10 @@ function sessionPage(name) {
   let source = null;
   function open() {
     if (state.stopped) return;
-    const query = state.lastId === null ? "" : `?after=${encodeURIComponent(state.lastId)}`;
-    source = new EventSource(`${base}/stream${query}`);
+    const query = state.lastId === null ? "" : `&after=${encodeURIComponent(state.lastId)}`;
+    source = new EventSource(`${base}/stream?requests=1${query}`);
     source.addEventListener("projection", onFrame);
+    source.addEventListener("requests", () => requests?.refresh()); // taken, withdrawn, told
     source.addEventListener("open", () => {
       setConnection("live", "live");
       showFamily(base, view.family);

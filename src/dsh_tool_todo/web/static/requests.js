@@ -1,6 +1,8 @@
-// A person's requests against the plan (`dsh-todo serve --requests`): buttons per item, a
-// field to ask for a new item and one to leave a note, and the list of requests with how each
-// stands. The page loads this module only when the server gives a request token.
+// A person's requests against the plan: the list of what was asked, as `dsh-todo show` lists it
+// (the requests still waiting, then those of the current turn, each with how it stands); and,
+// when the server gives a request token (`dsh-todo serve --requests`), buttons per item, a field
+// to ask for a new item and one to leave a note. Without a token the list is read-only, and
+// hidden while it is empty.
 // Every text here (the person's and the model's) is set with textContent, never parsed as HTML.
 
 const STATUS_TEXT = {
@@ -22,9 +24,10 @@ const ITEM_ASKS = [
 ];
 
 export class RequestPanel {
-  // `given` is the token route's answer; `dom` the page's own `el` and `visible`.
+  // `given` is the token route's answer (`token` null: read-only); `dom` the page's `el`, `visible`.
   constructor(base, given, dom) {
     this.base = base;
+    this.controls = given.token !== null;
     this.headers = { "content-type": "application/json", [given.header]: given.token };
     this.el = dom.el;
     this.visible = dom.visible;
@@ -35,14 +38,14 @@ export class RequestPanel {
     this.list = el("ol", { className: "requests", attrs: { id: "requests" } });
     this.problem = el("p", { className: "ask-problem", attrs: { id: "ask-problem", role: "alert" } });
     this.problem.hidden = true;
+    const help = this.controls
+      ? "Ask the agent to change its plan: it is told at its next model call and answers with its next write."
+      : "What was asked of the agent: the requests still waiting for it, then those of this turn.";
     this.section = el("section", { className: "request-panel", attrs: { "aria-labelledby": "requests-heading" } }, [
       el("h2", { text: "Requests", attrs: { id: "requests-heading" } }),
-      el("p", {
-        className: "help",
-        text: "Ask the agent to change its plan: it is told at its next model call and answers with its next write.",
-      }),
-      this.form("add", "ask-add", "Item to add", "Ask to add"),
-      this.form("note", "ask-note", "A note for the agent", "Leave note"),
+      el("p", { className: "help", text: help }),
+      this.controls ? this.form("add", "ask-add", "Item to add", "Ask to add") : null,
+      this.controls ? this.form("note", "ask-note", "A note for the agent", "Leave note") : null,
       this.problem,
       this.list,
     ]);
@@ -50,7 +53,7 @@ export class RequestPanel {
       const button = event.target.closest?.("button[data-withdraw]");
       if (button) this.send(`${this.base}/requests/${encodeURIComponent(button.dataset.withdraw)}/withdraw`, {});
     });
-    this.draw({ taken: [], waiting: [] });
+    this.draw({ waiting: [], asked: [] });
   }
 
   form(kind, id, label, action) {
@@ -69,8 +72,9 @@ export class RequestPanel {
     return form;
   }
 
-  // The buttons beside one plan item: what may be asked of it as it stands.
+  // The buttons beside one plan item: what may be asked of it as it stands (none read-only).
   buttons(todo) {
+    if (!this.controls) return null;
     const el = this.el;
     const shown = this.visible(todo.content);
     return el("span", { className: "asks" }, ITEM_ASKS.filter(([, fits]) => fits(todo)).map(([kind, , label]) => {
@@ -113,7 +117,8 @@ export class RequestPanel {
     this.problem.hidden = text === "";
   }
 
-  // Asked after each plan frame, each request sent, and every POLL_MS while one is open.
+  // Asked after each plan frame, each request event the stream tells of, each request sent, and
+  // every POLL_MS while one is open (a request filed or withdrawn elsewhere logs no event).
   async refresh() {
     if (!this.section.isConnected) return; // the page stopped, or replaced it: no more asking
     if (this.asking) {
@@ -123,9 +128,11 @@ export class RequestPanel {
     this.asking = true;
     clearTimeout(this.timer);
     let found = null;
+    let final = false; // a 4xx asking again cannot change (a server that reads no requests)
     try {
       const response = await fetch(`${this.base}/requests`, { headers: { accept: "application/json" } });
       if (response.ok) found = await response.json();
+      else final = response.status >= 400 && response.status < 500 && ![408, 429].includes(response.status);
     } catch {
       // the plan's own stream says when the server is gone; the next poll asks again
     } finally {
@@ -135,19 +142,23 @@ export class RequestPanel {
     if (this.again) {
       this.again = false;
       this.refresh();
-    } else if (!found || this.open) {
+    } else if ((!found && !final) || this.open) {
       this.timer = setTimeout(() => this.refresh(), POLL_MS);
     }
   }
 
+  // As `dsh-todo show` lists them: still waiting (oldest first), then the current turn's
+  // (`asked`, oldest taken first). One taken while the two were read shows once, as taken.
   draw(found) {
+    const taken = new Set(found.asked.map((request) => request.id));
     const rows = [
-      ...found.taken,
-      ...found.waiting.map((request) => ({ ...request, status: "waiting" })),
-    ].reverse(); // newest first
+      ...found.waiting.filter((request) => !taken.has(request.id)).map((request) => ({ ...request, status: "waiting" })),
+      ...found.asked,
+    ];
     this.open = rows.some((request) => OPEN.has(request.status));
     this.list.replaceChildren(...rows.map((request) => this.row(request)));
     if (rows.length === 0) this.list.append(this.el("li", { className: "empty", text: "No requests yet." }));
+    this.section.hidden = !this.controls && rows.length === 0;
   }
 
   row(request) {
@@ -160,7 +171,7 @@ export class RequestPanel {
       el("span", { className: "content", text: this.visible(request.content) }),
       el("span", { className: "by", text: `by ${this.visible(request.by)}` }),
       el("span", { className: "status", text: STATUS_TEXT[status] ?? "unknown" }),
-      OPEN.has(status)
+      this.controls && OPEN.has(status)
         ? el("button", { className: "withdraw", text: "withdraw", attrs: { type: "button", "data-withdraw": request.id } })
         : null,
     ]);
