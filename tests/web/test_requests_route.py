@@ -5,6 +5,7 @@ Reading what was asked is on every server, under the view's own guards."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -400,3 +401,54 @@ def test_the_streams_requests_option_is_1_or_0_on_this_librarys_frames(
     answer = run_requests(create_app(logs), calls)
     assert answer.status_code == 400
     assert "`requests` is 1 or 0, without `format`" in answer.json()["error"]
+
+
+def test_a_filing_waiting_on_the_inbox_lock_holds_up_no_other_answer(logs: Path) -> None:
+    import fcntl
+
+    async def calls(client: httpx.AsyncClient) -> tuple[bool, int, int]:
+        headers = await token_of(client)
+        inbox = logs / "ada.jsonl.requests"
+        inbox.touch()
+        with inbox.open("rb") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)  # another filer's, or the writer taking
+            filing = asyncio.ensure_future(
+                client.post(
+                    "/api/sessions/ada/requests",
+                    json={"kind": "note", "content": "wait for it"},
+                    headers=headers,
+                )
+            )
+            await asyncio.sleep(0.05)  # let the filing reach the lock
+            listed = await client.get("/api/sessions")
+            waiting = not filing.done()
+        return waiting, listed.status_code, (await filing).status_code
+
+    assert run_requests(create_app(logs, requests=True), calls) == (True, 200, 201)
+
+
+def test_a_filing_refused_for_its_inbox_names_no_path_of_the_server(logs: Path) -> None:
+    os.mkfifo(logs / "ada.jsonl.requests")
+
+    async def calls(client: httpx.AsyncClient) -> httpx.Response:
+        return await client.post(
+            "/api/sessions/ada/requests",
+            json={"kind": "note", "content": "hi"},
+            headers=await token_of(client),
+        )
+
+    answer = run_requests(create_app(logs, requests=True), calls)
+    assert answer.status_code == 400
+    assert answer.json()["error"].startswith("ada.jsonl.requests is not a regular file")
+    assert str(logs) not in answer.text
+
+
+def test_an_origin_of_another_scheme_is_refused(logs: Path) -> None:
+    async def calls(client: httpx.AsyncClient) -> int:
+        headers = {**await token_of(client), "origin": ORIGIN.replace("http", "evil", 1)}
+        answer = await client.post(
+            "/api/sessions/ada/requests", json={"kind": "note", "content": "hi"}, headers=headers
+        )
+        return answer.status_code
+
+    assert run_requests(create_app(logs, requests=True), calls) == 403

@@ -184,9 +184,10 @@ class RequestRoutes(RequestReads):
             return _error(400, "`content` and `by` must be strings")
         requests = await self._of(request.path_params["name"])
         try:
-            filed = await requests.afile(kind, content, by=by)
+            # in a thread: filing waits on the inbox's lock, which any filer may hold
+            filed = await asyncio.to_thread(requests.file, kind, content, by=by)
         except UsageError as error:
-            return _error(400, str(error))
+            return _error(400, _without_paths(str(error), requests))
         return _json(filed.as_json(), 201)
 
     async def _withdraw(self, request: Request) -> Response:
@@ -194,13 +195,15 @@ class RequestRoutes(RequestReads):
         if isinstance(body, Response):
             return body
         requests = await self._of(request.path_params["name"])
+        by = body.get("by", "web view")
         try:
-            by = body.get("by", "web view")
-            await requests.awithdraw(
-                request.path_params["ident"], by=by if isinstance(by, str) else ""
+            await asyncio.to_thread(
+                requests.withdraw,
+                request.path_params["ident"],
+                by=by if isinstance(by, str) else "",
             )
         except UsageError as error:
-            return _error(400, str(error))
+            return _error(400, _without_paths(str(error), requests))
         return _json({"withdrawn": request.path_params["ident"]})
 
     def _refused(self, request: Request) -> Response | None:
@@ -208,7 +211,8 @@ class RequestRoutes(RequestReads):
         if len(given) != 1 or not secrets.compare_digest(given[0].encode(), self.token.encode()):
             return _error(403, f"refused: a request needs this server's request token in {HEADER}")
         origin = request.headers.getlist("origin")
-        if len(origin) != 1 or origin[0].partition("://")[2].lower() not in self.hosts:
+        scheme, _, where = origin[0].partition("://") if len(origin) == 1 else ("", "", "")
+        if scheme.lower() not in ("http", "https") or where.lower() not in self.hosts:
             return _error(403, "refused: a request must come from this server's own page (Origin)")
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > MAX_BODY:  # said before a byte is read
@@ -237,6 +241,17 @@ class RequestRoutes(RequestReads):
                 with contextlib.suppress(ValueError):  # out of the window meanwhile
                     self._recent.remove(now)  # refused ones do not count toward the rate
         return response
+
+
+def _without_paths(message: str, requests: PlanRequests) -> str:
+    """``message`` without the served directory's path: no answer names a path of the server
+    (an inbox that is no regular file is named by the store for whoever runs it)."""
+    source = os.fspath(requests.source)
+    where = source if os.path.isdir(source) else os.path.dirname(source)
+    for root in {where, os.path.realpath(where)}:
+        if root:
+            message = message.replace(root.rstrip(os.sep) + os.sep, "")
+    return message
 
 
 async def _body(request: Request, *, empty_ok: bool = False) -> dict[str, Any] | Response:
