@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.contract import REQUEST_TAKEN, TURN_START
-from ..core.requests import SETTLING_TYPES, Request, RequestState, _Fold, recent_events
+from ..core.requests import SETTLING_TYPES, RequestState, _Fold, recent_events
 from ..protocols import LogReader
 
 __all__: list[str] = []
@@ -73,14 +73,14 @@ class PendingRequests:
 
     def _apply(self, event: Mapping[str, Any], seq: int) -> None:
         fold = self._fold
-        if event.get("type") == REQUEST_TAKEN:
-            ident = _taken_id(event)
-            if ident is None or ident in self._taken:
-                return  # not a request, or taken already: the first record stands
-            self._taken.add(ident)
-        elif event.get("type") == TURN_START:
+        ident = _taken_id(event)
+        if ident in self._taken:
+            return  # taken already: the first record stands
+        if event.get("type") == TURN_START:
             self._settled.clear()
         fold.apply(event)
+        if ident is not None and ident in fold.states:  # the fold took it as a request
+            self._taken.add(ident)
         # Each settled state is moved out of the fold as it settles (it never changes
         # again): the fold holds only the pending ones, so an event costs what they do.
         for ident in fold.settled:
@@ -125,8 +125,12 @@ def _settled_seq(state: RequestState) -> int:
 
 
 def _taken_id(event: Mapping[str, Any]) -> str | None:
-    request = Request.from_json(event.get("data"))
-    return None if request is None else request.id
+    """The id a ``request/taken`` event names, unchecked (the fold checks the request)."""
+    data = event.get("data")
+    if event.get("type") != REQUEST_TAKEN or not isinstance(data, Mapping):
+        return None
+    ident = data.get("id")
+    return ident if isinstance(ident, str) else None
 
 
 async def read_pending(reader: LogReader, name: str) -> PendingRequests:
